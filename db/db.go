@@ -1,0 +1,199 @@
+// Package db is the only place lxd-deployd talks SQL. State lives in dqlite through
+// go-dqlite's app package: one embedded node by default, a raft cluster when several daemons
+// are given each other's addresses.
+package db
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/canonical/go-dqlite/app"
+	"github.com/canonical/go-dqlite/client"
+	"github.com/canonical/go-dqlite/driver"
+	lxdapi "github.com/canonical/lxd/shared/api"
+)
+
+// databaseName is the name of the dqlite database holding all state.
+const databaseName = "lxd-deployd"
+
+// Options says how this node takes part in the dqlite cluster.
+type Options struct {
+	// Address this node's dqlite listens on. Empty means a private abstract unix socket,
+	// which is all a single node needs; set host:port to let other daemons join.
+	Address string
+
+	// Cluster holds addresses of existing members to join on first start.
+	Cluster []string
+
+	// Logger receives dqlite's own log lines.
+	Logger *slog.Logger
+}
+
+// Cluster is the handle to the database shared by every daemon of a cluster.
+type Cluster struct {
+	app *app.App
+	db  *sql.DB
+}
+
+// Open starts (or joins) the dqlite node whose data lives in dir, waits for it to be ready
+// and applies pending schema updates.
+func Open(ctx context.Context, dir string, opts Options) (*Cluster, error) {
+	err := os.MkdirAll(dir, 0o700)
+	if err != nil {
+		return nil, fmt.Errorf("create database directory: %w", err)
+	}
+
+	address := opts.Address
+	if address == "" {
+		address = defaultAddress(dir)
+	}
+
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+
+	dqliteApp, err := app.New(dir,
+		app.WithAddress(address),
+		app.WithCluster(opts.Cluster),
+		app.WithLogFunc(func(level client.LogLevel, format string, a ...any) {
+			if level >= client.LogWarn {
+				logger.Warn(fmt.Sprintf(format, a...), "component", "dqlite")
+			}
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("start dqlite node in %q: %w", dir, err)
+	}
+
+	readyCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+
+	err = dqliteApp.Ready(readyCtx)
+	if err != nil {
+		_ = dqliteApp.Close()
+		return nil, fmt.Errorf("wait for dqlite to be ready: %w", err)
+	}
+
+	sqlDB, err := dqliteApp.Open(ctx, databaseName)
+	if err != nil {
+		_ = dqliteApp.Close()
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+
+	c := &Cluster{app: dqliteApp, db: sqlDB}
+
+	err = c.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return applyUpdates(ctx, tx, updates)
+	})
+	if err != nil {
+		_ = c.Close(ctx)
+		return nil, fmt.Errorf("update database schema: %w", err)
+	}
+
+	return c, nil
+}
+
+// defaultAddress derives a per-data-directory abstract socket name, so that several
+// single-node daemons (tests, for one) never collide on a port.
+func defaultAddress(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+
+	sum := sha256.Sum256([]byte(abs))
+	return "@lxd-deployd-" + hex.EncodeToString(sum[:8])
+}
+
+// Address returns the dqlite address of this node.
+func (c *Cluster) Address() string {
+	return c.app.Address()
+}
+
+// Close hands leadership over to another member if there is one, then stops the node.
+func (c *Cluster) Close(ctx context.Context) error {
+	handoverCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+
+	// A single node has nobody to hand over to; that is not an error worth reporting.
+	_ = c.app.Handover(handoverCtx)
+	_ = c.db.Close()
+	return c.app.Close()
+}
+
+// Transaction runs f in a database transaction, committing when it returns nil. Busy and
+// leadership errors, which a retry can fix, are retried a few times with a short backoff.
+func (c *Cluster) Transaction(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error) error {
+	var err error
+	for attempt := 0; attempt < 10; attempt++ {
+		err = c.transaction(ctx, f)
+		if err == nil || !isRetryable(err) {
+			break
+		}
+
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * 25 * time.Millisecond):
+		}
+	}
+
+	return mapConstraintError(err)
+}
+
+func (c *Cluster) transaction(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error) error {
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+
+	err = f(ctx, tx)
+	if err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+
+	err = tx.Commit()
+	if err != nil {
+		return fmt.Errorf("commit transaction: %w", err)
+	}
+
+	return nil
+}
+
+// isRetryable reports whether err is a transient dqlite condition.
+func isRetryable(err error) bool {
+	var dqliteErr driver.Error
+	if errors.As(err, &dqliteErr) {
+		switch dqliteErr.Code {
+		case driver.ErrBusy, driver.ErrBusyRecovery, driver.ErrBusySnapshot:
+			return true
+		}
+	}
+
+	return errors.Is(err, driver.ErrNoAvailableLeader)
+}
+
+// sqliteConstraint is SQLite's primary result code for constraint violations.
+const sqliteConstraint = 19
+
+// mapConstraintError turns a constraint violation that slipped past the explicit checks
+// (two writers racing on a unique name) into a 409 instead of a 500.
+func mapConstraintError(err error) error {
+	var dqliteErr driver.Error
+	if errors.As(err, &dqliteErr) && dqliteErr.Code&0xff == sqliteConstraint {
+		return lxdapi.StatusErrorf(http.StatusConflict, "conflicting change: %s", dqliteErr.Message)
+	}
+
+	return err
+}

@@ -1,0 +1,163 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// update is one schema step. Steps are append-only: never edit one that has shipped, add a
+// new one instead, so that every database can be brought forward from any version.
+type update func(ctx context.Context, tx *sql.Tx) error
+
+// updates maps each schema version to the step that produces it from the version before.
+var updates = map[int]update{
+	1: updateFromV0,
+}
+
+// SchemaVersion is the version a fully updated database has.
+func SchemaVersion() int {
+	return len(updates)
+}
+
+// applyUpdates brings the schema from its current version to the last one in steps.
+func applyUpdates(ctx context.Context, tx *sql.Tx, steps map[int]update) error {
+	_, err := tx.ExecContext(ctx, `
+CREATE TABLE IF NOT EXISTS schema (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    version    INTEGER NOT NULL,
+    updated_at DATETIME NOT NULL,
+    UNIQUE (version)
+)`)
+	if err != nil {
+		return fmt.Errorf("create schema table: %w", err)
+	}
+
+	current, err := schemaVersion(ctx, tx)
+	if err != nil {
+		return err
+	}
+
+	if current > len(steps) {
+		return fmt.Errorf("database schema version %d is newer than this daemon's %d: upgrade lxd-deployd", current, len(steps))
+	}
+
+	for version := current + 1; version <= len(steps); version++ {
+		step, ok := steps[version]
+		if !ok {
+			return fmt.Errorf("schema update %d is missing: updates must be contiguous", version)
+		}
+
+		err = step(ctx, tx)
+		if err != nil {
+			return fmt.Errorf("schema update %d: %w", version, err)
+		}
+
+		_, err = tx.ExecContext(ctx, "INSERT INTO schema (version, updated_at) VALUES (?, ?)", version, time.Now().UTC())
+		if err != nil {
+			return fmt.Errorf("record schema version %d: %w", version, err)
+		}
+	}
+
+	return nil
+}
+
+// schemaVersion returns the highest applied schema version, 0 for a new database.
+func schemaVersion(ctx context.Context, tx *sql.Tx) (int, error) {
+	var version sql.NullInt64
+	err := tx.QueryRowContext(ctx, "SELECT MAX(version) FROM schema").Scan(&version)
+	if err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+
+	return int(version.Int64), nil
+}
+
+// updateFromV0 creates the first schema: the trust store and the deployment tables of
+// seed 004. scaling_current is not stored: it is the count of a shape's instance rows.
+func updateFromV0(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `
+CREATE TABLE certificates (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    type        TEXT NOT NULL CHECK (type IN ('client', 'deployments')),
+    name        TEXT NOT NULL,
+    certificate TEXT NOT NULL,
+    UNIQUE (fingerprint)
+);
+
+CREATE TABLE certificates_tokens (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    name        TEXT NOT NULL,
+    type        TEXT NOT NULL CHECK (type IN ('client', 'deployments')),
+    secret_hash TEXT NOT NULL,
+    expires_at  DATETIME NOT NULL,
+    UNIQUE (secret_hash)
+);
+
+CREATE TABLE deployments (
+    id                   INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    project              TEXT NOT NULL,
+    name                 TEXT NOT NULL,
+    description          TEXT NOT NULL DEFAULT '',
+    governor_webhook_url TEXT NOT NULL DEFAULT '',
+    UNIQUE (project, name)
+);
+
+CREATE TABLE deployments_config (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    deployment_id INTEGER NOT NULL,
+    key           TEXT NOT NULL,
+    value         TEXT NOT NULL,
+    UNIQUE (deployment_id, key),
+    FOREIGN KEY (deployment_id) REFERENCES deployments (id) ON DELETE CASCADE
+);
+
+CREATE TABLE deployments_keys (
+    id             INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    deployment_id  INTEGER NOT NULL,
+    certificate_id INTEGER NOT NULL,
+    name           TEXT NOT NULL,
+    description    TEXT NOT NULL DEFAULT '',
+    role           TEXT NOT NULL CHECK (role IN ('admin', 'read-only')),
+    UNIQUE (deployment_id, name),
+    FOREIGN KEY (deployment_id) REFERENCES deployments (id) ON DELETE CASCADE,
+    FOREIGN KEY (certificate_id) REFERENCES certificates (id) ON DELETE CASCADE
+);
+
+CREATE TABLE deployments_shapes (
+    id                INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    deployment_id     INTEGER NOT NULL,
+    name              TEXT NOT NULL,
+    description       TEXT NOT NULL DEFAULT '',
+    instance_template TEXT NOT NULL,
+    scaling_minimum   INTEGER NOT NULL CHECK (scaling_minimum >= 0),
+    scaling_maximum   INTEGER NOT NULL CHECK (scaling_maximum >= scaling_minimum),
+    UNIQUE (deployment_id, name),
+    FOREIGN KEY (deployment_id) REFERENCES deployments (id) ON DELETE CASCADE
+);
+
+CREATE TABLE deployments_shapes_config (
+    id                  INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    deployment_shape_id INTEGER NOT NULL,
+    key                 TEXT NOT NULL,
+    value               TEXT NOT NULL,
+    UNIQUE (deployment_shape_id, key),
+    FOREIGN KEY (deployment_shape_id) REFERENCES deployments_shapes (id) ON DELETE CASCADE
+);
+
+CREATE TABLE deployments_shapes_instances (
+    id                  INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    deployment_shape_id INTEGER NOT NULL,
+    name                TEXT NOT NULL,
+    state               TEXT NOT NULL DEFAULT 'creating',
+    created_at          DATETIME NOT NULL,
+    UNIQUE (deployment_shape_id, name),
+    FOREIGN KEY (deployment_shape_id) REFERENCES deployments_shapes (id) ON DELETE CASCADE
+);
+
+CREATE INDEX deployments_keys_certificate_id_idx ON deployments_keys (certificate_id);
+`)
+	return err
+}

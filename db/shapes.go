@@ -1,0 +1,213 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// Shape is a shape row with the ids other tables refer to.
+type Shape struct {
+	ID           int64
+	DeploymentID int64
+	api.DeploymentShape
+}
+
+// ShapeFilter selects shapes; zero fields match everything.
+type ShapeFilter struct {
+	DeploymentID int64
+	Name         string
+}
+
+// GetShapes returns the matching shapes with their config and scaling_current, which is
+// derived from the instance rows.
+func GetShapes(ctx context.Context, tx *sql.Tx, filter ShapeFilter) ([]Shape, error) {
+	var where []string
+	var args []any
+	if filter.DeploymentID != 0 {
+		where = append(where, "s.deployment_id = ?")
+		args = append(args, filter.DeploymentID)
+	}
+
+	if filter.Name != "" {
+		where = append(where, "s.name = ?")
+		args = append(args, filter.Name)
+	}
+
+	query := `
+SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scaling_minimum, s.scaling_maximum,
+       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id)
+  FROM deployments_shapes s`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+
+	rows, err := tx.QueryContext(ctx, query+" ORDER BY s.deployment_id, s.name", args...)
+	if err != nil {
+		return nil, fmt.Errorf("read shapes: %w", err)
+	}
+
+	defer func() { _ = rows.Close() }()
+
+	shapes := []Shape{}
+	for rows.Next() {
+		var s Shape
+		var template string
+		err = rows.Scan(&s.ID, &s.DeploymentID, &s.Name, &s.Description, &template, &s.ScalingMinimum, &s.ScalingMaximum, &s.ScalingCurrent)
+		if err != nil {
+			return nil, fmt.Errorf("read shapes: %w", err)
+		}
+
+		err = json.Unmarshal([]byte(template), &s.InstanceTemplate)
+		if err != nil {
+			return nil, fmt.Errorf("shape %q has a corrupt instance template: %w", s.Name, err)
+		}
+
+		shapes = append(shapes, s)
+	}
+
+	err = rows.Err()
+	if err != nil {
+		return nil, err
+	}
+
+	_ = rows.Close()
+	if len(shapes) == 0 {
+		return shapes, nil
+	}
+
+	configs, err := getConfigs(ctx, tx, shapesConfig)
+	if err != nil {
+		return nil, err
+	}
+
+	for i := range shapes {
+		shapes[i].Config = configs[shapes[i].ID]
+		if shapes[i].Config == nil {
+			shapes[i].Config = map[string]string{}
+		}
+	}
+
+	return shapes, nil
+}
+
+// GetShape returns one shape of a deployment, or a 404 that names it.
+func GetShape(ctx context.Context, tx *sql.Tx, deploymentID int64, name string) (*Shape, error) {
+	shapes, err := GetShapes(ctx, tx, ShapeFilter{DeploymentID: deploymentID, Name: name})
+	if err != nil {
+		return nil, err
+	}
+
+	if len(shapes) == 0 {
+		return nil, shapeNotFound(name)
+	}
+
+	return &shapes[0], nil
+}
+
+// GetShapeID returns the id of a shape of a deployment, or a 404 that names it.
+func GetShapeID(ctx context.Context, tx *sql.Tx, deploymentID int64, name string) (int64, error) {
+	var id int64
+	err := tx.QueryRowContext(ctx, "SELECT id FROM deployments_shapes WHERE deployment_id = ? AND name = ?", deploymentID, name).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, shapeNotFound(name)
+	}
+
+	if err != nil {
+		return 0, fmt.Errorf("read shape: %w", err)
+	}
+
+	return id, nil
+}
+
+func shapeNotFound(name string) error {
+	return lxdapi.StatusErrorf(http.StatusNotFound, "shape %q not found in the deployment", name)
+}
+
+// GetShapeNames returns the names of a deployment's shapes.
+func GetShapeNames(ctx context.Context, tx *sql.Tx, deploymentID int64) ([]string, error) {
+	return queryStrings(ctx, tx, "SELECT name FROM deployments_shapes WHERE deployment_id = ? ORDER BY name", deploymentID)
+}
+
+// CreateShape adds a shape with its config to a deployment.
+func CreateShape(ctx context.Context, tx *sql.Tx, deploymentID int64, req api.DeploymentShapesPost) (int64, error) {
+	_, err := GetShapeID(ctx, tx, deploymentID, req.Name)
+	if err == nil {
+		return 0, lxdapi.StatusErrorf(http.StatusConflict, "shape %q already exists in the deployment", req.Name)
+	}
+
+	if !lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
+		return 0, err
+	}
+
+	template, err := json.Marshal(req.InstanceTemplate)
+	if err != nil {
+		return 0, err
+	}
+
+	result, err := tx.ExecContext(ctx, "INSERT INTO deployments_shapes (deployment_id, name, description, instance_template, scaling_minimum, scaling_maximum) VALUES (?, ?, ?, ?, ?, ?)",
+		deploymentID, req.Name, req.Description, string(template), req.ScalingMinimum, req.ScalingMaximum)
+	if err != nil {
+		return 0, fmt.Errorf("add shape: %w", err)
+	}
+
+	id, err := result.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+
+	return id, replaceConfig(ctx, tx, shapesConfig, id, req.Config)
+}
+
+// UpdateShape replaces the writable fields of a shape.
+func UpdateShape(ctx context.Context, tx *sql.Tx, id int64, put api.DeploymentShapePut) error {
+	template, err := json.Marshal(put.InstanceTemplate)
+	if err != nil {
+		return err
+	}
+
+	_, err = tx.ExecContext(ctx, "UPDATE deployments_shapes SET description = ?, instance_template = ?, scaling_minimum = ?, scaling_maximum = ? WHERE id = ?",
+		put.Description, string(template), put.ScalingMinimum, put.ScalingMaximum, id)
+	if err != nil {
+		return fmt.Errorf("update shape: %w", err)
+	}
+
+	return replaceConfig(ctx, tx, shapesConfig, id, put.Config)
+}
+
+// RenameShape renames a shape within its deployment.
+func RenameShape(ctx context.Context, tx *sql.Tx, deploymentID int64, id int64, newName string) error {
+	_, err := GetShapeID(ctx, tx, deploymentID, newName)
+	if err == nil {
+		return lxdapi.StatusErrorf(http.StatusConflict, "shape %q already exists in the deployment", newName)
+	}
+
+	if !lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
+		return err
+	}
+
+	_, err = tx.ExecContext(ctx, "UPDATE deployments_shapes SET name = ? WHERE id = ?", newName, id)
+	if err != nil {
+		return fmt.Errorf("rename shape: %w", err)
+	}
+
+	return nil
+}
+
+// DeleteShape removes a shape; its config and instance rows go with it.
+func DeleteShape(ctx context.Context, tx *sql.Tx, id int64) error {
+	_, err := tx.ExecContext(ctx, "DELETE FROM deployments_shapes WHERE id = ?", id)
+	if err != nil {
+		return fmt.Errorf("delete shape: %w", err)
+	}
+
+	return nil
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/validate"
+)
+
+// keysAPI serves /1.0/deployments/{deployment}/keys.
+type keysAPI struct {
+	db *db.Cluster
+}
+
+// keyRef is the deployment key a request is about.
+type keyRef struct {
+	deploymentRef
+	key string
+}
+
+func keyFromRequest(r *http.Request) (keyRef, error) {
+	ref, err := deploymentFromRequest(r)
+	if err != nil {
+		return keyRef{}, err
+	}
+
+	name, err := pathName(r, "key", "deployment key")
+	if err != nil {
+		return keyRef{}, err
+	}
+
+	return keyRef{deploymentRef: ref, key: name}, nil
+}
+
+// withKey runs f in a transaction with the deployment id and the key the request names.
+func (a keysAPI) withKey(ctx context.Context, ref keyRef, f func(ctx context.Context, tx *sql.Tx, deploymentID int64, key *db.Key) error) error {
+	return a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		if err != nil {
+			return err
+		}
+
+		key, err := db.GetKey(ctx, tx, deploymentID, ref.key)
+		if err != nil {
+			return err
+		}
+
+		return f(ctx, tx, deploymentID, key)
+	})
+}
+
+func (a keysAPI) list(r *http.Request) response.Response {
+	ref, err := deploymentFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	level, err := recursion(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	var keys []db.Key
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		if err != nil {
+			return err
+		}
+
+		keys, err = db.GetKeys(ctx, tx, db.KeyFilter{DeploymentID: id})
+		return err
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	if level == 0 {
+		urls := make([]string, 0, len(keys))
+		for _, k := range keys {
+			urls = append(urls, api.DeploymentKeyURL(ref.project, ref.name, k.Name))
+		}
+
+		return response.SyncResponse(urls)
+	}
+
+	result := make([]api.DeploymentKey, 0, len(keys))
+	for _, k := range keys {
+		result = append(result, k.DeploymentKey)
+	}
+
+	return response.SyncResponse(result)
+}
+
+func (a keysAPI) create(r *http.Request) response.Response {
+	ref, err := deploymentFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	var req api.DeploymentKeysPost
+	err = decodeBody(r, &req)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	err = createKey(r.Context(), a.db, ref, req)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	return response.SyncResponseLocation(nil, api.DeploymentKeyURL(ref.project, ref.name, req.Name))
+}
+
+// createKey validates and stores a new deployment key; the role defaults to read-only.
+func createKey(ctx context.Context, cluster *db.Cluster, ref deploymentRef, req api.DeploymentKeysPost) error {
+	err := validate.Name("deployment key", req.Name)
+	if err != nil {
+		return badRequest(err)
+	}
+
+	if req.Role == "" {
+		req.Role = api.DeploymentKeyRoleReadOnly
+	}
+
+	err = validate.Role(req.Role)
+	if err != nil {
+		return badRequest(err)
+	}
+
+	err = validate.Fingerprint(req.CertificateFingerprint)
+	if err != nil {
+		return badRequest(err)
+	}
+
+	return cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		if err != nil {
+			return err
+		}
+
+		_, err = db.CreateKey(ctx, tx, id, req)
+		return err
+	})
+}
+
+func (a keysAPI) get(r *http.Request) response.Response {
+	ref, err := keyFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	var key *db.Key
+	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, deploymentID int64, k *db.Key) error {
+		key = k
+		return nil
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	return response.SyncResponseETag(key.DeploymentKey, key.Writable())
+}
+
+func (a keysAPI) put(r *http.Request) response.Response {
+	return a.update(r, false)
+}
+
+func (a keysAPI) patch(r *http.Request) response.Response {
+	return a.update(r, true)
+}
+
+// update serves PUT and PATCH of a key's description and role.
+func (a keysAPI) update(r *http.Request, patch bool) response.Response {
+	ref, err := keyFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	body, err := readBody(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, deploymentID int64, key *db.Key) error {
+		err := response.CheckETag(r, key.Writable())
+		if err != nil {
+			return err
+		}
+
+		var put api.DeploymentKeyPut
+		if patch {
+			put = key.Writable()
+		}
+
+		err = unmarshalBody(body, &put)
+		if err != nil {
+			return err
+		}
+
+		if put.Role == "" {
+			put.Role = api.DeploymentKeyRoleReadOnly
+		}
+
+		err = validate.Role(put.Role)
+		if err != nil {
+			return badRequest(err)
+		}
+
+		return db.UpdateKey(ctx, tx, key.ID, put)
+	})
+
+	return response.SmartError(err)
+}
+
+func (a keysAPI) rename(r *http.Request) response.Response {
+	ref, err := keyFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	var req api.DeploymentKeyPost
+	err = decodeBody(r, &req)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	err = validate.Name("deployment key", req.Name)
+	if err != nil {
+		return response.SmartError(badRequest(err))
+	}
+
+	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, deploymentID int64, key *db.Key) error {
+		return db.RenameKey(ctx, tx, deploymentID, key.ID, req.Name)
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	return response.SyncResponseLocation(nil, api.DeploymentKeyURL(ref.project, ref.name, req.Name))
+}
+
+func (a keysAPI) delete(r *http.Request) response.Response {
+	ref, err := keyFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, deploymentID int64, key *db.Key) error {
+		return db.DeleteKey(ctx, tx, key.ID)
+	})
+
+	return response.SmartError(err)
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"net/http"
+	"os"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/version"
+)
+
+// serverAPI serves / and /1.0.
+type serverAPI struct {
+	lxd               *backend.LXD
+	certificatePEM    string
+	fingerprint       string
+	addresses         func() []string
+	databaseAddress   string
+	databaseClustered bool
+}
+
+func (a serverAPI) root(r *http.Request) response.Response {
+	return response.SyncResponse([]string{"/1.0"})
+}
+
+func (a serverAPI) get(r *http.Request) response.Response {
+	return response.SyncResponse(a.server(auth.CallerFromContext(r.Context())))
+}
+
+// server describes this daemon to the caller; only trusted callers learn the details.
+func (a serverAPI) server(caller *auth.Caller) api.Server {
+	srv := api.Server{
+		ServerUntrusted: lxdapi.ServerUntrusted{
+			APIExtensions: api.APIExtensions,
+			APIStatus:     "stable",
+			APIVersion:    "1.0",
+			Auth:          "untrusted",
+			AuthMethods:   []string{"tls"},
+		},
+		Config: map[string]any{},
+	}
+
+	if !caller.Trusted {
+		return srv
+	}
+
+	srv.Auth = "trusted"
+	hostname, _ := os.Hostname()
+	status := a.lxd.Status()
+	lxdStatus := "online"
+	if !status.Online {
+		lxdStatus = "unavailable"
+	}
+
+	srv.Environment = &api.ServerEnvironment{
+		Addresses:              a.addresses(),
+		Certificate:            a.certificatePEM,
+		CertificateFingerprint: a.fingerprint,
+		Server:                 "lxd-deployd",
+		ServerName:             hostname,
+		ServerVersion:          version.Version,
+		ServerPid:              os.Getpid(),
+		ServerClustered:        a.databaseClustered,
+		DatabaseAddress:        a.databaseAddress,
+		LXDSocket:              a.lxd.Socket(),
+		LXDStatus:              lxdStatus,
+		LXDError:               status.Reason,
+		LXDVersion:             status.ServerVersion,
+	}
+
+	return srv
+}

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/validate"
+)
+
+// shapesAPI serves /1.0/deployments/{deployment}/shapes.
+type shapesAPI struct {
+	db *db.Cluster
+}
+
+// shapeRef is the shape a request is about.
+type shapeRef struct {
+	deploymentRef
+	shape string
+}
+
+func shapeFromRequest(r *http.Request) (shapeRef, error) {
+	ref, err := deploymentFromRequest(r)
+	if err != nil {
+		return shapeRef{}, err
+	}
+
+	name, err := pathName(r, "shape", "shape")
+	if err != nil {
+		return shapeRef{}, err
+	}
+
+	return shapeRef{deploymentRef: ref, shape: name}, nil
+}
+
+func (a shapesAPI) list(r *http.Request) response.Response {
+	ref, err := deploymentFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	level, err := recursion(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	var shapes []db.Shape
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		if err != nil {
+			return err
+		}
+
+		shapes, err = db.GetShapes(ctx, tx, db.ShapeFilter{DeploymentID: id})
+		return err
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	if level == 0 {
+		urls := make([]string, 0, len(shapes))
+		for _, s := range shapes {
+			urls = append(urls, api.DeploymentShapeURL(ref.project, ref.name, s.Name))
+		}
+
+		return response.SyncResponse(urls)
+	}
+
+	result := make([]api.DeploymentShape, 0, len(shapes))
+	for _, s := range shapes {
+		result = append(result, s.DeploymentShape)
+	}
+
+	return response.SyncResponse(result)
+}
+
+func (a shapesAPI) create(r *http.Request) response.Response {
+	ref, err := deploymentFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	var req api.DeploymentShapesPost
+	err = decodeBody(r, &req)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	err = createShape(r.Context(), a.db, ref, req)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	return response.SyncResponseLocation(nil, api.DeploymentShapeURL(ref.project, ref.name, req.Name))
+}
+
+// createShape validates and stores a new shape in a deployment.
+func createShape(ctx context.Context, cluster *db.Cluster, ref deploymentRef, req api.DeploymentShapesPost) error {
+	err := validate.Name("shape", req.Name)
+	if err != nil {
+		return badRequest(err)
+	}
+
+	if req.Config == nil {
+		req.Config = map[string]string{}
+	}
+
+	err = validate.Shape(req.DeploymentShapePut)
+	if err != nil {
+		return badRequest(err)
+	}
+
+	return cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		if err != nil {
+			return err
+		}
+
+		_, err = db.CreateShape(ctx, tx, id, req)
+		return err
+	})
+}
+
+// getShape reads one shape in its own transaction.
+func getShape(ctx context.Context, cluster *db.Cluster, ref shapeRef) (*db.Shape, error) {
+	var shape *db.Shape
+	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		if err != nil {
+			return err
+		}
+
+		shape, err = db.GetShape(ctx, tx, id, ref.shape)
+		return err
+	})
+
+	return shape, err
+}
+
+func (a shapesAPI) get(r *http.Request) response.Response {
+	ref, err := shapeFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	shape, err := getShape(r.Context(), a.db, ref)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	return response.SyncResponseETag(shape.DeploymentShape, shape.Writable())
+}
+
+func (a shapesAPI) put(r *http.Request) response.Response {
+	return a.update(r, false)
+}
+
+func (a shapesAPI) patch(r *http.Request) response.Response {
+	return a.update(r, true)
+}
+
+// update serves PUT (replace) and PATCH (merge). A new instance template only applies to
+// instances created afterwards (seed 004's review decision).
+func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
+	ref, err := shapeFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	body, err := readBody(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		if err != nil {
+			return err
+		}
+
+		current, err := db.GetShape(ctx, tx, deploymentID, ref.shape)
+		if err != nil {
+			return err
+		}
+
+		err = response.CheckETag(r, current.Writable())
+		if err != nil {
+			return err
+		}
+
+		var put api.DeploymentShapePut
+		if patch {
+			put = current.Writable()
+		}
+
+		err = unmarshalBody(body, &put)
+		if err != nil {
+			return err
+		}
+
+		if put.Config == nil {
+			put.Config = map[string]string{}
+		}
+
+		err = validate.Shape(put)
+		if err != nil {
+			return badRequest(err)
+		}
+
+		return db.UpdateShape(ctx, tx, current.ID, put)
+	})
+
+	return response.SmartError(err)
+}
+
+func (a shapesAPI) rename(r *http.Request) response.Response {
+	ref, err := shapeFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	var req api.DeploymentShapePost
+	err = decodeBody(r, &req)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	err = validate.Name("shape", req.Name)
+	if err != nil {
+		return response.SmartError(badRequest(err))
+	}
+
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		if err != nil {
+			return err
+		}
+
+		id, err := db.GetShapeID(ctx, tx, deploymentID, ref.shape)
+		if err != nil {
+			return err
+		}
+
+		return db.RenameShape(ctx, tx, deploymentID, id, req.Name)
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	return response.SyncResponseLocation(nil, api.DeploymentShapeURL(ref.project, ref.name, req.Name))
+}
+
+func (a shapesAPI) delete(r *http.Request) response.Response {
+	ref, err := shapeFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	force := forceParam(r)
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		if err != nil {
+			return err
+		}
+
+		shape, err := db.GetShape(ctx, tx, deploymentID, ref.shape)
+		if err != nil {
+			return err
+		}
+
+		if shape.ScalingCurrent > 0 && !force {
+			return lxdapi.StatusErrorf(http.StatusConflict, "shape %q still has %d instances: delete them first or use force", ref.shape, shape.ScalingCurrent)
+		}
+
+		return db.DeleteShape(ctx, tx, shape.ID)
+	})
+
+	return response.SmartError(err)
+}

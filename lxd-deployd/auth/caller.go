@@ -1,0 +1,76 @@
+// Package auth turns a request into a Caller: who is calling and through what. Access checks
+// ask the Caller, never the transport.
+package auth
+
+import (
+	"context"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// Protocols a caller can come through.
+const (
+	// ProtocolUnix is the local unix socket: root-owned, full admin access, like LXD's.
+	ProtocolUnix = "unix"
+
+	// ProtocolTLS is HTTPS with a client certificate.
+	ProtocolTLS = "tls"
+)
+
+// Caller is the authenticated identity of a request.
+type Caller struct {
+	// Protocol the request came through.
+	Protocol string
+
+	// Trusted is true when the caller is known: the unix socket, or a certificate in the
+	// trust store.
+	Trusted bool
+
+	// Fingerprint of the caller's trusted certificate (TLS only).
+	Fingerprint string
+
+	// CertificateType of the caller's trusted certificate: client or deployments.
+	CertificateType string
+
+	// Name of the caller's trusted certificate, for logs.
+	Name string
+}
+
+// IsAdmin reports whether the caller may use the management API: the unix socket, or a
+// trusted certificate of type client.
+func (c *Caller) IsAdmin() bool {
+	if c == nil || !c.Trusted {
+		return false
+	}
+
+	return c.Protocol == ProtocolUnix || c.CertificateType == api.CertificateTypeClient
+}
+
+// String names the caller in logs without revealing anything secret.
+func (c *Caller) String() string {
+	switch {
+	case c == nil || !c.Trusted:
+		return "untrusted"
+	case c.Protocol == ProtocolUnix:
+		return "unix"
+	default:
+		return c.CertificateType + ":" + c.Name + "(" + c.Fingerprint[:12] + ")"
+	}
+}
+
+type callerKey struct{}
+
+// WithCaller returns a context carrying the caller.
+func WithCaller(ctx context.Context, caller *Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, caller)
+}
+
+// CallerFromContext returns the request's caller; an untrusted one if none was set.
+func CallerFromContext(ctx context.Context) *Caller {
+	caller, ok := ctx.Value(callerKey{}).(*Caller)
+	if !ok || caller == nil {
+		return &Caller{}
+	}
+
+	return caller
+}

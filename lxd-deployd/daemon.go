@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/canonical/lxd/shared"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+)
+
+// config is the daemon's configuration, from flags.
+type config struct {
+	dataDir         string
+	httpsAddress    string
+	lxdSocket       string
+	clusterAddress  string
+	clusterJoin     []string
+	lxdPollInterval time.Duration
+}
+
+// daemon wires the database, the LXD connection and the API listeners together.
+type daemon struct {
+	config config
+	logger *slog.Logger
+
+	db      *db.Cluster
+	lxd     *backend.LXD
+	cert    *shared.CertInfo
+	servers []*http.Server
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+type listenerKey struct{}
+
+// start opens the database, connects to LXD in the background and starts serving.
+func (d *daemon) start(ctx context.Context) error {
+	err := os.MkdirAll(d.config.dataDir, 0o711)
+	if err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+
+	d.cert, err = serverCertificate(d.config.dataDir)
+	if err != nil {
+		return err
+	}
+
+	d.db, err = db.Open(ctx, filepath.Join(d.config.dataDir, "database"), db.Options{
+		Address: d.config.clusterAddress,
+		Cluster: d.config.clusterJoin,
+		Logger:  d.logger,
+	})
+	if err != nil {
+		return err
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	d.done = make(chan struct{})
+	d.lxd = backend.NewLXD(d.config.lxdSocket, d.logger)
+	go func() {
+		defer close(d.done)
+		d.lxd.Run(runCtx, d.config.lxdPollInterval)
+	}()
+
+	router := newRouter(endpoints(d.apis()), d.authenticate, d.logger)
+
+	unixListener, err := listenUnix(filepath.Join(d.config.dataDir, "unix.socket"))
+	if err != nil {
+		return err
+	}
+
+	d.serve(unixListener, router, auth.ProtocolUnix)
+	d.logger.Info("listening", "socket", unixListener.Addr().String())
+
+	if d.config.httpsAddress != "" {
+		tcpListener, err := net.Listen("tcp", d.config.httpsAddress)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w (use --https-address to choose another, or \"\" to disable HTTPS)", d.config.httpsAddress, err)
+		}
+
+		d.serve(tls.NewListener(tcpListener, d.tlsConfig()), router, auth.ProtocolTLS)
+		d.logger.Info("listening", "https", tcpListener.Addr().String(), "fingerprint", d.cert.Fingerprint())
+	}
+
+	return nil
+}
+
+// apis builds each resource's handler set with only the dependencies it uses.
+func (d *daemon) apis() apis {
+	return apis{
+		server: serverAPI{
+			lxd:               d.lxd,
+			certificatePEM:    string(d.cert.PublicKey()),
+			fingerprint:       d.cert.Fingerprint(),
+			addresses:         d.addresses,
+			databaseAddress:   d.db.Address(),
+			databaseClustered: len(d.config.clusterJoin) > 0 || d.config.clusterAddress != "",
+		},
+		certificates: certificatesAPI{db: d.db, serverFingerprint: d.cert.Fingerprint(), addresses: d.addresses},
+		deployments:  deploymentsAPI{db: d.db},
+		keys:         keysAPI{db: d.db},
+		shapes:       shapesAPI{db: d.db},
+	}
+}
+
+// serve runs an HTTP server on the listener, tagging every request with its protocol.
+func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol string) {
+	server := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(d.logger.Handler(), slog.LevelDebug),
+		BaseContext: func(net.Listener) context.Context {
+			return context.WithValue(context.Background(), listenerKey{}, protocol)
+		},
+	}
+
+	d.servers = append(d.servers, server)
+	go func() {
+		err := server.Serve(listener)
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.logger.Error("API server stopped", "protocol", protocol, "err", err)
+		}
+	}()
+}
+
+// authenticate turns a request into a caller: the unix socket is an admin, a TLS peer is
+// whoever its certificate is in the trust store.
+func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
+	protocol, _ := r.Context().Value(listenerKey{}).(string)
+	switch protocol {
+	case auth.ProtocolUnix:
+		return &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}, nil
+	case auth.ProtocolTLS:
+		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+			return &auth.Caller{Protocol: auth.ProtocolTLS}, nil
+		}
+
+		var trusted []auth.TrustedCertificate
+		err := d.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+			certs, err := db.GetCertificates(ctx, tx)
+			for _, c := range certs {
+				trusted = append(trusted, auth.TrustedCertificate{Fingerprint: c.Fingerprint, Type: c.Type, Name: c.Name})
+			}
+
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read trust store: %w", err)
+		}
+
+		return auth.AuthenticateTLS(r.TLS.PeerCertificates, trusted, time.Now()), nil
+	}
+
+	return &auth.Caller{}, nil
+}
+
+// tlsConfig is LXD's: TLS 1.3 only, client certificates requested but checked by
+// fingerprint against the trust store rather than by the TLS stack.
+func (d *daemon) tlsConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		ClientAuth:   tls.RequestClientCert,
+		Certificates: []tls.Certificate{d.cert.KeyPair()},
+	}
+}
+
+// addresses lists the host:port pairs the HTTPS API can be reached on, for trust tokens and
+// GET /1.0; a wildcard listen address expands to every address of the machine.
+func (d *daemon) addresses() []string {
+	if d.config.httpsAddress == "" {
+		return []string{}
+	}
+
+	host, port, err := net.SplitHostPort(d.config.httpsAddress)
+	if err != nil {
+		return []string{d.config.httpsAddress}
+	}
+
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	if host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return []string{d.config.httpsAddress}
+	}
+
+	ifaceAddrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return []string{}
+	}
+
+	addresses := []string{}
+	for _, addr := range ifaceAddrs {
+		ipNet, ok := addr.(*net.IPNet)
+		if !ok || ipNet.IP.IsLinkLocalUnicast() {
+			continue
+		}
+
+		addresses = append(addresses, net.JoinHostPort(ipNet.IP.String(), port))
+	}
+
+	return addresses
+}
+
+// stop finishes in-flight requests, stops background work, hands dqlite leadership over
+// and closes the database.
+func (d *daemon) stop(ctx context.Context) error {
+	var errs []error
+	for _, server := range d.servers {
+		err := server.Shutdown(ctx)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+
+	if d.cancel != nil {
+		d.cancel()
+		<-d.done
+	}
+
+	if d.db != nil {
+		err := d.db.Close(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("close database: %w", err))
+		}
+	}
+
+	return errors.Join(errs...)
+}
+
+// serverCertificate loads the server's key pair, generating an ECDSA P-384 one with the
+// host's names as SANs on first start, as LXD does.
+func serverCertificate(dataDir string) (*shared.CertInfo, error) {
+	certFile := filepath.Join(dataDir, "server.crt")
+	keyFile := filepath.Join(dataDir, "server.key")
+	err := shared.FindOrGenCert(certFile, keyFile, false, shared.CertOptions{AddHosts: true})
+	if err != nil {
+		return nil, fmt.Errorf("generate server certificate: %w", err)
+	}
+
+	return shared.KeyPairAndCA(dataDir, "server", shared.CertServer, shared.CertOptions{})
+}
+
+// listenUnix listens on the admin socket (mode 0660, root: full access, like LXD's). A
+// socket left by a dead daemon is replaced; one a live daemon answers on is not.
+func listenUnix(path string) (net.Listener, error) {
+	conn, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("another daemon is listening on %s: stop it first", path)
+	}
+
+	err = os.Remove(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
+	}
+
+	listener, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+
+	err = os.Chmod(path, 0o660)
+	if err != nil {
+		_ = listener.Close()
+		return nil, fmt.Errorf("set permissions of %s: %w", path, err)
+	}
+
+	return listener, nil
+}

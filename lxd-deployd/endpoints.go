@@ -1,0 +1,104 @@
+package main
+
+import (
+	"net/http"
+
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+)
+
+// apis are the per-resource handler sets, each holding only what it uses.
+type apis struct {
+	server       serverAPI
+	certificates certificatesAPI
+	deployments  deploymentsAPI
+	keys         keysAPI
+	shapes       shapesAPI
+}
+
+// endpoints is the route table: every path of the API, and for each method its handler and
+// who may call it.
+func endpoints(a apis) []endpoint {
+	admin := action{access: allowAdmin}
+	with := func(base action, h handlerFunc) action {
+		base.handler = h
+		return base
+	}
+
+	return []endpoint{
+		{
+			path: "/",
+			get:  action{handler: a.server.root, public: true},
+		},
+		{
+			path: "/1.0",
+			get:  action{handler: a.server.get, public: true},
+		},
+		{
+			path: "/1.0/certificates",
+			get:  with(admin, a.certificates.list),
+			// Public: untrusted clients redeem trust tokens here; the handler lets only
+			// admins do anything else.
+			post: action{handler: a.certificates.create, public: true},
+		},
+		{
+			path:   "/1.0/certificates/{fingerprint}",
+			get:    with(admin, a.certificates.get),
+			put:    with(admin, a.certificates.put),
+			patch:  with(admin, a.certificates.patch),
+			delete: with(admin, a.certificates.delete),
+		},
+		{
+			path: "/1.0/deployments",
+			get:  with(admin, a.deployments.list),
+			post: with(admin, a.deployments.create),
+		},
+		{
+			path:   "/1.0/deployments/{deployment}",
+			get:    with(admin, a.deployments.get),
+			put:    with(admin, a.deployments.put),
+			patch:  with(admin, a.deployments.patch),
+			post:   with(admin, a.deployments.rename),
+			delete: with(admin, a.deployments.delete),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/keys",
+			get:  with(admin, a.keys.list),
+			post: with(admin, a.keys.create),
+		},
+		{
+			path:   "/1.0/deployments/{deployment}/keys/{key}",
+			get:    with(admin, a.keys.get),
+			put:    with(admin, a.keys.put),
+			patch:  with(admin, a.keys.patch),
+			post:   with(admin, a.keys.rename),
+			delete: with(admin, a.keys.delete),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/shapes",
+			get:  with(admin, a.shapes.list),
+			post: with(admin, a.shapes.create),
+		},
+		{
+			path:   "/1.0/deployments/{deployment}/shapes/{shape}",
+			get:    with(admin, a.shapes.get),
+			put:    with(admin, a.shapes.put),
+			patch:  with(admin, a.shapes.patch),
+			post:   with(admin, a.shapes.rename),
+			delete: with(admin, a.shapes.delete),
+		},
+	}
+}
+
+// allowAdmin lets through the unix socket and trusted client certificates.
+func allowAdmin(r *http.Request) error {
+	caller := auth.CallerFromContext(r.Context())
+	if caller.IsAdmin() {
+		return nil
+	}
+
+	if !caller.Trusted {
+		return forbidden("not trusted: add this client's certificate to the trust store (lxd-deploy config trust add)")
+	}
+
+	return forbidden("a %s certificate may only act through deployment keys: the management API needs a client certificate", caller.CertificateType)
+}

@@ -1,0 +1,114 @@
+// Command lxd-deployd is the deployment and autoscaling daemon that runs beside LXD.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/version"
+)
+
+func main() {
+	err := rootCommand().Execute()
+	if err != nil {
+		os.Exit(1)
+	}
+}
+
+func rootCommand() *cobra.Command {
+	var cfg config
+	var debug bool
+
+	cmd := &cobra.Command{
+		Use:           "lxd-deployd",
+		Short:         "Deployment and autoscaling daemon for LXD",
+		Version:       version.Version,
+		SilenceUsage:  true,
+		SilenceErrors: false,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			level := slog.LevelInfo
+			if debug {
+				level = slog.LevelDebug
+			}
+
+			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			slog.SetDefault(logger)
+			return run(cfg, logger)
+		},
+	}
+
+	flags := cmd.Flags()
+	flags.StringVar(&cfg.dataDir, "data-dir", envOr("LXD_DEPLOYD_DIR", "/var/lib/lxd-deployd"), "directory for the database, certificates and unix socket [LXD_DEPLOYD_DIR]")
+	flags.StringVar(&cfg.httpsAddress, "https-address", "[::]:8444", "address of the HTTPS API (empty disables it)")
+	flags.StringVar(&cfg.lxdSocket, "lxd-socket", defaultLXDSocket(), "unix socket of the LXD daemon")
+	flags.StringVar(&cfg.clusterAddress, "cluster-address", "", "host:port for dqlite to listen on, so that other daemons can join (first start only; default: a private local socket)")
+	flags.StringSliceVar(&cfg.clusterJoin, "cluster-join", nil, "dqlite addresses of existing daemons to join on first start")
+	flags.DurationVar(&cfg.lxdPollInterval, "lxd-poll-interval", 5*time.Second, "how often to check the connection to LXD")
+	flags.BoolVar(&debug, "debug", false, "log every request")
+
+	return cmd
+}
+
+// run starts the daemon and serves until SIGTERM or SIGINT, then shuts down gracefully.
+func run(cfg config, logger *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	d := &daemon{config: cfg, logger: logger}
+	err := d.start(ctx)
+	if err != nil {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = d.stop(shutdownCtx)
+		return err
+	}
+
+	logger.Info("lxd-deployd started", "version", version.Version, "data_dir", cfg.dataDir, "lxd_socket", cfg.lxdSocket)
+	<-ctx.Done()
+	logger.Info("shutting down")
+
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = d.stop(shutdownCtx)
+	if err != nil {
+		return fmt.Errorf("shut down: %w", err)
+	}
+
+	logger.Info("stopped")
+	return nil
+}
+
+func envOr(name string, fallback string) string {
+	value := os.Getenv(name)
+	if value == "" {
+		return fallback
+	}
+
+	return value
+}
+
+// defaultLXDSocket finds LXD the way its own tools do: $LXD_DIR, then the snap, then the
+// Debian package's path.
+func defaultLXDSocket() string {
+	lxdDir := os.Getenv("LXD_DIR")
+	if lxdDir != "" {
+		return filepath.Join(lxdDir, "unix.socket")
+	}
+
+	snapSocket := "/var/snap/lxd/common/lxd/unix.socket"
+	_, err := os.Stat(snapSocket)
+	if err == nil {
+		return snapSocket
+	}
+
+	return "/var/lib/lxd/unix.socket"
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+	"github.com/gorilla/mux"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/validate"
+)
+
+// maxBodySize caps request bodies; larger ones get a 413.
+const maxBodySize = 1 << 20
+
+// readBody reads a request body of at most maxBodySize bytes; a larger one is an
+// *http.MaxBytesError, which SmartError answers with a 413.
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBodySize))
+	if err != nil {
+		var maxBytes *http.MaxBytesError
+		if errors.As(err, &maxBytes) {
+			return nil, err
+		}
+
+		return nil, lxdapi.StatusErrorf(http.StatusBadRequest, "read request body: %v", err)
+	}
+
+	return body, nil
+}
+
+// unmarshalBody decodes a JSON body into v, refusing unknown fields: a misspelt field would
+// otherwise be silently ignored. Decoding onto a filled v merges into it, which is what
+// PATCH wants (maps gain keys, absent fields keep their value).
+func unmarshalBody(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return lxdapi.StatusErrorf(http.StatusBadRequest, "request body is empty: send a JSON object")
+	}
+
+	decoder := json.NewDecoder(bytes.NewReader(body))
+	decoder.DisallowUnknownFields()
+	err := decoder.Decode(v)
+	if err != nil {
+		return lxdapi.StatusErrorf(http.StatusBadRequest, "invalid request body: %v", err)
+	}
+
+	return nil
+}
+
+// decodeBody reads and decodes a JSON request body into v.
+func decodeBody(r *http.Request, v any) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+
+	return unmarshalBody(body, v)
+}
+
+// pathName returns the unescaped path variable and checks it with the one name rule, since
+// gorilla/mux hands out escaped segments.
+func pathName(r *http.Request, variable string, kind string) (string, error) {
+	raw := mux.Vars(r)[variable]
+	name, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", lxdapi.StatusErrorf(http.StatusBadRequest, "%s name %q is not a valid path segment", kind, raw)
+	}
+
+	err = validate.Name(kind, name)
+	if err != nil {
+		// A name that cannot exist cannot be found: LXD answers 404 here too.
+		return "", lxdapi.StatusErrorf(http.StatusNotFound, "%s %q not found: %v", kind, name, err)
+	}
+
+	return name, nil
+}
+
+// projectParam returns the LXD project the request is scoped to (?project=, default
+// "default").
+func projectParam(r *http.Request) (string, error) {
+	project := r.URL.Query().Get("project")
+	if project == "" {
+		return api.DefaultProject, nil
+	}
+
+	err := validate.Name("project", project)
+	if err != nil {
+		return "", lxdapi.StatusErrorf(http.StatusBadRequest, "%v", err)
+	}
+
+	return project, nil
+}
+
+// recursion returns the ?recursion= level (0 when absent).
+func recursion(r *http.Request) (int, error) {
+	value := r.URL.Query().Get("recursion")
+	if value == "" {
+		return 0, nil
+	}
+
+	level, err := strconv.Atoi(value)
+	if err != nil || level < 0 {
+		return 0, lxdapi.StatusErrorf(http.StatusBadRequest, "recursion must be a non-negative integer, got %q", value)
+	}
+
+	return level, nil
+}
+
+// forceParam reports whether ?force=1 (or true) was given.
+func forceParam(r *http.Request) bool {
+	force, _ := strconv.ParseBool(r.URL.Query().Get("force"))
+	return force
+}
+
+// badRequest wraps a validation error as a 400.
+func badRequest(err error) error {
+	if err == nil {
+		return nil
+	}
+
+	return lxdapi.StatusErrorf(http.StatusBadRequest, "%v", err)
+}
+
+// forbidden is a 403 naming what the caller lacks.
+func forbidden(format string, a ...any) error {
+	return lxdapi.StatusErrorf(http.StatusForbidden, format, a...)
+}
+
+// notFoundf is a 404.
+func notFoundf(format string, a ...any) error {
+	return lxdapi.StatusErrorf(http.StatusNotFound, format, a...)
+}

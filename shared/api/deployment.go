@@ -1,0 +1,57 @@
+// Package api holds the types of the lxd-deployd REST API, split the way LXD splits its own:
+// XsPost (create), XPost (rename), XPut (writable fields) and X (the full object).
+package api
+
+// DeploymentsPost represents the fields required to create a deployment.
+type DeploymentsPost struct {
+	DeploymentPost `yaml:",inline"`
+	DeploymentPut  `yaml:",inline"`
+}
+
+// DeploymentPost represents the fields required to rename a deployment.
+type DeploymentPost struct {
+	// The name of the deployment
+	// Example: myapp
+	Name string `json:"name" yaml:"name"`
+}
+
+// DeploymentPut represents the modifiable fields of a deployment.
+type DeploymentPut struct {
+	// Description of the deployment
+	// Example: My new app and its required services
+	Description string `json:"description" yaml:"description"`
+
+	// Deployment configuration map (see doc/deployments.md)
+	// Example: {"user.mykey": "foo"}
+	Config map[string]string `json:"config" yaml:"config"`
+
+	// Governor webhook URL for platform-triggered scaling requests
+	// Example: https://10.0.0.1/scale
+	GovernorWebhookURL string `json:"governor_webhook_url" yaml:"governor_webhook_url"`
+}
+
+// Deployment represents a deployment.
+type Deployment struct {
+	DeploymentPost `yaml:",inline"`
+	DeploymentPut  `yaml:",inline"`
+
+	// Project the deployment belongs to
+	// Read only: true
+	// Example: default
+	Project string `json:"project" yaml:"project"`
+
+	// Shapes of the deployment, keyed by name
+	// Read only: true
+	// Example: {"web": {...}}
+	DeploymentShapes map[string]DeploymentShape `json:"deployment_shapes" yaml:"deployment_shapes"`
+
+	// URLs of objects using this deployment
+	// Read only: true
+	// Example: ["/1.0/instances/c1", "/1.0/instances/c2"]
+	UsedBy []string `json:"used_by" yaml:"used_by"`
+}
+
+// Writable returns the modifiable fields of the deployment.
+func (d *Deployment) Writable() DeploymentPut {
+	return d.DeploymentPut
+}

@@ -1,0 +1,57 @@
+package api
+
+import (
+	lxdapi "github.com/canonical/lxd/shared/api"
+)
+
+// DeploymentShapesPost represents the fields required to create a shape.
+type DeploymentShapesPost struct {
+	DeploymentShapePost `yaml:",inline"`
+	DeploymentShapePut  `yaml:",inline"`
+}
+
+// DeploymentShapePost represents the fields required to rename a shape.
+type DeploymentShapePost struct {
+	// The name of the shape
+	// Example: web
+	Name string `json:"name" yaml:"name"`
+}
+
+// DeploymentShapePut represents the modifiable fields of a shape.
+type DeploymentShapePut struct {
+	// Description of the shape
+	// Example: Web servers
+	Description string `json:"description" yaml:"description"`
+
+	// Shape configuration map
+	// Example: {"user.mykey": "foo"}
+	Config map[string]string `json:"config" yaml:"config"`
+
+	// Template of the instances of this shape (LXD's own InstancesPost, without a name).
+	// Changing it affects only instances created afterwards.
+	InstanceTemplate lxdapi.InstancesPost `json:"instance_template" yaml:"instance_template"`
+
+	// Maximum number of instances of the shape
+	// Example: 3
+	ScalingMaximum int `json:"scaling_maximum" yaml:"scaling_maximum"`
+
+	// Minimum number of instances of the shape
+	// Example: 1
+	ScalingMinimum int `json:"scaling_minimum" yaml:"scaling_minimum"`
+}
+
+// DeploymentShape represents a shape.
+type DeploymentShape struct {
+	DeploymentShapePost `yaml:",inline"`
+	DeploymentShapePut  `yaml:",inline"`
+
+	// Current number of instances of the shape
+	// Read only: true
+	// Example: 2
+	ScalingCurrent int `json:"scaling_current" yaml:"scaling_current"`
+}
+
+// Writable returns the modifiable fields of the shape.
+func (s *DeploymentShape) Writable() DeploymentShapePut {
+	return s.DeploymentShapePut
+}
