@@ -47,6 +47,24 @@ type Cluster struct {
 // Open starts (or joins) the dqlite node whose data lives in dir, waits for it to be ready
 // and applies pending schema updates.
 func Open(ctx context.Context, dir string, opts Options) (*Cluster, error) {
+	c, err := openNode(ctx, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+
+	err = c.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return applyUpdates(ctx, tx, updates)
+	})
+	if err != nil {
+		_ = c.Close(ctx)
+		return nil, fmt.Errorf("update database schema: %w", err)
+	}
+
+	return c, nil
+}
+
+// openNode starts the dqlite node and opens the database, without touching the schema.
+func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 	err := os.MkdirAll(dir, 0o700)
 	if err != nil {
 		return nil, fmt.Errorf("create database directory: %w", err)
@@ -90,17 +108,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 
-	c := &Cluster{app: dqliteApp, db: sqlDB}
-
-	err = c.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		return applyUpdates(ctx, tx, updates)
-	})
-	if err != nil {
-		_ = c.Close(ctx)
-		return nil, fmt.Errorf("update database schema: %w", err)
-	}
-
-	return c, nil
+	return &Cluster{app: dqliteApp, db: sqlDB}, nil
 }
 
 // defaultAddress derives a per-data-directory abstract socket name, so that several

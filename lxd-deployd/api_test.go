@@ -1,0 +1,283 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+)
+
+// testAPI serves the real route table over a real dqlite; the caller is chosen per request.
+type testAPI struct {
+	t      *testing.T
+	router http.Handler
+	caller *auth.Caller
+}
+
+func newTestAPI(t *testing.T) *testAPI {
+	t.Helper()
+	cluster, err := db.Open(context.Background(), t.TempDir(), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(func() { _ = cluster.Close(context.Background()) })
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}}
+	addresses := func() []string { return []string{"127.0.0.1:8444"} }
+	handlers := apis{
+		server:       serverAPI{lxd: backend.NewLXD("/nonexistent", logger), addresses: addresses},
+		certificates: certificatesAPI{db: cluster, serverFingerprint: strings.Repeat("f", 64), addresses: addresses},
+		deployments:  deploymentsAPI{db: cluster},
+		keys:         keysAPI{db: cluster},
+		shapes:       shapesAPI{db: cluster},
+	}
+
+	a.router = newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger)
+	return a
+}
+
+// do sends a request and returns the status and the decoded envelope.
+func (a *testAPI) do(method string, path string, body string, headers ...string) (int, map[string]any, http.Header) {
+	a.t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+
+	rec := httptest.NewRecorder()
+	a.router.ServeHTTP(rec, req)
+	envelope := map[string]any{}
+	err := json.Unmarshal(rec.Body.Bytes(), &envelope)
+	if err != nil {
+		a.t.Fatalf("%s %s: answer is not JSON: %s", method, path, rec.Body.String())
+	}
+
+	if code, _ := envelope["error_code"].(float64); rec.Code >= 400 && int(code) != rec.Code {
+		a.t.Errorf("%s %s: error_code %v differs from HTTP status %d", method, path, envelope["error_code"], rec.Code)
+	}
+
+	return rec.Code, envelope, rec.Header()
+}
+
+// expect sends a request and checks its status, and that an error message contains want.
+func (a *testAPI) expect(method string, path string, body string, status int, want string) map[string]any {
+	a.t.Helper()
+	code, envelope, _ := a.do(method, path, body)
+	if code != status {
+		a.t.Fatalf("%s %s %s: got %d %v, want %d", method, path, body, code, envelope, status)
+	}
+
+	if want != "" && !strings.Contains(envelope["error"].(string), want) {
+		a.t.Fatalf("%s %s: error %q does not mention %q", method, path, envelope["error"], want)
+	}
+
+	return envelope
+}
+
+const shapeBody = `{"name":"web","instance_template":{"source":{"type":"image","alias":"busybox"}},"scaling_minimum":1,"scaling_maximum":3}`
+
+func TestDeploymentsAPI(t *testing.T) {
+	a := newTestAPI(t)
+	a.expect("POST", "/1.0/deployments", `{"name":"dep1","description":"first"}`, 201, "")
+	a.expect("POST", "/1.0/deployments?project=p2", `{"name":"dep1"}`, 201, "")
+
+	tests := []struct {
+		method, path, body string
+		status             int
+		want               string
+	}{
+		{"POST", "/1.0/deployments", `{"name":"dep1"}`, 409, "already exists"},
+		{"POST", "/1.0/deployments", `{"name":"1dep"}`, 400, "must not start"},
+		{"POST", "/1.0/deployments", `{"name":"d2","config":{"nope":"x"}}`, 400, "nope"},
+		{"POST", "/1.0/deployments", `{"name":"d2","governor_webhook_url":"ftp://x"}`, 400, "governor_webhook_url"},
+		{"POST", "/1.0/deployments", `{"name":"d2","bogus":1}`, 400, "bogus"},
+		{"POST", "/1.0/deployments", `not json`, 400, "invalid request body"},
+		{"POST", "/1.0/deployments", ``, 400, "empty"},
+		{"POST", "/1.0/deployments", `{"name":"d2","description":"` + strings.Repeat("x", 2<<20) + `"}`, 413, "limit"},
+		{"POST", "/1.0/deployments?project=bad_project", `{"name":"d2"}`, 400, "project"},
+		{"GET", "/1.0/deployments/nope", "", 404, "not found"},
+		{"GET", "/1.0/deployments?recursion=x", "", 400, "recursion"},
+		{"PUT", "/1.0/deployments/dep1", `{"config":{"nope":"x"}}`, 400, "nope"},
+		{"POST", "/1.0/deployments/dep1", `{"name":""}`, 400, "required"},
+		{"DELETE", "/1.0/nothing", "", 404, "no such API endpoint"},
+		{"PATCH", "/1.0/deployments", "{}", 405, "not allowed"},
+	}
+
+	for _, tt := range tests {
+		a.expect(tt.method, tt.path, tt.body, tt.status, tt.want)
+	}
+
+	// Nothing above changed anything.
+	list := a.expect("GET", "/1.0/deployments", "", 200, "")
+	if urls := list["metadata"].([]any); len(urls) != 1 || urls[0] != "/1.0/deployments/dep1" {
+		t.Fatalf("deployments: %v", urls)
+	}
+
+	list = a.expect("GET", "/1.0/deployments?project=p2", "", 200, "")
+	if urls := list["metadata"].([]any); len(urls) != 1 || urls[0] != "/1.0/deployments/dep1?project=p2" {
+		t.Fatalf("deployments of p2: %v", urls)
+	}
+
+	// ETags: a stale If-Match is refused with 412; the current one works.
+	_, _, headers := a.do("GET", "/1.0/deployments/dep1", "")
+	etag := headers.Get("ETag")
+	code, _, _ := a.do("PATCH", "/1.0/deployments/dep1", `{"config":{"user.a":"1"}}`, "If-Match", etag)
+	if code != 200 {
+		t.Fatalf("PATCH with current ETag: %d", code)
+	}
+
+	code, envelope, _ := a.do("PUT", "/1.0/deployments/dep1", `{"description":"x"}`, "If-Match", etag)
+	if code != 412 {
+		t.Fatalf("PUT with stale ETag: %d %v", code, envelope)
+	}
+
+	a.expect("PATCH", "/1.0/deployments/dep1", `{"config":{"user.b":"2"}}`, 200, "")
+	d := a.expect("GET", "/1.0/deployments/dep1", "", 200, "")["metadata"].(map[string]any)
+	config := d["config"].(map[string]any)
+	if config["user.a"] != "1" || config["user.b"] != "2" || d["description"] != "first" {
+		t.Fatalf("PATCH must merge: %v", d)
+	}
+
+	a.expect("PUT", "/1.0/deployments/dep1", `{"description":"second"}`, 200, "")
+	d = a.expect("GET", "/1.0/deployments/dep1", "", 200, "")["metadata"].(map[string]any)
+	if len(d["config"].(map[string]any)) != 0 || d["description"] != "second" {
+		t.Fatalf("PUT must replace: %v", d)
+	}
+
+	// Rename, then the old name is gone.
+	a.expect("POST", "/1.0/deployments", `{"name":"dep2"}`, 201, "")
+	a.expect("POST", "/1.0/deployments/dep1", `{"name":"dep2"}`, 409, "already exists")
+	a.expect("POST", "/1.0/deployments/dep1", `{"name":"dep3"}`, 201, "")
+	a.expect("GET", "/1.0/deployments/dep1", "", 404, "")
+	a.expect("GET", "/1.0/deployments/dep3", "", 200, "")
+	a.expect("DELETE", "/1.0/deployments/dep3", "", 200, "")
+	a.expect("GET", "/1.0/deployments/dep3", "", 404, "")
+}
+
+func TestShapesAPI(t *testing.T) {
+	a := newTestAPI(t)
+	a.expect("POST", "/1.0/deployments", `{"name":"dep1"}`, 201, "")
+	a.expect("POST", "/1.0/deployments/dep1/shapes", shapeBody, 201, "")
+
+	tests := []struct {
+		method, path, body string
+		status             int
+		want               string
+	}{
+		{"POST", "/1.0/deployments/dep1/shapes", shapeBody, 409, "already exists"},
+		{"POST", "/1.0/deployments/nope/shapes", shapeBody, 404, "nope"},
+		{"POST", "/1.0/deployments/dep1/shapes", `{"name":"s2","scaling_minimum":3,"scaling_maximum":1}`, 400, "scaling_maximum"},
+		{"POST", "/1.0/deployments/dep1/shapes", `{"name":"s2","scaling_minimum":-1,"scaling_maximum":1}`, 400, "scaling_minimum"},
+		{"POST", "/1.0/deployments/dep1/shapes", `{"name":"s2","instance_template":{"name":"x"}}`, 400, "instance_template.name"},
+		{"POST", "/1.0/deployments/dep1/shapes", `{"name":"s2","instance_template":{"type":"pod"}}`, 400, "instance_template.type"},
+		{"POST", "/1.0/deployments/dep1/shapes", `{"name":"s_2"}`, 400, "invalid character"},
+		{"GET", "/1.0/deployments/dep1/shapes/nope", "", 404, "nope"},
+		{"PUT", "/1.0/deployments/dep1/shapes/web", `{"scaling_minimum":2,"scaling_maximum":1}`, 400, "scaling_maximum"},
+	}
+
+	for _, tt := range tests {
+		a.expect(tt.method, tt.path, tt.body, tt.status, tt.want)
+	}
+
+	shape := a.expect("GET", "/1.0/deployments/dep1/shapes/web", "", 200, "")["metadata"].(map[string]any)
+	if shape["scaling_maximum"] != float64(3) || shape["scaling_current"] != float64(0) {
+		t.Fatalf("shape: %v", shape)
+	}
+
+	a.expect("PATCH", "/1.0/deployments/dep1/shapes/web", `{"scaling_maximum":5}`, 200, "")
+	shape = a.expect("GET", "/1.0/deployments/dep1/shapes/web", "", 200, "")["metadata"].(map[string]any)
+	template := shape["instance_template"].(map[string]any)["source"].(map[string]any)
+	if shape["scaling_maximum"] != float64(5) || shape["scaling_minimum"] != float64(1) || template["alias"] != "busybox" {
+		t.Fatalf("PATCH must merge: %v", shape)
+	}
+
+	list := a.expect("GET", "/1.0/deployments/dep1/shapes?recursion=1", "", 200, "")["metadata"].([]any)
+	if len(list) != 1 {
+		t.Fatalf("shapes: %v", list)
+	}
+
+	d := a.expect("GET", "/1.0/deployments/dep1", "", 200, "")["metadata"].(map[string]any)
+	if _, ok := d["deployment_shapes"].(map[string]any)["web"]; !ok {
+		t.Fatalf("deployment_shapes lacks web: %v", d)
+	}
+
+	a.expect("POST", "/1.0/deployments/dep1/shapes/web", `{"name":"www"}`, 201, "")
+	a.expect("DELETE", "/1.0/deployments/dep1/shapes/www", "", 200, "")
+	a.expect("GET", "/1.0/deployments/dep1/shapes/www", "", 404, "")
+}
+
+func TestKeysAndCertificatesAPI(t *testing.T) {
+	a := newTestAPI(t)
+	a.expect("POST", "/1.0/deployments", `{"name":"dep1"}`, 201, "")
+
+	// A token request needs a name; with one it answers with an LXD-format token.
+	a.expect("POST", "/1.0/certificates", `{"token":true}`, 400, "name")
+	token := a.expect("POST", "/1.0/certificates", `{"token":true,"name":"laptop"}`, 200, "")["metadata"].(map[string]any)
+	if token["token"] == "" || token["secret"] == "" || token["client_name"] != "laptop" {
+		t.Fatalf("token: %v", token)
+	}
+
+	a.expect("POST", "/1.0/certificates", `{"name":"x","certificate":"garbage!"}`, 400, "certificate")
+	a.expect("POST", "/1.0/certificates", `{"name":"x","type":"root","certificate":"x"}`, 400, "type")
+	a.expect("POST", "/1.0/certificates", `{"name":"x","restricted":true}`, 400, "restricted")
+
+	fingerprint := strings.Repeat("a", 64)
+	a.expect("POST", "/1.0/deployments/dep1/keys", `{"name":"k1","certificate_fingerprint":"`+fingerprint+`"}`, 400, "not in the trust store")
+	a.expect("POST", "/1.0/deployments/dep1/keys", `{"name":"k1","certificate_fingerprint":"short"}`, 400, "fingerprint")
+	a.expect("POST", "/1.0/deployments/dep1/keys", `{"name":"k1","role":"owner","certificate_fingerprint":"`+fingerprint+`"}`, 400, "role")
+	a.expect("GET", "/1.0/deployments/dep1/keys/k1", "", 404, "k1")
+	a.expect("GET", "/1.0/certificates/"+fingerprint, "", 404, "")
+}
+
+func TestManagementNeedsAdmin(t *testing.T) {
+	a := newTestAPI(t)
+	a.expect("POST", "/1.0/deployments", `{"name":"dep1"}`, 201, "")
+
+	callers := map[string]*auth.Caller{
+		"untrusted":   {Protocol: auth.ProtocolTLS},
+		"deployments": {Protocol: auth.ProtocolTLS, Trusted: true, CertificateType: "deployments", Fingerprint: strings.Repeat("b", 64), Name: "gov"},
+	}
+
+	routes := [][2]string{
+		{"GET", "/1.0/deployments"}, {"POST", "/1.0/deployments"}, {"GET", "/1.0/deployments/dep1"},
+		{"PUT", "/1.0/deployments/dep1"}, {"PATCH", "/1.0/deployments/dep1"}, {"POST", "/1.0/deployments/dep1"},
+		{"DELETE", "/1.0/deployments/dep1"}, {"GET", "/1.0/deployments/dep1/keys"}, {"POST", "/1.0/deployments/dep1/keys"},
+		{"GET", "/1.0/deployments/dep1/shapes"}, {"POST", "/1.0/deployments/dep1/shapes"}, {"GET", "/1.0/certificates"},
+		{"DELETE", "/1.0/certificates/abc"},
+	}
+
+	for name, caller := range callers {
+		a.caller = caller
+		for _, route := range routes {
+			a.expect(route[0], route[1], `{"name":"x"}`, 403, "")
+		}
+
+		// GET /1.0 is public; POST /1.0/certificates only redeems tokens.
+		a.expect("GET", "/1.0", "", 200, "")
+		a.expect("POST", "/1.0/certificates", `{"token":true,"name":"x"}`, 403, "")
+		_ = name
+	}
+
+	a.caller = &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}
+	a.expect("GET", "/1.0/deployments/dep1", "", 200, "")
+}
+
+func TestRouterRefusesActionWithoutAccessCheck(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("registering an action with no access check must panic")
+		}
+	}()
+
+	newRouter([]endpoint{{path: "/x", get: action{handler: nil}, post: action{handler: func(r *http.Request) response.Response { return nil }}}}, nil, slog.Default())
+}
