@@ -1,0 +1,50 @@
+# lxd-deployd: `make help` lists the targets.
+
+GO ?= go
+export PATH := $(PATH):/usr/local/go/bin
+export CGO_ENABLED ?= 1
+
+RUN_DIR := $(CURDIR)/.run
+BUILD_DEPS := libdqlite-dev libraft-dev pkg-config gcc
+TEST_DEPS := $(BUILD_DEPS) lxd busybox-static
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-14s %s\n", $$1, $$2}'
+
+.PHONY: deps-build
+deps-build: ## install the C libraries the daemon needs (apt, when root and missing)
+	@./.ci/apt-install $(BUILD_DEPS)
+
+.PHONY: deps-test
+deps-test: ## install what the tests need: dqlite, LXD, busybox-static (apt, when root and missing)
+	@./.ci/apt-install $(TEST_DEPS)
+
+.PHONY: build
+build: deps-build ## build bin/lxd-deployd (cgo, dqlite) and bin/lxd-deploy (static)
+	$(GO) build -o bin/lxd-deployd ./lxd-deployd
+	CGO_ENABLED=0 $(GO) build -o bin/lxd-deploy ./cli
+
+.PHONY: run
+run: build ## run the daemon in the foreground, data in ./.run/
+	mkdir -p $(RUN_DIR)
+	LXD_DEPLOYD_DIR=$(RUN_DIR) ./bin/lxd-deployd
+
+.PHONY: test
+test: deps-test ## go vet, then every test: unit and end-to-end against a private LXD
+	$(GO) vet ./...
+	LXDTEST_REQUIRE=1 $(GO) test -race -count=1 -timeout 20m ./...
+
+.PHONY: bench
+bench: deps-test ## print performance figures (Go benchmarks)
+	LXDTEST_REQUIRE=1 $(GO) test -run '^$$' -bench . -benchtime 20x ./...
+
+.PHONY: check-static
+check-static: ## gofmt, go vet, and staticcheck when installed
+	@test -z "$$(gofmt -l . | tee /dev/stderr)" || (echo "run gofmt -w on the files above"; exit 1)
+	$(GO) vet ./...
+	@if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed: skipped"; fi
+
+.PHONY: clean
+clean: ## remove built binaries and ./.run
+	rm -rf bin $(RUN_DIR)

@@ -1,0 +1,181 @@
+package test
+
+import (
+	"net/http"
+	"testing"
+
+	lxd "github.com/canonical/lxd/client"
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/client"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// route is one request of the authorization matrix.
+type route struct {
+	method, path string
+	body         any
+}
+
+// managementRoutes is every management route with a body that is valid for it, in an order
+// that works for an admin, so that only authorization decides the answer. victim is a
+// certificate the routes may change and delete; gov a deployments certificate.
+func managementRoutes(victim string, gov string) []route {
+	return []route{
+		{"GET", "/1.0/deployments", nil},
+		{"POST", "/1.0/deployments", map[string]string{"name": "newdep"}},
+		{"GET", "/1.0/deployments/dep1", nil},
+		{"PUT", "/1.0/deployments/dep1", map[string]string{"description": "x"}},
+		{"PATCH", "/1.0/deployments/dep1", map[string]string{"description": "x"}},
+		{"POST", "/1.0/deployments/other", map[string]string{"name": "renamed"}},
+		{"GET", "/1.0/deployments/dep1/keys", nil},
+		{"POST", "/1.0/deployments/dep1/keys", map[string]string{"name": "k9", "certificate_fingerprint": gov}},
+		{"GET", "/1.0/deployments/dep1/keys/k1", nil},
+		{"PUT", "/1.0/deployments/dep1/keys/k1", map[string]string{"role": "admin"}},
+		{"POST", "/1.0/deployments/dep1/keys/k1", map[string]string{"name": "k1b"}},
+		{"GET", "/1.0/deployments/dep1/shapes", nil},
+		{"POST", "/1.0/deployments/dep1/shapes", map[string]any{"name": "s9", "scaling_maximum": 1}},
+		{"GET", "/1.0/deployments/dep1/shapes/web", nil},
+		{"PUT", "/1.0/deployments/dep1/shapes/web", map[string]any{"scaling_maximum": 4}},
+		{"PATCH", "/1.0/deployments/dep1/shapes/web", map[string]any{"scaling_maximum": 4}},
+		{"POST", "/1.0/deployments/dep1/shapes/web", map[string]string{"name": "web2"}},
+		{"GET", "/1.0/certificates", nil},
+		{"POST", "/1.0/certificates", map[string]any{"name": "tok", "token": true}},
+		{"GET", "/1.0/certificates/" + victim, nil},
+		{"PUT", "/1.0/certificates/" + victim, map[string]string{"name": "renamed", "type": "client"}},
+		{"PATCH", "/1.0/certificates/" + victim, map[string]string{"name": "renamed2"}},
+		{"DELETE", "/1.0/deployments/dep1/shapes/web2", nil},
+		{"DELETE", "/1.0/deployments/dep1/keys/k1b", nil},
+		{"DELETE", "/1.0/deployments/renamed", nil},
+		{"DELETE", "/1.0/certificates/" + victim, nil},
+	}
+}
+
+func TestAuthorizationMatrixOverHTTPS(t *testing.T) {
+	d := startDaemon(t, daemonOptions{})
+	unix := d.Unix(t)
+
+	admin, govWithKey, govWithoutKey, stranger := newIdentity(t), newIdentity(t), newIdentity(t), newIdentity(t)
+	trustIdentity(t, unix, admin, "admin", "client")
+	trustIdentity(t, unix, govWithKey, "gov", "deployments")
+	trustIdentity(t, unix, govWithoutKey, "gov2", "deployments")
+
+	setup := func() {
+		for _, name := range []string{"dep1", "other", "renamed", "newdep"} {
+			_ = unix.DeleteDeployment(name, true)
+		}
+
+		for _, name := range []string{"dep1", "other"} {
+			must(t, unix.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: name}}))
+		}
+
+		must(t, unix.CreateDeploymentShape("dep1", webShape("web", 0, 3)))
+		must(t, unix.CreateDeploymentKey("dep1", api.DeploymentKeysPost{DeploymentKeyPost: api.DeploymentKeyPost{Name: "k1"}, DeploymentKeyPut: api.DeploymentKeyPut{Role: "admin"}, CertificateFingerprint: govWithKey.Fingerprint}))
+	}
+
+	victim := newIdentity(t)
+	callers := []struct {
+		name    string
+		conn    *client.Server
+		allowed bool
+	}{
+		{"client certificate", d.HTTPS(t, admin), true},
+		{"deployments certificate with an admin key", d.HTTPS(t, govWithKey), false},
+		{"deployments certificate without a key", d.HTTPS(t, govWithoutKey), false},
+		{"untrusted certificate", d.HTTPS(t, stranger), false},
+		{"no certificate", d.HTTPS(t, nil), false},
+	}
+
+	for _, caller := range callers {
+		setup()
+		_ = unix.DeleteCertificate(victim.Fingerprint)
+		trustIdentity(t, unix, victim, "victim", "client")
+
+		for _, route := range managementRoutes(victim.Fingerprint, govWithoutKey.Fingerprint) {
+			path := route.path
+			_, _, err := caller.conn.Query(route.method, path, route.body, "")
+			code, isAPIError := lxdapi.StatusErrorMatch(err)
+			if caller.allowed && err != nil {
+				t.Errorf("%s: %s %s: %v", caller.name, route.method, path, err)
+			}
+
+			if !caller.allowed && (!isAPIError || code != http.StatusForbidden) {
+				t.Errorf("%s: %s %s: expected 403, got %v", caller.name, route.method, path, err)
+			}
+		}
+	}
+
+	// The last refused caller changed nothing.
+	_, _, err := unix.GetDeploymentShape("dep1", "web")
+	must(t, err)
+	_, _, err = unix.GetCertificate(victim.Fingerprint)
+	must(t, err)
+}
+
+func TestTrustTokens(t *testing.T) {
+	d := startDaemon(t, daemonOptions{})
+	unix := d.Unix(t)
+
+	token, err := unix.CreateCertificateToken("laptop", "client")
+	must(t, err)
+	if token.Fingerprint != d.Fingerprint || len(token.Addresses) == 0 || token.Token == "" {
+		t.Fatalf("token: %+v", token)
+	}
+
+	// An untrusted client without a token, or with a wrong one, is refused.
+	laptop := newIdentity(t)
+	conn := d.HTTPS(t, laptop)
+	expectCode(t, conn.CreateCertificate(lxdapi.CertificatesPost{}), 403, "no token")
+	expectCode(t, conn.CreateCertificate(lxdapi.CertificatesPost{TrustToken: "0000"}), 403, "wrong token")
+
+	// The right token trusts the caller's own certificate, once.
+	must(t, conn.CreateCertificate(lxdapi.CertificatesPost{TrustToken: token.Token}))
+	server, _, err := conn.GetServer()
+	must(t, err)
+	if server.Auth != "trusted" {
+		t.Fatalf("after redeeming a token the client must be trusted: %+v", server)
+	}
+
+	_, err = conn.GetDeploymentNames()
+	must(t, err)
+
+	other := d.HTTPS(t, newIdentity(t))
+	expectCode(t, other.CreateCertificate(lxdapi.CertificatesPost{TrustToken: token.Secret}), 403, "reused token")
+
+	cert, _, err := unix.GetCertificate(laptop.Fingerprint)
+	must(t, err)
+	if cert.Name != "laptop" || cert.Type != "client" {
+		t.Fatalf("certificate added by token: %+v", cert)
+	}
+
+	// A deployments token (old-style password field) gives a certificate without management access.
+	govToken, err := unix.CreateCertificateToken("gov", "deployments")
+	must(t, err)
+	gov := d.HTTPS(t, newIdentity(t))
+	must(t, gov.CreateCertificate(lxdapi.CertificatesPost{Password: govToken.Secret}))
+	_, err = gov.GetDeploymentNames()
+	expectCode(t, err, 403, "deployments certificate on the management API")
+}
+
+func TestLXDClientConnects(t *testing.T) {
+	d := startDaemon(t, daemonOptions{})
+	admin := newIdentity(t)
+	trustIdentity(t, d.Unix(t), admin, "admin", "client")
+
+	// LXD's own Go client connects to both transports and reads GET /1.0.
+	viaUnix, err := lxd.ConnectLXDUnix(d.Socket, nil)
+	must(t, err)
+	server, _, err := viaUnix.GetServer()
+	must(t, err)
+	if server.Auth != "trusted" || server.Environment.CertificateFingerprint != d.Fingerprint {
+		t.Fatalf("LXD client over unix: %+v", server)
+	}
+
+	viaTLS, err := lxd.ConnectLXD("https://"+d.HTTPSAddress, &lxd.ConnectionArgs{TLSServerCert: d.ServerCert, TLSClientCert: admin.CertPEM, TLSClientKey: admin.KeyPEM})
+	must(t, err)
+	server, _, err = viaTLS.GetServer()
+	must(t, err)
+	if server.Auth != "trusted" || !viaTLS.HasExtension("deployments") {
+		t.Fatalf("LXD client over TLS: %+v", server)
+	}
+}

@@ -1,0 +1,234 @@
+package test
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/canonical/lxd/shared"
+
+	"github.com/lxd-deployd/lxd-deployd/client"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// daemon is a running lxd-deployd started by a test.
+type daemon struct {
+	DataDir      string
+	Socket       string
+	HTTPSAddress string
+	LXDSocket    string
+	ServerCert   string // PEM
+	Fingerprint  string
+
+	cmd *exec.Cmd
+	log string
+}
+
+// daemonOptions tweak how a test daemon starts.
+type daemonOptions struct {
+	// LXDSocket is the LXD the daemon uses; empty means a path where no LXD answers.
+	LXDSocket string
+
+	// ExtraArgs are added to the command line.
+	ExtraArgs []string
+}
+
+// startDaemon starts lxd-deployd on a fresh data directory and waits until it answers.
+// It is stopped (SIGTERM) when the test ends.
+func startDaemon(t testing.TB, opts daemonOptions) *daemon {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ldd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+
+	lxdSocket := opts.LXDSocket
+	if lxdSocket == "" {
+		lxdSocket = filepath.Join(dir, "no-lxd.socket")
+	}
+
+	d := &daemon{
+		DataDir:      dir,
+		Socket:       filepath.Join(dir, "unix.socket"),
+		HTTPSAddress: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		LXDSocket:    lxdSocket,
+		log:          filepath.Join(dir, "daemon.log"),
+	}
+
+	d.start(t, opts.ExtraArgs...)
+	t.Cleanup(func() { d.Stop(t) })
+	return d
+}
+
+// start runs the binary and waits for its socket to answer.
+func (d *daemon) start(t testing.TB, extraArgs ...string) {
+	t.Helper()
+	logFile, err := os.OpenFile(d.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	args := append([]string{"--data-dir", d.DataDir, "--https-address", d.HTTPSAddress, "--lxd-socket", d.LXDSocket, "--lxd-poll-interval", "500ms", "--debug"}, extraArgs...)
+	d.cmd = exec.Command(daemonBinary, args...)
+	d.cmd.Stdout = logFile
+	d.cmd.Stderr = logFile
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	err = d.cmd.Start()
+	_ = logFile.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := client.ConnectUnix(d.Socket, nil)
+		if err == nil {
+			server, _, err := c.GetServer()
+			if err == nil && server.Environment != nil {
+				d.ServerCert = server.Environment.Certificate
+				d.Fingerprint = server.Environment.CertificateFingerprint
+				return
+			}
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("lxd-deployd did not answer within 30s:\n%s", d.Log())
+		}
+
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Stop sends SIGTERM and waits for a clean exit.
+func (d *daemon) Stop(t testing.TB) {
+	t.Helper()
+	if d.cmd == nil || d.cmd.Process == nil {
+		return
+	}
+
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- d.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("lxd-deployd did not exit cleanly: %v\n%s", err, d.Log())
+		}
+	case <-time.After(30 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-done
+		t.Errorf("lxd-deployd did not stop within 30s of SIGTERM\n%s", d.Log())
+	}
+
+	d.cmd = nil
+}
+
+// Restart stops and starts the daemon on the same data directory.
+func (d *daemon) Restart(t testing.TB) {
+	t.Helper()
+	d.Stop(t)
+	d.start(t)
+}
+
+// Log returns what the daemon logged so far.
+func (d *daemon) Log() string {
+	data, _ := os.ReadFile(d.log)
+	return string(data)
+}
+
+// Unix returns a client over the admin unix socket.
+func (d *daemon) Unix(t testing.TB) *client.Server {
+	t.Helper()
+	c, err := client.ConnectUnix(d.Socket, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	return c
+}
+
+// HTTPS returns a client over HTTPS presenting the given identity (nil: no certificate).
+func (d *daemon) HTTPS(t testing.TB, id *identity) *client.Server {
+	t.Helper()
+	args := &client.ConnectionArgs{TLSServerCert: d.ServerCert}
+	if id != nil {
+		args.TLSClientCert = id.CertPEM
+		args.TLSClientKey = id.KeyPEM
+	}
+
+	c, err := client.ConnectHTTPS("https://"+d.HTTPSAddress, args)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	return c
+}
+
+// identity is a client key pair.
+type identity struct {
+	CertPEM     string
+	KeyPEM      string
+	Fingerprint string
+}
+
+// newIdentity generates a client certificate the way lxc does.
+func newIdentity(t testing.TB) *identity {
+	t.Helper()
+	certPEM, keyPEM, err := shared.GenerateMemCert(true, shared.CertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	block, _ := pem.Decode(certPEM)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	return &identity{CertPEM: string(certPEM), KeyPEM: string(keyPEM), Fingerprint: auth.Fingerprint(cert)}
+}
+
+// freePort returns a TCP port nothing listens on right now.
+func freePort(t testing.TB) int {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	defer func() { _ = listener.Close() }()
+	return listener.Addr().(*net.TCPAddr).Port
+}
+
+// contains reports whether s contains every one of parts, for readable assertions.
+func contains(s string, parts ...string) bool {
+	for _, part := range parts {
+		if !strings.Contains(s, part) {
+			return false
+		}
+	}
+
+	return true
+}
+
+// serverEnvironment returns the daemon's GET /1.0 environment over the unix socket.
+func serverEnvironment(t testing.TB, d *daemon) *api.ServerEnvironment {
+	t.Helper()
+	server, _, err := d.Unix(t).GetServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	return server.Environment
+}

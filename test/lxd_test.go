@@ -1,0 +1,47 @@
+package test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/test/lxdtest"
+)
+
+// TestDaemonReachesLXD starts the daemon before LXD is reachable, then makes a private LXD
+// appear at the socket path: the daemon must report why LXD is unavailable, then connect.
+func TestDaemonReachesLXD(t *testing.T) {
+	private := lxdtest.Shared(t)
+
+	server, _, err := private.Client(t).GetServer()
+	must(t, err)
+
+	socket := filepath.Join(t.TempDir(), "lxd.socket")
+	d := startDaemon(t, daemonOptions{LXDSocket: socket})
+
+	env := serverEnvironment(t, d)
+	if env.LXDStatus != "unavailable" || env.LXDError == "" {
+		t.Fatalf("before LXD appears: %+v", env)
+	}
+
+	must(t, os.Symlink(private.Socket, socket))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		env = serverEnvironment(t, d)
+		if env.LXDStatus == "online" {
+			break
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon did not connect to LXD once it appeared: %+v\n%s", env, d.Log())
+		}
+
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	if env.LXDVersion != server.Environment.ServerVersion || env.LXDError != "" {
+		t.Fatalf("online LXD: %+v, LXD says version %s", env, server.Environment.ServerVersion)
+	}
+
+}
