@@ -103,6 +103,7 @@ func GetDeployments(ctx context.Context, tx *sql.Tx, filter DeploymentFilter) ([
 		}
 
 		d.UsedBy = []string{}
+		d.OrphanedInstances = []string{}
 		for _, instance := range instances {
 			if instance.DeploymentID == d.ID {
 				d.UsedBy = append(d.UsedBy, api.InstanceURL(d.Project, instance.Name))

@@ -3,9 +3,28 @@ package db
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+)
+
+// Instance states recorded by lxd-deployd (LXD's own status is read live).
+const (
+	// InstanceCreating: the row is reserved and the LXD instance is being made.
+	InstanceCreating = "creating"
+
+	// InstanceCreated: the LXD instance exists.
+	InstanceCreated = "created"
+
+	// InstanceDeleting: the LXD instance is being deleted; it no longer counts.
+	InstanceDeleting = "deleting"
+
+	// InstanceMissing: reconcile found the LXD instance gone.
+	InstanceMissing = "missing"
 )
 
 // Instance is a row of deployments_shapes_instances: an LXD instance that belongs to a shape.
@@ -13,8 +32,12 @@ type Instance struct {
 	ID           int64
 	ShapeID      int64
 	DeploymentID int64
+	Project      string
+	Deployment   string
+	Shape        string
 	Name         string
 	State        string
+	TemplateHash string
 	CreatedAt    time.Time
 }
 
@@ -22,6 +45,8 @@ type Instance struct {
 type InstanceFilter struct {
 	DeploymentID int64
 	ShapeID      int64
+	Name         string
+	State        string
 }
 
 // GetInstances returns the matching instance rows, ordered by name.
@@ -38,10 +63,21 @@ func GetInstances(ctx context.Context, tx *sql.Tx, filter InstanceFilter) ([]Ins
 		args = append(args, filter.ShapeID)
 	}
 
+	if filter.Name != "" {
+		where = append(where, "i.name = ?")
+		args = append(args, filter.Name)
+	}
+
+	if filter.State != "" {
+		where = append(where, "i.state = ?")
+		args = append(args, filter.State)
+	}
+
 	query := `
-SELECT i.id, i.deployment_shape_id, s.deployment_id, i.name, i.state, i.created_at
+SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, i.name, i.state, i.template_hash, i.created_at
   FROM deployments_shapes_instances i
-  JOIN deployments_shapes s ON s.id = i.deployment_shape_id`
+  JOIN deployments_shapes s ON s.id = i.deployment_shape_id
+  JOIN deployments d ON d.id = s.deployment_id`
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -56,7 +92,7 @@ SELECT i.id, i.deployment_shape_id, s.deployment_id, i.name, i.state, i.created_
 	instances := []Instance{}
 	for rows.Next() {
 		var i Instance
-		err = rows.Scan(&i.ID, &i.ShapeID, &i.DeploymentID, &i.Name, &i.State, &i.CreatedAt)
+		err = rows.Scan(&i.ID, &i.ShapeID, &i.DeploymentID, &i.Project, &i.Deployment, &i.Shape, &i.Name, &i.State, &i.TemplateHash, &i.CreatedAt)
 		if err != nil {
 			return nil, fmt.Errorf("read instances: %w", err)
 		}
@@ -65,4 +101,70 @@ SELECT i.id, i.deployment_shape_id, s.deployment_id, i.name, i.state, i.created_
 	}
 
 	return instances, rows.Err()
+}
+
+// GetInstance returns one instance of a shape, or a 404 that names it.
+func GetInstance(ctx context.Context, tx *sql.Tx, shapeID int64, name string) (*Instance, error) {
+	instances, err := GetInstances(ctx, tx, InstanceFilter{ShapeID: shapeID, Name: name})
+	if err != nil {
+		return nil, err
+	}
+
+	if len(instances) == 0 {
+		return nil, lxdapi.StatusErrorf(http.StatusNotFound, "instance %q not found in the shape", name)
+	}
+
+	return &instances[0], nil
+}
+
+// CreateInstance reserves a row for an instance about to be made in LXD. Instance names
+// are unique within an LXD project, so a name any deployment of the project uses is a 409.
+func CreateInstance(ctx context.Context, tx *sql.Tx, project string, shapeID int64, name string, templateHash string, now time.Time) (int64, error) {
+	var owner string
+	err := tx.QueryRowContext(ctx, `
+SELECT d.name || '/' || s.name
+  FROM deployments_shapes_instances i
+  JOIN deployments_shapes s ON s.id = i.deployment_shape_id
+  JOIN deployments d ON d.id = s.deployment_id
+ WHERE i.name = ? AND d.project = ?`, name, project).Scan(&owner)
+	if err == nil {
+		return 0, lxdapi.StatusErrorf(http.StatusConflict, "instance name %q is already used by shape %s in project %q: pick another name", name, owner, project)
+	}
+
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("check instance name: %w", err)
+	}
+
+	result, err := tx.ExecContext(ctx, "INSERT INTO deployments_shapes_instances (deployment_shape_id, name, state, template_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+		shapeID, name, InstanceCreating, templateHash, now.UTC())
+	if err != nil {
+		return 0, fmt.Errorf("reserve instance: %w", err)
+	}
+
+	return result.LastInsertId()
+}
+
+// SetInstanceState records an instance's state.
+func SetInstanceState(ctx context.Context, tx *sql.Tx, id int64, state string) error {
+	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET state = ? WHERE id = ?", state, id)
+	if err != nil {
+		return fmt.Errorf("set instance state: %w", err)
+	}
+
+	return nil
+}
+
+// DeleteInstance removes an instance row.
+func DeleteInstance(ctx context.Context, tx *sql.Tx, id int64) error {
+	_, err := tx.ExecContext(ctx, "DELETE FROM deployments_shapes_instances WHERE id = ?", id)
+	if err != nil {
+		return fmt.Errorf("delete instance: %w", err)
+	}
+
+	return nil
+}
+
+// GetProjects returns the LXD projects that have deployments.
+func GetProjects(ctx context.Context, tx *sql.Tx) ([]string, error) {
+	return queryStrings(ctx, tx, "SELECT DISTINCT project FROM deployments ORDER BY project")
 }

@@ -184,3 +184,28 @@ func DeleteKey(ctx context.Context, tx *sql.Tx, id int64) error {
 
 	return nil
 }
+
+// GetCertificateRole returns the strongest role the certificate holds on a deployment
+// through its keys, with the key's name, or "" when it holds none.
+func GetCertificateRole(ctx context.Context, tx *sql.Tx, fingerprint string, project string, deployment string) (role string, keyName string, err error) {
+	rows, err := tx.QueryContext(ctx, `
+SELECT k.role, k.name
+  FROM deployments_keys k
+  JOIN certificates c ON c.id = k.certificate_id
+  JOIN deployments d ON d.id = k.deployment_id
+ WHERE c.fingerprint = ? AND d.project = ? AND d.name = ?
+ ORDER BY k.role = 'admin' DESC, k.name`, fingerprint, project, deployment)
+	if err != nil {
+		return "", "", fmt.Errorf("read deployment keys: %w", err)
+	}
+
+	defer func() { _ = rows.Close() }()
+	if rows.Next() {
+		err = rows.Scan(&role, &keyName)
+		if err != nil {
+			return "", "", fmt.Errorf("read deployment keys: %w", err)
+		}
+	}
+
+	return role, keyName, rows.Err()
+}

@@ -14,6 +14,7 @@ type update func(ctx context.Context, tx *sql.Tx) error
 // updates maps each schema version to the step that produces it from the version before.
 var updates = map[int]update{
 	1: updateFromV0,
+	2: updateFromV1,
 }
 
 // SchemaVersion is the version a fully updated database has.
@@ -158,6 +159,16 @@ CREATE TABLE deployments_shapes_instances (
 );
 
 CREATE INDEX deployments_keys_certificate_id_idx ON deployments_keys (certificate_id);
+`)
+	return err
+}
+
+// updateFromV1 records which instance template an instance was created from, and indexes
+// instance names, which must be unique within an LXD project.
+func updateFromV1(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `
+ALTER TABLE deployments_shapes_instances ADD COLUMN template_hash TEXT NOT NULL DEFAULT '';
+CREATE INDEX deployments_shapes_instances_name_idx ON deployments_shapes_instances (name);
 `)
 	return err
 }

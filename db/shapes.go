@@ -28,7 +28,7 @@ type ShapeFilter struct {
 }
 
 // GetShapes returns the matching shapes with their config and scaling_current, which is
-// derived from the instance rows.
+// derived from the instance rows: every instance but those being deleted.
 func GetShapes(ctx context.Context, tx *sql.Tx, filter ShapeFilter) ([]Shape, error) {
 	var where []string
 	var args []any
@@ -44,7 +44,7 @@ func GetShapes(ctx context.Context, tx *sql.Tx, filter ShapeFilter) ([]Shape, er
 
 	query := `
 SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scaling_minimum, s.scaling_maximum,
-       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id)
+       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND i.state != 'deleting')
   FROM deployments_shapes s`
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
@@ -66,6 +66,7 @@ SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scal
 			return nil, fmt.Errorf("read shapes: %w", err)
 		}
 
+		s.Status = api.ShapeStatus(s.ScalingCurrent, s.ScalingMinimum, s.ScalingMaximum)
 		err = json.Unmarshal([]byte(template), &s.InstanceTemplate)
 		if err != nil {
 			return nil, fmt.Errorf("shape %q has a corrupt instance template: %w", s.Name, err)

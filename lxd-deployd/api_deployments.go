@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"net/http"
 
-	lxdapi "github.com/canonical/lxd/shared/api"
-
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -15,7 +15,10 @@ import (
 
 // deploymentsAPI serves /1.0/deployments.
 type deploymentsAPI struct {
-	db *db.Cluster
+	db         *db.Cluster
+	lxd        *backend.LXD
+	lifecycle  lifecycle
+	reconciler *reconciler
 }
 
 // deploymentRef is the deployment a request is about, from its path and ?project=.
@@ -93,19 +96,21 @@ func (a deploymentsAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = createDeployment(r.Context(), a.db, project, req)
+	id, err := createDeployment(r.Context(), a.db, project, req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	return response.SyncResponseLocation(nil, api.DeploymentURL(project, req.Name))
+	url := api.DeploymentURL(project, req.Name)
+	a.lifecycle.emit(r, project, id, lifecycleDeploymentCreated, url)
+	return response.SyncResponseLocation(nil, url)
 }
 
 // createDeployment validates and stores a new deployment.
-func createDeployment(ctx context.Context, cluster *db.Cluster, project string, req api.DeploymentsPost) error {
+func createDeployment(ctx context.Context, cluster *db.Cluster, project string, req api.DeploymentsPost) (int64, error) {
 	err := validate.Name("deployment", req.Name)
 	if err != nil {
-		return badRequest(err)
+		return 0, badRequest(err)
 	}
 
 	if req.Config == nil {
@@ -114,13 +119,16 @@ func createDeployment(ctx context.Context, cluster *db.Cluster, project string, 
 
 	err = validate.Deployment(req.DeploymentPut)
 	if err != nil {
-		return badRequest(err)
+		return 0, badRequest(err)
 	}
 
-	return cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, err := db.CreateDeployment(ctx, tx, project, req)
+	var id int64
+	err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		id, err = db.CreateDeployment(ctx, tx, project, req)
 		return err
 	})
+
+	return id, err
 }
 
 func (a deploymentsAPI) get(r *http.Request) response.Response {
@@ -138,6 +146,7 @@ func (a deploymentsAPI) get(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
+	d.OrphanedInstances = a.reconciler.orphaned(d.ID)
 	return response.SyncResponseETag(d.Deployment, d.Writable())
 }
 
@@ -161,12 +170,14 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
+	var id int64
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		current, err := db.GetDeployment(ctx, tx, ref.project, ref.name)
 		if err != nil {
 			return err
 		}
 
+		id = current.ID
 		err = response.CheckETag(r, current.Writable())
 		if err != nil {
 			return err
@@ -193,8 +204,12 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 
 		return db.UpdateDeployment(ctx, tx, current.ID, put)
 	})
+	if err != nil {
+		return response.SmartError(err)
+	}
 
-	return response.SmartError(err)
+	a.lifecycle.emit(r, ref.project, id, lifecycleDeploymentUpdated, api.DeploymentURL(ref.project, ref.name))
+	return response.EmptySyncResponse()
 }
 
 func (a deploymentsAPI) rename(r *http.Request) response.Response {
@@ -214,8 +229,9 @@ func (a deploymentsAPI) rename(r *http.Request) response.Response {
 		return response.SmartError(badRequest(err))
 	}
 
+	var id int64
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		id, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
 		if err != nil {
 			return err
 		}
@@ -226,7 +242,9 @@ func (a deploymentsAPI) rename(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	return response.SyncResponseLocation(nil, api.DeploymentURL(ref.project, req.Name))
+	url := api.DeploymentURL(ref.project, req.Name)
+	a.lifecycle.emit(r, ref.project, id, lifecycleDeploymentRenamed, url)
+	return response.SyncResponseLocation(nil, url)
 }
 
 func (a deploymentsAPI) delete(r *http.Request) response.Response {
@@ -235,28 +253,24 @@ func (a deploymentsAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = deleteDeployment(r.Context(), a.db, ref, forceParam(r))
-	return response.SmartError(err)
-}
-
-// deleteDeployment removes a deployment. While it has instances it is refused unless
-// forced.
-func deleteDeployment(ctx context.Context, cluster *db.Cluster, ref deploymentRef, force bool) error {
-	return cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
-		if err != nil {
-			return err
-		}
-
-		instances, err := db.GetInstances(ctx, tx, db.InstanceFilter{DeploymentID: id})
-		if err != nil {
-			return err
-		}
-
-		if len(instances) > 0 && !force {
-			return lxdapi.StatusErrorf(http.StatusConflict, "deployment %q still has %d instances: delete them first or use force", ref.name, len(instances))
-		}
-
-		return db.DeleteDeployment(ctx, tx, id)
+	var id int64
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		id, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		return err
 	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	err = deleteWithInstances(r.Context(), a.db, a.lxd, fmt.Sprintf("deployment %q", ref.name), forceParam(r),
+		func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error) {
+			return db.GetInstances(ctx, tx, db.InstanceFilter{DeploymentID: id})
+		},
+		func(ctx context.Context, tx *sql.Tx) error { return db.DeleteDeployment(ctx, tx, id) })
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	a.lifecycle.emit(r, ref.project, id, lifecycleDeploymentDeleted, api.DeploymentURL(ref.project, ref.name))
+	return response.EmptySyncResponse()
 }

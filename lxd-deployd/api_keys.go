@@ -13,7 +13,8 @@ import (
 
 // keysAPI serves /1.0/deployments/{deployment}/keys.
 type keysAPI struct {
-	db *db.Cluster
+	db        *db.Cluster
+	lifecycle lifecycle
 }
 
 // keyRef is the deployment key a request is about.
@@ -107,19 +108,21 @@ func (a keysAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = createKey(r.Context(), a.db, ref, req)
+	deploymentID, err := createKey(r.Context(), a.db, ref, req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	return response.SyncResponseLocation(nil, api.DeploymentKeyURL(ref.project, ref.name, req.Name))
+	url := api.DeploymentKeyURL(ref.project, ref.name, req.Name)
+	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleKeyCreated, url)
+	return response.SyncResponseLocation(nil, url)
 }
 
 // createKey validates and stores a new deployment key; the role defaults to read-only.
-func createKey(ctx context.Context, cluster *db.Cluster, ref deploymentRef, req api.DeploymentKeysPost) error {
+func createKey(ctx context.Context, cluster *db.Cluster, ref deploymentRef, req api.DeploymentKeysPost) (int64, error) {
 	err := validate.Name("deployment key", req.Name)
 	if err != nil {
-		return badRequest(err)
+		return 0, badRequest(err)
 	}
 
 	if req.Role == "" {
@@ -128,16 +131,17 @@ func createKey(ctx context.Context, cluster *db.Cluster, ref deploymentRef, req 
 
 	err = validate.Role(req.Role)
 	if err != nil {
-		return badRequest(err)
+		return 0, badRequest(err)
 	}
 
 	err = validate.Fingerprint(req.CertificateFingerprint)
 	if err != nil {
-		return badRequest(err)
+		return 0, badRequest(err)
 	}
 
-	return cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+	var id int64
+	err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		id, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
 		if err != nil {
 			return err
 		}
@@ -145,6 +149,8 @@ func createKey(ctx context.Context, cluster *db.Cluster, ref deploymentRef, req 
 		_, err = db.CreateKey(ctx, tx, id, req)
 		return err
 	})
+
+	return id, err
 }
 
 func (a keysAPI) get(r *http.Request) response.Response {
@@ -185,7 +191,9 @@ func (a keysAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, deploymentID int64, key *db.Key) error {
+	var deploymentID int64
+	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, id int64, key *db.Key) error {
+		deploymentID = id
 		err := response.CheckETag(r, key.Writable())
 		if err != nil {
 			return err
@@ -212,8 +220,12 @@ func (a keysAPI) update(r *http.Request, patch bool) response.Response {
 
 		return db.UpdateKey(ctx, tx, key.ID, put)
 	})
+	if err != nil {
+		return response.SmartError(err)
+	}
 
-	return response.SmartError(err)
+	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleKeyUpdated, api.DeploymentKeyURL(ref.project, ref.name, ref.key))
+	return response.EmptySyncResponse()
 }
 
 func (a keysAPI) rename(r *http.Request) response.Response {
@@ -233,14 +245,18 @@ func (a keysAPI) rename(r *http.Request) response.Response {
 		return response.SmartError(badRequest(err))
 	}
 
-	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, deploymentID int64, key *db.Key) error {
-		return db.RenameKey(ctx, tx, deploymentID, key.ID, req.Name)
+	var deploymentID int64
+	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, id int64, key *db.Key) error {
+		deploymentID = id
+		return db.RenameKey(ctx, tx, id, key.ID, req.Name)
 	})
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	return response.SyncResponseLocation(nil, api.DeploymentKeyURL(ref.project, ref.name, req.Name))
+	url := api.DeploymentKeyURL(ref.project, ref.name, req.Name)
+	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleKeyRenamed, url)
+	return response.SyncResponseLocation(nil, url)
 }
 
 func (a keysAPI) delete(r *http.Request) response.Response {
@@ -249,9 +265,15 @@ func (a keysAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, deploymentID int64, key *db.Key) error {
+	var deploymentID int64
+	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, id int64, key *db.Key) error {
+		deploymentID = id
 		return db.DeleteKey(ctx, tx, key.ID)
 	})
+	if err != nil {
+		return response.SmartError(err)
+	}
 
-	return response.SmartError(err)
+	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleKeyDeleted, api.DeploymentKeyURL(ref.project, ref.name, ref.key))
+	return response.EmptySyncResponse()
 }

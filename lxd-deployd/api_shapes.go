@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"net/http"
 
-	lxdapi "github.com/canonical/lxd/shared/api"
-
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -15,7 +15,9 @@ import (
 
 // shapesAPI serves /1.0/deployments/{deployment}/shapes.
 type shapesAPI struct {
-	db *db.Cluster
+	db        *db.Cluster
+	lxd       *backend.LXD
+	lifecycle lifecycle
 }
 
 // shapeRef is the shape a request is about.
@@ -92,19 +94,22 @@ func (a shapesAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = createShape(r.Context(), a.db, ref, req)
+	deploymentID, err := createShape(r.Context(), a.db, ref, req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	return response.SyncResponseLocation(nil, api.DeploymentShapeURL(ref.project, ref.name, req.Name))
+	url := api.DeploymentShapeURL(ref.project, ref.name, req.Name)
+	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleShapeCreated, url)
+	return response.SyncResponseLocation(nil, url)
 }
 
-// createShape validates and stores a new shape in a deployment.
-func createShape(ctx context.Context, cluster *db.Cluster, ref deploymentRef, req api.DeploymentShapesPost) error {
+// createShape validates and stores a new shape in a deployment, and returns the
+// deployment's id.
+func createShape(ctx context.Context, cluster *db.Cluster, ref deploymentRef, req api.DeploymentShapesPost) (int64, error) {
 	err := validate.Name("shape", req.Name)
 	if err != nil {
-		return badRequest(err)
+		return 0, badRequest(err)
 	}
 
 	if req.Config == nil {
@@ -113,11 +118,12 @@ func createShape(ctx context.Context, cluster *db.Cluster, ref deploymentRef, re
 
 	err = validate.Shape(req.DeploymentShapePut)
 	if err != nil {
-		return badRequest(err)
+		return 0, badRequest(err)
 	}
 
-	return cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+	var id int64
+	err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		id, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
 		if err != nil {
 			return err
 		}
@@ -125,6 +131,8 @@ func createShape(ctx context.Context, cluster *db.Cluster, ref deploymentRef, re
 		_, err = db.CreateShape(ctx, tx, id, req)
 		return err
 	})
+
+	return id, err
 }
 
 // getShape reads one shape in its own transaction.
@@ -178,8 +186,9 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
+	var deploymentID int64
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		deploymentID, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
 		if err != nil {
 			return err
 		}
@@ -215,8 +224,12 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 
 		return db.UpdateShape(ctx, tx, current.ID, put)
 	})
+	if err != nil {
+		return response.SmartError(err)
+	}
 
-	return response.SmartError(err)
+	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(ref.project, ref.name, ref.shape))
+	return response.EmptySyncResponse()
 }
 
 func (a shapesAPI) rename(r *http.Request) response.Response {
@@ -236,8 +249,9 @@ func (a shapesAPI) rename(r *http.Request) response.Response {
 		return response.SmartError(badRequest(err))
 	}
 
+	var deploymentID int64
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		deploymentID, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
 		if err != nil {
 			return err
 		}
@@ -253,7 +267,9 @@ func (a shapesAPI) rename(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	return response.SyncResponseLocation(nil, api.DeploymentShapeURL(ref.project, ref.name, req.Name))
+	url := api.DeploymentShapeURL(ref.project, ref.name, req.Name)
+	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleShapeRenamed, url)
+	return response.SyncResponseLocation(nil, url)
 }
 
 func (a shapesAPI) delete(r *http.Request) response.Response {
@@ -262,24 +278,25 @@ func (a shapesAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	force := forceParam(r)
+	var deploymentID int64
+	var shape *db.Shape
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
-		if err != nil {
-			return err
-		}
-
-		shape, err := db.GetShape(ctx, tx, deploymentID, ref.shape)
-		if err != nil {
-			return err
-		}
-
-		if shape.ScalingCurrent > 0 && !force {
-			return lxdapi.StatusErrorf(http.StatusConflict, "shape %q still has %d instances: delete them first or use force", ref.shape, shape.ScalingCurrent)
-		}
-
-		return db.DeleteShape(ctx, tx, shape.ID)
+		deploymentID, shape, err = shapeInTx(ctx, tx, ref)
+		return err
 	})
+	if err != nil {
+		return response.SmartError(err)
+	}
 
-	return response.SmartError(err)
+	err = deleteWithInstances(r.Context(), a.db, a.lxd, fmt.Sprintf("shape %q", ref.shape), forceParam(r),
+		func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error) {
+			return db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: shape.ID})
+		},
+		func(ctx context.Context, tx *sql.Tx) error { return db.DeleteShape(ctx, tx, shape.ID) })
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleShapeDeleted, api.DeploymentShapeURL(ref.project, ref.name, ref.shape))
+	return response.EmptySyncResponse()
 }

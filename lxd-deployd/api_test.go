@@ -13,7 +13,9 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // testAPI serves the real route table over a real dqlite; the caller is chosen per request.
@@ -34,12 +36,19 @@ func newTestAPI(t *testing.T) *testAPI {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}}
 	addresses := func() []string { return []string{"127.0.0.1:8444"} }
+	lxdConn := backend.NewLXD("/nonexistent", logger)
+	flight := newInflight()
+	ops := operations.NewManager(logger, nil, "test")
+	access := access{db: cluster}
 	handlers := apis{
-		server:       serverAPI{lxd: backend.NewLXD("/nonexistent", logger), addresses: addresses},
+		server:       serverAPI{lxd: lxdConn, addresses: addresses},
 		certificates: certificatesAPI{db: cluster, serverFingerprint: strings.Repeat("f", 64), addresses: addresses},
-		deployments:  deploymentsAPI{db: cluster},
+		deployments:  deploymentsAPI{db: cluster, lxd: lxdConn, reconciler: newReconciler(cluster, lxdConn, flight, lifecycle{}, logger)},
 		keys:         keysAPI{db: cluster},
-		shapes:       shapesAPI{db: cluster},
+		shapes:       shapesAPI{db: cluster, lxd: lxdConn},
+		instances:    instancesAPI{db: cluster, lxd: lxdConn, ops: ops, inflight: flight},
+		operations:   operationsAPI{ops: ops, access: access},
+		access:       access,
 	}
 
 	a.router = newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger)
@@ -280,4 +289,62 @@ func TestRouterRefusesActionWithoutAccessCheck(t *testing.T) {
 	}()
 
 	newRouter([]endpoint{{path: "/x", get: action{handler: nil}, post: action{handler: func(r *http.Request) response.Response { return nil }}}}, nil, slog.Default())
+}
+
+func TestInstancesWithoutLXD(t *testing.T) {
+	a := newTestAPI(t)
+	a.expect("POST", "/1.0/deployments", `{"name":"dep1"}`, 201, "")
+	a.expect("POST", "/1.0/deployments/dep1/shapes", shapeBody, 201, "")
+
+	// Without LXD, instance changes answer 503 with the reason and reserve nothing.
+	a.expect("POST", "/1.0/deployments/dep1/shapes/web/instances/web1", "", 503, "LXD is unavailable")
+	a.expect("PUT", "/1.0/deployments/dep1/shapes/web/instances/web1/state", `{"action":"start"}`, 503, "LXD is unavailable")
+	a.expect("PUT", "/1.0/deployments/dep1/shapes/web/instances/web1/state", `{"action":"explode"}`, 400, "action")
+	a.expect("GET", "/1.0/deployments/dep1/shapes/web/instances/web1", "", 404, "web1")
+	a.expect("POST", "/1.0/deployments/dep1/shapes/web/instances/1bad", "", 404, "instance")
+	a.expect("POST", "/1.0/deployments/dep1/shapes/web/instances/web1", `{"instance_name":"other"}`, 400, "agree")
+	list := a.expect("GET", "/1.0/deployments/dep1/shapes/web/instances", "", 200, "")["metadata"].([]any)
+	if len(list) != 0 {
+		t.Fatalf("a refused launch must not leave a row: %v", list)
+	}
+
+	a.expect("GET", "/1.0/operations", "", 200, "")
+	a.expect("GET", "/1.0/operations/nope", "", 404, "")
+}
+
+func TestShapeStatus(t *testing.T) {
+	for _, tt := range []struct {
+		current, min, max int
+		want              string
+	}{{0, 0, 0, "ok"}, {2, 1, 3, "ok"}, {0, 1, 3, "out-of-bounds"}, {4, 1, 3, "out-of-bounds"}} {
+		if got := api.ShapeStatus(tt.current, tt.min, tt.max); got != tt.want {
+			t.Errorf("ShapeStatus(%d, %d, %d) = %s", tt.current, tt.min, tt.max, got)
+		}
+	}
+}
+
+func TestBoundChecks(t *testing.T) {
+	shape := func(current, min, max int) *db.Shape {
+		s := &db.Shape{}
+		s.Name, s.ScalingCurrent, s.ScalingMinimum, s.ScalingMaximum = "web", current, min, max
+		return s
+	}
+
+	if checkGrow(shape(2, 1, 3)) != nil || checkGrow(shape(3, 1, 3)) == nil || checkGrow(shape(5, 1, 3)) == nil {
+		t.Error("checkGrow must refuse at or above the maximum")
+	}
+
+	if checkShrink(shape(2, 1, 3)) != nil || checkShrink(shape(1, 1, 3)) == nil || checkShrink(shape(0, 1, 3)) == nil {
+		t.Error("checkShrink must refuse at or below the minimum")
+	}
+
+	// Out of bounds above the maximum: shrinking moves toward the bounds and is allowed.
+	if checkShrink(shape(5, 1, 3)) != nil {
+		t.Error("shrinking an oversize shape must be allowed")
+	}
+
+	// Out of bounds below the minimum: growing is allowed.
+	if checkGrow(shape(0, 2, 3)) != nil {
+		t.Error("growing an undersize shape must be allowed")
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/canonical/lxd/shared"
@@ -19,16 +20,19 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 )
 
 // config is the daemon's configuration, from flags.
 type config struct {
-	dataDir         string
-	httpsAddress    string
-	lxdSocket       string
-	clusterAddress  string
-	clusterJoin     []string
-	lxdPollInterval time.Duration
+	dataDir           string
+	httpsAddress      string
+	lxdSocket         string
+	clusterAddress    string
+	clusterJoin       []string
+	lxdPollInterval   time.Duration
+	reconcileInterval time.Duration
 }
 
 // daemon wires the database, the LXD connection and the API listeners together.
@@ -36,12 +40,16 @@ type daemon struct {
 	config config
 	logger *slog.Logger
 
-	db      *db.Cluster
-	lxd     *backend.LXD
-	cert    *shared.CertInfo
-	servers []*http.Server
-	cancel  context.CancelFunc
-	done    chan struct{}
+	db         *db.Cluster
+	lxd        *backend.LXD
+	cert       *shared.CertInfo
+	events     *events.Server
+	ops        *operations.Manager
+	inflight   *inflight
+	reconciler *reconciler
+	servers    []*http.Server
+	cancel     context.CancelFunc
+	background sync.WaitGroup
 }
 
 type listenerKey struct{}
@@ -67,14 +75,16 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 
+	location, _ := os.Hostname()
 	runCtx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
-	d.done = make(chan struct{})
 	d.lxd = backend.NewLXD(d.config.lxdSocket, d.logger)
-	go func() {
-		defer close(d.done)
-		d.lxd.Run(runCtx, d.config.lxdPollInterval)
-	}()
+	d.events = events.NewServer(d.logger, location)
+	d.ops = operations.NewManager(d.logger, d.events, location)
+	d.inflight = newInflight()
+	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, lifecycle{events: d.events}, d.logger)
+	d.goBackground(func() { d.lxd.Run(runCtx, d.config.lxdPollInterval) })
+	d.goBackground(func() { d.reconciler.run(runCtx, d.config.reconcileInterval) })
 
 	router := newRouter(endpoints(d.apis()), d.authenticate, d.logger)
 
@@ -99,8 +109,19 @@ func (d *daemon) start(ctx context.Context) error {
 	return nil
 }
 
+// goBackground runs f until the daemon stops.
+func (d *daemon) goBackground(f func()) {
+	d.background.Add(1)
+	go func() {
+		defer d.background.Done()
+		f()
+	}()
+}
+
 // apis builds each resource's handler set with only the dependencies it uses.
 func (d *daemon) apis() apis {
+	l := lifecycle{events: d.events}
+	access := access{db: d.db}
 	return apis{
 		server: serverAPI{
 			lxd:               d.lxd,
@@ -111,9 +132,12 @@ func (d *daemon) apis() apis {
 			databaseClustered: len(d.config.clusterJoin) > 0 || d.config.clusterAddress != "",
 		},
 		certificates: certificatesAPI{db: d.db, serverFingerprint: d.cert.Fingerprint(), addresses: d.addresses},
-		deployments:  deploymentsAPI{db: d.db},
-		keys:         keysAPI{db: d.db},
-		shapes:       shapesAPI{db: d.db},
+		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, lifecycle: l, reconciler: d.reconciler},
+		keys:         keysAPI{db: d.db, lifecycle: l},
+		shapes:       shapesAPI{db: d.db, lxd: d.lxd, lifecycle: l},
+		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, lifecycle: l},
+		operations:   operationsAPI{ops: d.ops, events: d.events, access: access},
+		access:       access,
 	}
 }
 
@@ -214,10 +238,14 @@ func (d *daemon) addresses() []string {
 	return addresses
 }
 
-// stop finishes in-flight requests, stops background work, hands dqlite leadership over
-// and closes the database.
+// stop finishes in-flight requests and operations, stops background work, hands dqlite
+// leadership over and closes the database.
 func (d *daemon) stop(ctx context.Context) error {
 	var errs []error
+	if d.events != nil {
+		d.events.Close()
+	}
+
 	for _, server := range d.servers {
 		err := server.Shutdown(ctx)
 		if err != nil {
@@ -225,9 +253,13 @@ func (d *daemon) stop(ctx context.Context) error {
 		}
 	}
 
+	if d.ops != nil {
+		d.ops.Shutdown(ctx)
+	}
+
 	if d.cancel != nil {
 		d.cancel()
-		<-d.done
+		d.background.Wait()
 	}
 
 	if d.db != nil {

@@ -13,12 +13,18 @@ type apis struct {
 	deployments  deploymentsAPI
 	keys         keysAPI
 	shapes       shapesAPI
+	instances    instancesAPI
+	operations   operationsAPI
+	access       access
 }
 
 // endpoints is the route table: every path of the API, and for each method its handler and
 // who may call it.
 func endpoints(a apis) []endpoint {
 	admin := action{access: allowAdmin}
+	trusted := action{access: allowTrusted}
+	deploymentReader := action{access: a.access.allowDeploymentRead}
+	deploymentAdmin := action{access: a.access.allowDeploymentAdmin}
 	with := func(base action, h handlerFunc) action {
 		base.handler = h
 		return base
@@ -54,7 +60,7 @@ func endpoints(a apis) []endpoint {
 		},
 		{
 			path:   "/1.0/deployments/{deployment}",
-			get:    with(admin, a.deployments.get),
+			get:    with(deploymentReader, a.deployments.get),
 			put:    with(admin, a.deployments.put),
 			patch:  with(admin, a.deployments.patch),
 			post:   with(admin, a.deployments.rename),
@@ -75,16 +81,51 @@ func endpoints(a apis) []endpoint {
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes",
-			get:  with(admin, a.shapes.list),
+			get:  with(deploymentReader, a.shapes.list),
 			post: with(admin, a.shapes.create),
 		},
 		{
 			path:   "/1.0/deployments/{deployment}/shapes/{shape}",
-			get:    with(admin, a.shapes.get),
+			get:    with(deploymentReader, a.shapes.get),
 			put:    with(admin, a.shapes.put),
 			patch:  with(admin, a.shapes.patch),
 			post:   with(admin, a.shapes.rename),
 			delete: with(admin, a.shapes.delete),
+		},
+
+		// The governor API: deployment keys reach these.
+		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/instances",
+			get:  with(deploymentReader, a.instances.list),
+		},
+		{
+			path:   "/1.0/deployments/{deployment}/shapes/{shape}/instances/{instance}",
+			get:    with(deploymentReader, a.instances.get),
+			post:   with(deploymentAdmin, a.instances.create),
+			delete: with(deploymentAdmin, a.instances.delete),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/instances/{instance}/state",
+			put:  with(deploymentAdmin, a.instances.putState),
+		},
+
+		// Operations and events are scoped by the handlers to what the caller may see.
+		{
+			path: "/1.0/operations",
+			get:  with(trusted, a.operations.list),
+		},
+		{
+			path:   "/1.0/operations/{id}",
+			get:    with(trusted, a.operations.get),
+			delete: with(trusted, a.operations.cancel),
+		},
+		{
+			path: "/1.0/operations/{id}/wait",
+			get:  with(trusted, a.operations.wait),
+		},
+		{
+			path: "/1.0/events",
+			get:  with(trusted, a.operations.streamEvents),
 		},
 	}
 }

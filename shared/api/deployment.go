@@ -49,6 +49,12 @@ type Deployment struct {
 	// Read only: true
 	// Example: ["/1.0/instances/c1", "/1.0/instances/c2"]
 	UsedBy []string `json:"used_by" yaml:"used_by"`
+
+	// LXD instances tagged as this deployment's that it has no record of, found by the
+	// last reconcile; they are reported, never deleted
+	// Read only: true
+	// Example: ["/1.0/instances/web9"]
+	OrphanedInstances []string `json:"orphaned_instances" yaml:"orphaned_instances"`
 }
 
 // Writable returns the modifiable fields of the deployment.

@@ -49,6 +49,27 @@ type DeploymentShape struct {
 	// Read only: true
 	// Example: 2
 	ScalingCurrent int `json:"scaling_current" yaml:"scaling_current"`
+
+	// "ok", or "out-of-bounds" when the bounds changed under the current size; then only
+	// changes that move toward the bounds are accepted
+	// Read only: true
+	// Example: ok
+	Status string `json:"status" yaml:"status"`
+}
+
+// Shape statuses.
+const (
+	ShapeStatusOK          = "ok"
+	ShapeStatusOutOfBounds = "out-of-bounds"
+)
+
+// ShapeStatus says whether a size is within a shape's bounds.
+func ShapeStatus(current int, minimum int, maximum int) string {
+	if current < minimum || current > maximum {
+		return ShapeStatusOutOfBounds
+	}
+
+	return ShapeStatusOK
 }
 
 // Writable returns the modifiable fields of the shape.

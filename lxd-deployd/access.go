@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// access holds the access checks that depend on deployment keys: a deployments
+// certificate acts only through the keys bound to its fingerprint (seed 004). Keys are read
+// on every request, so deleting a key or its certificate revokes access at once.
+type access struct {
+	db *db.Cluster
+}
+
+// allowDeploymentRead lets admins through, and deployments certificates holding any key of
+// the deployment the request names.
+func (a access) allowDeploymentRead(r *http.Request) error {
+	_, err := a.deploymentRole(r, "read")
+	return err
+}
+
+// allowDeploymentAdmin lets admins through, and deployments certificates holding an admin
+// key of the deployment the request names.
+func (a access) allowDeploymentAdmin(r *http.Request) error {
+	role, err := a.deploymentRole(r, "change instances of")
+	if err != nil {
+		return err
+	}
+
+	if role != api.DeploymentKeyRoleAdmin {
+		return forbidden("this certificate's key on the deployment is read-only: instance changes need a key with role admin")
+	}
+
+	return nil
+}
+
+// deploymentRole returns the caller's role on the deployment in the request path: admin
+// for admins, the key's role for deployments certificates, or a 403 that says what is
+// missing. An unknown deployment is a 403 too, so that existence does not leak.
+func (a access) deploymentRole(r *http.Request, what string) (string, error) {
+	caller := auth.CallerFromContext(r.Context())
+	if caller.IsAdmin() {
+		return api.DeploymentKeyRoleAdmin, nil
+	}
+
+	if !caller.Trusted {
+		return "", forbidden("not trusted: use a client certificate, or a deployments certificate bound to a deployment key")
+	}
+
+	if caller.CertificateType != api.CertificateTypeDeployments {
+		return "", forbidden("a %s certificate may not %s a deployment", caller.CertificateType, what)
+	}
+
+	ref, err := deploymentFromRequest(r)
+	if err != nil {
+		return "", err
+	}
+
+	var role string
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		role, _, err = db.GetCertificateRole(ctx, tx, caller.Fingerprint, ref.project, ref.name)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+
+	if role == "" {
+		return "", forbidden("this certificate has no key on deployment %q in project %q: an admin must create one (lxd-deploy deployment key create)", ref.name, ref.project)
+	}
+
+	return role, nil
+}
+
+// filter returns what events and operations the caller may see: everything for admins,
+// the deployments it holds keys on for deployments certificates (re-read every second so
+// revocation reaches open event streams), nothing otherwise.
+func (a access) filter(caller *auth.Caller) events.Filter {
+	if caller.IsAdmin() {
+		return func(int64) bool { return true }
+	}
+
+	if !caller.Trusted || caller.CertificateType != api.CertificateTypeDeployments {
+		return func(int64) bool { return false }
+	}
+
+	var mu sync.Mutex
+	var allowed map[int64]bool
+	var readAt time.Time
+	return func(deploymentID int64) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(readAt) > time.Second {
+			allowed = map[int64]bool{}
+			readAt = time.Now()
+			_ = a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+				keys, err := db.GetKeys(ctx, tx, db.KeyFilter{Fingerprint: caller.Fingerprint})
+				for _, k := range keys {
+					allowed[k.DeploymentID] = true
+				}
+
+				return err
+			})
+		}
+
+		return deploymentID != 0 && allowed[deploymentID]
+	}
+}
+
+// allowAdminOn checks that the caller may change things in a deployment known by id.
+func (a access) allowAdminOn(ctx context.Context, caller *auth.Caller, deploymentID int64) error {
+	if caller.IsAdmin() {
+		return nil
+	}
+
+	if caller.Trusted && caller.CertificateType == api.CertificateTypeDeployments && deploymentID != 0 {
+		var keys []db.Key
+		err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			var err error
+			keys, err = db.GetKeys(ctx, tx, db.KeyFilter{Fingerprint: caller.Fingerprint, DeploymentID: deploymentID})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+
+		for _, k := range keys {
+			if k.Role == api.DeploymentKeyRoleAdmin {
+				return nil
+			}
+		}
+	}
+
+	return forbidden("changing this needs an admin, or an admin key on its deployment")
+}
+
+// allowTrusted lets any trusted caller through; the handler scopes what it shows.
+func allowTrusted(r *http.Request) error {
+	if !auth.CallerFromContext(r.Context()).Trusted {
+		return forbidden("not trusted: add this client's certificate to the trust store")
+	}
+
+	return nil
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+	"github.com/gorilla/mux"
+
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+)
+
+// operationsAPI serves /1.0/operations and /1.0/events like LXD, scoped to what the caller
+// may see.
+type operationsAPI struct {
+	ops    *operations.Manager
+	events *events.Server
+	access access
+}
+
+func (a operationsAPI) filter(r *http.Request) events.Filter {
+	return a.access.filter(auth.CallerFromContext(r.Context()))
+}
+
+// list answers LXD's shape: operations grouped by status ("running", "success", ...).
+func (a operationsAPI) list(r *http.Request) response.Response {
+	level, err := recursion(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	urls := map[string][]string{}
+	full := map[string][]lxdapi.Operation{}
+	for _, op := range a.ops.List(a.filter(r)) {
+		info := op.API()
+		status := strings.ToLower(info.Status)
+		urls[status] = append(urls[status], op.URL())
+		full[status] = append(full[status], info)
+	}
+
+	if level == 0 {
+		return response.SyncResponse(urls)
+	}
+
+	return response.SyncResponse(full)
+}
+
+// visible returns the operation in the path if the caller may see it; otherwise a 404, so
+// that other deployments' operations do not leak.
+func (a operationsAPI) visible(r *http.Request) (*operations.Operation, error) {
+	id := mux.Vars(r)["id"]
+	op, err := a.ops.Get(id)
+	if err != nil {
+		return nil, err
+	}
+
+	if !a.filter(r)(op.DeploymentID()) {
+		return nil, notFoundf("operation %q not found", id)
+	}
+
+	return op, nil
+}
+
+func (a operationsAPI) get(r *http.Request) response.Response {
+	op, err := a.visible(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	return response.SyncResponse(op.API())
+}
+
+// wait blocks until the operation finishes or ?timeout= seconds pass (-1 or none: no limit).
+func (a operationsAPI) wait(r *http.Request) response.Response {
+	op, err := a.visible(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	timeout := time.Duration(-1)
+	value := r.URL.Query().Get("timeout")
+	if value != "" {
+		seconds, err := strconv.Atoi(value)
+		if err != nil {
+			return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "timeout must be a whole number of seconds, got %q", value))
+		}
+
+		if seconds >= 0 {
+			timeout = time.Duration(seconds) * time.Second
+		}
+	}
+
+	return response.SyncResponse(op.Wait(r.Context(), timeout))
+}
+
+// cancel needs the right to change what the operation changes: an admin, or an admin key
+// on the operation's deployment.
+func (a operationsAPI) cancel(r *http.Request) response.Response {
+	op, err := a.visible(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	err = a.access.allowAdminOn(r.Context(), auth.CallerFromContext(r.Context()), op.DeploymentID())
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	return response.SmartError(op.Cancel())
+}
+
+// streamEvents serves the /1.0/events websocket (?type=operation,lifecycle).
+func (a operationsAPI) streamEvents(r *http.Request) response.Response {
+	var types []string
+	for _, t := range strings.Split(r.URL.Query().Get("type"), ",") {
+		switch t {
+		case "":
+		case lxdapi.EventTypeOperation, lxdapi.EventTypeLifecycle:
+			types = append(types, t)
+		default:
+			return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "event type %q is not served: use operation or lifecycle", t))
+		}
+	}
+
+	project := r.URL.Query().Get("project")
+	if r.URL.Query().Get("all-projects") != "" {
+		project = ""
+	}
+
+	filter := a.filter(r)
+	return response.ManualResponse(func(w http.ResponseWriter) error {
+		return a.events.Serve(w, r, types, project, filter)
+	})
+}

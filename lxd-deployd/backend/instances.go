@@ -1,0 +1,150 @@
+package backend
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+
+	lxd "github.com/canonical/lxd/client"
+	lxdapi "github.com/canonical/lxd/shared/api"
+)
+
+// Config keys that tie an LXD instance to its deployment and shape. The protection key makes
+// LXD itself refuse a plain `lxc delete`, so that nobody shrinks a shape below its minimum
+// behind lxd-deployd's back (seed 004's edge case).
+const (
+	ConfigDeployment = "user.lxd-deployd.deployment"
+	ConfigShape      = "user.lxd-deployd.shape"
+	configProtection = "security.protection.delete"
+)
+
+// TemplateHash identifies an instance template, so that instances record which version of
+// their shape they were made from.
+func TemplateHash(template lxdapi.InstancesPost) string {
+	encoded, _ := json.Marshal(template)
+	sum := sha256.Sum256(encoded)
+	return hex.EncodeToString(sum[:6])
+}
+
+// InstanceRequest builds the LXD create request for an instance of a shape: the shape's
+// template, the name, and the keys that tie it to us.
+func InstanceRequest(template lxdapi.InstancesPost, name string, deployment string, shape string) lxdapi.InstancesPost {
+	req := template
+	req.Name = name
+	req.Config = maps.Clone(template.Config)
+	if req.Config == nil {
+		req.Config = map[string]string{}
+	}
+
+	req.Config[ConfigDeployment] = deployment
+	req.Config[ConfigShape] = shape
+	req.Config[configProtection] = "true"
+	return req
+}
+
+// wait returns a function that waits for the LXD operation an API call started, and
+// cancels it when ctx ends: wait(ctx)(c.DeleteInstance(name)).
+func wait(ctx context.Context) func(op lxd.Operation, err error) error {
+	return func(op lxd.Operation, err error) error {
+		if err != nil {
+			return err
+		}
+
+		err = op.WaitContext(ctx)
+		if err != nil && ctx.Err() != nil {
+			_ = op.Cancel()
+			return ctx.Err()
+		}
+
+		return err
+	}
+}
+
+// CreateInstance creates and starts an instance. Nothing is left half made: if the start
+// fails, the instance is deleted again and LXD's error is returned as is.
+func CreateInstance(ctx context.Context, c lxd.InstanceServer, project string, req lxdapi.InstancesPost) error {
+	c = c.UseProject(project)
+	err := wait(ctx)(c.CreateInstance(req))
+	if err != nil {
+		if lxdapi.StatusErrorCheck(err, http.StatusConflict) {
+			return lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q: %v", req.Name, project, err)
+		}
+
+		// The create may have got far enough to leave an instance behind.
+		_ = DeleteInstance(context.Background(), c, project, req.Name)
+		return err
+	}
+
+	err = wait(ctx)(c.UpdateInstanceState(req.Name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, ""))
+	if err != nil {
+		cleanupErr := DeleteInstance(context.Background(), c, project, req.Name)
+		if cleanupErr != nil {
+			return fmt.Errorf("%w (and removing the unstarted instance failed: %v)", err, cleanupErr)
+		}
+
+		return err
+	}
+
+	return nil
+}
+
+// DeleteInstance lifts the delete protection, stops and deletes an instance. An instance
+// LXD does not have is already deleted.
+func DeleteInstance(ctx context.Context, c lxd.InstanceServer, project string, name string) error {
+	c = c.UseProject(project)
+	instance, etag, err := c.GetInstance(name)
+	if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
+		return nil
+	}
+
+	if err != nil {
+		return err
+	}
+
+	if instance.Config[configProtection] != "" {
+		put := instance.Writable()
+		delete(put.Config, configProtection)
+		err = wait(ctx)(c.UpdateInstance(name, put, etag))
+		if err != nil {
+			return fmt.Errorf("lift delete protection: %w", err)
+		}
+	}
+
+	if instance.StatusCode != lxdapi.Stopped {
+		err = wait(ctx)(c.UpdateInstanceState(name, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, ""))
+		if err != nil && !lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
+			return fmt.Errorf("stop: %w", err)
+		}
+	}
+
+	err = wait(ctx)(c.DeleteInstance(name))
+	if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
+		return nil
+	}
+
+	return err
+}
+
+// UpdateInstanceState starts, stops, restarts, freezes or unfreezes an instance.
+func UpdateInstanceState(ctx context.Context, c lxd.InstanceServer, project string, name string, state lxdapi.InstanceStatePut) error {
+	return wait(ctx)(c.UseProject(project).UpdateInstanceState(name, state, ""))
+}
+
+// ListInstances returns the project's instances by name, from one LXD listing.
+func ListInstances(c lxd.InstanceServer, project string) (map[string]lxdapi.Instance, error) {
+	instances, err := c.UseProject(project).GetInstances(lxdapi.InstanceTypeAny)
+	if err != nil {
+		return nil, err
+	}
+
+	byName := make(map[string]lxdapi.Instance, len(instances))
+	for _, instance := range instances {
+		byName[instance.Name] = instance
+	}
+
+	return byName, nil
+}

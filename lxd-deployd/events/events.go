@@ -1,0 +1,173 @@
+// Package events is the /1.0/events stream in LXD's format: operation updates and lifecycle
+// events, each scoped to the deployment it concerns so that a governor only sees its own.
+package events
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+	"github.com/gorilla/websocket"
+)
+
+// Event is an LXD event plus the deployment it concerns (0: server-wide, admins only).
+type Event struct {
+	lxdapi.Event
+	DeploymentID int64
+}
+
+// Filter decides whether a listener may see events of a deployment.
+type Filter func(deploymentID int64) bool
+
+// Server fans events out to the connected listeners.
+type Server struct {
+	logger   *slog.Logger
+	location string
+
+	mu        sync.RWMutex
+	listeners map[*listener]struct{}
+
+	// done ends every stream on shutdown: hijacked websockets outlive http.Server.Shutdown.
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// Close ends every event stream.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.done) })
+}
+
+// NewServer returns an event server; location names this daemon in events.
+func NewServer(logger *slog.Logger, location string) *Server {
+	return &Server{logger: logger, location: location, listeners: map[*listener]struct{}{}, done: make(chan struct{})}
+}
+
+type listener struct {
+	types   map[string]bool
+	project string // empty: every project
+	allowed Filter
+	queue   chan Event
+}
+
+// Send delivers an event to every listener that wants its type and may see it. A listener
+// too slow to keep up loses events rather than slowing the API down.
+func (s *Server) Send(eventType string, project string, deploymentID int64, metadata any) {
+	encoded, err := json.Marshal(metadata)
+	if err != nil {
+		s.logger.Error("encode event", "type", eventType, "err", err)
+		return
+	}
+
+	event := Event{
+		Event: lxdapi.Event{
+			Type:      eventType,
+			Timestamp: time.Now().UTC(),
+			Metadata:  encoded,
+			Location:  s.location,
+			Project:   project,
+		},
+		DeploymentID: deploymentID,
+	}
+
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for l := range s.listeners {
+		if !l.types[eventType] || (l.project != "" && project != "" && l.project != project) {
+			continue
+		}
+
+		select {
+		case l.queue <- event:
+		default:
+			s.logger.Warn("event listener too slow: event dropped", "type", eventType)
+		}
+	}
+}
+
+// Lifecycle sends a lifecycle event such as "deployment-created" for the object at source.
+func (s *Server) Lifecycle(project string, deploymentID int64, action string, source string, context map[string]any, requestor *lxdapi.EventLifecycleRequestor) {
+	s.Send(lxdapi.EventTypeLifecycle, project, deploymentID, lxdapi.EventLifecycle{
+		Action:    action,
+		Source:    source,
+		Context:   context,
+		Requestor: requestor,
+		Project:   project,
+	})
+}
+
+var upgrader = websocket.Upgrader{
+	// Callers are authenticated by certificate or unix socket, not by origin.
+	CheckOrigin: func(r *http.Request) bool { return true },
+}
+
+// Serve upgrades the request to a websocket and streams the events of the given types
+// (every type when empty) that allowed lets through, until the client goes away.
+func (s *Server) Serve(w http.ResponseWriter, r *http.Request, types []string, project string, allowed Filter) error {
+	conn, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return err
+	}
+
+	defer func() { _ = conn.Close() }()
+
+	l := &listener{types: map[string]bool{}, project: project, allowed: allowed, queue: make(chan Event, 1024)}
+	if len(types) == 0 {
+		types = []string{lxdapi.EventTypeOperation, lxdapi.EventTypeLifecycle}
+	}
+
+	for _, t := range types {
+		l.types[t] = true
+	}
+
+	s.mu.Lock()
+	s.listeners[l] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+	}()
+
+	// Reading is how a closed connection is noticed.
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		for {
+			_, _, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	ping := time.NewTicker(30 * time.Second)
+	defer ping.Stop()
+	for {
+		select {
+		case <-closed:
+			return nil
+		case <-s.done:
+			_ = conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "server shutting down"), time.Now().Add(time.Second))
+			return nil
+		case <-ping.C:
+			err = conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(5*time.Second))
+			if err != nil {
+				return nil
+			}
+
+		case event := <-l.queue:
+			if !l.allowed(event.DeploymentID) {
+				continue
+			}
+
+			_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			err = conn.WriteJSON(event.Event)
+			if err != nil {
+				return nil
+			}
+		}
+	}
+}

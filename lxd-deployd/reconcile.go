@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	lxd "github.com/canonical/lxd/client"
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// reconciler brings the instance rows and LXD back into agreement after whatever happened
+// behind lxd-deployd's back: a crash mid-launch, an instance deleted in LXD directly, an
+// instance tagged as ours that we have no record of.
+type reconciler struct {
+	db        *db.Cluster
+	lxd       *backend.LXD
+	inflight  *inflight
+	lifecycle lifecycle
+	logger    *slog.Logger
+
+	mu      sync.RWMutex
+	orphans map[int64][]string // deployment id -> instance URLs
+}
+
+func newReconciler(cluster *db.Cluster, lxd *backend.LXD, flight *inflight, l lifecycle, logger *slog.Logger) *reconciler {
+	return &reconciler{db: cluster, lxd: lxd, inflight: flight, lifecycle: l, logger: logger, orphans: map[int64][]string{}}
+}
+
+// run reconciles as soon as LXD is reachable, then every interval.
+func (rc *reconciler) run(ctx context.Context, interval time.Duration) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+
+	// The first pass waits for LXD, polling quickly, so that a restarted daemon repairs
+	// crash leftovers at once.
+	for !rc.lxd.Status().Online {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+
+	for {
+		err := rc.reconcile(ctx)
+		if err != nil && ctx.Err() == nil {
+			rc.logger.Warn("reconcile failed", "err", err)
+		}
+
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// orphaned returns the orphaned instances last found for a deployment.
+func (rc *reconciler) orphaned(deploymentID int64) []string {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	return append([]string{}, rc.orphans[deploymentID]...)
+}
+
+// reconcile makes one pass: a single LXD listing per project, compared with the rows.
+func (rc *reconciler) reconcile(ctx context.Context) error {
+	client, err := rc.lxd.Client()
+	if err != nil {
+		return err
+	}
+
+	var rows []db.Instance
+	var projects []string
+	deployments := map[string]int64{} // project/name -> id
+	err = rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
+		if err != nil {
+			return err
+		}
+
+		all, err := db.GetDeployments(ctx, tx, db.DeploymentFilter{})
+		for _, d := range all {
+			deployments[d.Project+"/"+d.Name] = d.ID
+		}
+
+		projects, err = db.GetProjects(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+
+	live := map[string]lxdapi.Instance{} // project/name -> instance
+	for _, project := range projects {
+		instances, err := backend.ListInstances(client, project)
+		if err != nil {
+			if lxdapi.StatusErrorCheck(err, 404) {
+				continue // the LXD project does not exist (yet)
+			}
+
+			return err
+		}
+
+		for name, instance := range instances {
+			live[project+"/"+name] = instance
+		}
+	}
+
+	known := map[string]bool{}
+	for _, row := range rows {
+		key := row.Project + "/" + row.Name
+		known[key] = true
+		if rc.inflight.has(row.Project, row.Name) {
+			continue
+		}
+
+		_, exists := live[key]
+		rc.repair(ctx, client, row, exists)
+	}
+
+	orphans := map[int64][]string{}
+	for key, instance := range live {
+		deployment := instance.Config[backend.ConfigDeployment]
+		if deployment == "" || known[key] {
+			continue
+		}
+
+		id := deployments[instance.Project+"/"+deployment]
+		if id == 0 {
+			continue
+		}
+
+		url := api.InstanceURL(instance.Project, instance.Name)
+		orphans[id] = append(orphans[id], url)
+		if !rc.wasOrphan(id, url) {
+			rc.logger.Warn("orphaned instance: tagged for a deployment but not recorded; not deleting it", "instance", instance.Name, "project", instance.Project, "deployment", deployment)
+			rc.lifecycle.emit(nil, instance.Project, id, lifecycleInstanceOrphaned, url)
+		}
+	}
+
+	for id := range orphans {
+		sort.Strings(orphans[id])
+	}
+
+	rc.mu.Lock()
+	rc.orphans = orphans
+	rc.mu.Unlock()
+	return nil
+}
+
+func (rc *reconciler) wasOrphan(id int64, url string) bool {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	for _, known := range rc.orphans[id] {
+		if known == url {
+			return true
+		}
+	}
+
+	return false
+}
+
+// repair fixes one row that no operation of this daemon is working on.
+func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row db.Instance, exists bool) {
+	source := api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name)
+	setState := func(state string) {
+		err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.SetInstanceState(ctx, tx, row.ID, state) })
+		if err != nil {
+			rc.logger.Warn("reconcile: record instance state", "instance", row.Name, "err", err)
+		}
+	}
+
+	removeRow := func() {
+		err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.DeleteInstance(ctx, tx, row.ID) })
+		if err != nil {
+			rc.logger.Warn("reconcile: remove instance row", "instance", row.Name, "err", err)
+		}
+	}
+
+	switch {
+	case row.State == db.InstanceCreating && exists:
+		// A crash came after LXD made it: adopt it rather than leave an orphan.
+		rc.logger.Info("reconcile: adopting instance left creating by a crash", "instance", row.Name)
+		setState(db.InstanceCreated)
+	case row.State == db.InstanceCreating:
+		rc.logger.Info("reconcile: removing row of an instance whose creation never finished", "instance", row.Name)
+		removeRow()
+	case row.State == db.InstanceDeleting && exists:
+		// The bound check passed before the crash: finish the delete.
+		err := backend.DeleteInstance(ctx, client, row.Project, row.Name)
+		if err != nil {
+			rc.logger.Warn("reconcile: finish interrupted delete", "instance", row.Name, "err", err)
+			return
+		}
+
+		removeRow()
+	case row.State == db.InstanceDeleting:
+		removeRow()
+	case row.State == db.InstanceCreated && !exists:
+		rc.logger.Warn("reconcile: instance missing from LXD", "instance", row.Name, "project", row.Project)
+		setState(db.InstanceMissing)
+		rc.lifecycle.emit(nil, row.Project, row.DeploymentID, lifecycleInstanceMissing, source)
+	case row.State == db.InstanceMissing && exists:
+		setState(db.InstanceCreated)
+	}
+}

@@ -1,0 +1,62 @@
+package api
+
+import (
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+)
+
+// DeploymentInstancesPost is the optional body of POST .../instances/{name}; the name in
+// the URL is the instance's.
+type DeploymentInstancesPost struct {
+	// The shape in which to create the instance (must match the URL when given)
+	// Example: web
+	DeploymentShapeName string `json:"shape_name" yaml:"shape_name"`
+
+	// The instance name (must match the URL when given)
+	// Example: web01
+	InstanceName string `json:"instance_name" yaml:"instance_name"`
+}
+
+// DeploymentInstance is an LXD instance that belongs to a shape.
+type DeploymentInstance struct {
+	// Name of the LXD instance
+	// Example: web01
+	Name string `json:"name" yaml:"name"`
+
+	// Project of the LXD instance
+	// Example: default
+	Project string `json:"project" yaml:"project"`
+
+	// Deployment the instance belongs to
+	// Example: dep1
+	Deployment string `json:"deployment" yaml:"deployment"`
+
+	// Shape the instance belongs to
+	// Example: web
+	Shape string `json:"shape" yaml:"shape"`
+
+	// State recorded by lxd-deployd: creating, created, deleting or missing
+	// Example: created
+	State string `json:"state" yaml:"state"`
+
+	// Status reported by LXD (Running, Stopped, ...), "Missing" when LXD has no such instance
+	// Example: Running
+	Status string `json:"status" yaml:"status"`
+
+	// When the instance was created
+	// Example: 2026-11-22T19:00:00Z
+	CreatedAt time.Time `json:"created_at" yaml:"created_at"`
+
+	// URL of the instance in LXD's API
+	// Example: /1.0/instances/web01
+	InstanceURL string `json:"instance_url" yaml:"instance_url"`
+
+	// Hash of the shape's instance template the instance was created from; instances
+	// created before a template change keep the old hash
+	// Example: 3f2a9c1b7d4e
+	TemplateHash string `json:"template_hash" yaml:"template_hash"`
+
+	// Live state from LXD (processes, memory, CPU), only when a single instance is read
+	LiveState *lxdapi.InstanceState `json:"live_state,omitempty" yaml:"live_state,omitempty"`
+}
