@@ -193,6 +193,11 @@ func (s *Server) withProject(p string) string {
 // Query sends a request and decodes LXD's envelope. An error answer becomes an
 // lxdapi.StatusError carrying the HTTP status, so callers can test for it.
 func (s *Server) Query(method string, path string, body any, etag string) (*lxdapi.Response, string, error) {
+	return s.QueryContext(context.Background(), method, path, body, etag)
+}
+
+// QueryContext is Query bounded by ctx as well as the connection's timeout.
+func (s *Server) QueryContext(ctx context.Context, method string, path string, body any, etag string) (*lxdapi.Response, string, error) {
 	var reader io.Reader
 	if body != nil {
 		encoded, err := json.Marshal(body)
@@ -203,7 +208,7 @@ func (s *Server) Query(method string, path string, body any, etag string) (*lxda
 		reader = bytes.NewReader(encoded)
 	}
 
-	req, err := http.NewRequest(method, s.baseURL+path, reader)
+	req, err := http.NewRequestWithContext(ctx, method, s.baseURL+path, reader)
 	if err != nil {
 		return nil, "", err
 	}
@@ -242,7 +247,11 @@ func (s *Server) Query(method string, path string, body any, etag string) (*lxda
 
 // queryStruct sends a request and decodes the metadata of the answer into target.
 func (s *Server) queryStruct(method string, path string, body any, etag string, target any) (string, error) {
-	resp, etag, err := s.Query(method, path, body, etag)
+	return s.queryStructContext(context.Background(), method, path, body, etag, target)
+}
+
+func (s *Server) queryStructContext(ctx context.Context, method string, path string, body any, etag string, target any) (string, error) {
+	resp, etag, err := s.QueryContext(ctx, method, path, body, etag)
 	if err != nil {
 		return "", err
 	}

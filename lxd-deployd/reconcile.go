@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
+	"net/url"
+	"path"
 	"sort"
 	"sync"
 	"time"
@@ -114,11 +116,18 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 		}
 	}
 
+	// An instance LXD is still working on (an operation our crashed predecessor started)
+	// is left alone until LXD is done with it.
+	busy, err := busyInstances(client, projects)
+	if err != nil {
+		return err
+	}
+
 	known := map[string]bool{}
 	for _, row := range rows {
 		key := row.Project + "/" + row.Name
 		known[key] = true
-		if rc.inflight.has(row.Project, row.Name) {
+		if rc.inflight.has(row.Project, row.Name) || busy[key] {
 			continue
 		}
 
@@ -129,7 +138,7 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 	orphans := map[int64][]string{}
 	for key, instance := range live {
 		deployment := instance.Config[backend.ConfigDeployment]
-		if deployment == "" || known[key] {
+		if deployment == "" || known[key] || busy[key] {
 			continue
 		}
 
@@ -211,4 +220,41 @@ func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row
 	case row.State == db.InstanceMissing && exists:
 		setState(db.InstanceCreated)
 	}
+}
+
+// busyInstances returns the project/name of every instance a running LXD operation touches,
+// from one listing of LXD's operations per project (LXD 5.0 cannot list all projects at once).
+func busyInstances(client lxd.InstanceServer, projects []string) (map[string]bool, error) {
+	var ops []lxdapi.Operation
+	for _, project := range projects {
+		projectOps, err := client.UseProject(project).GetOperations()
+		if err != nil {
+			return nil, err
+		}
+
+		ops = append(ops, projectOps...)
+	}
+
+	busy := map[string]bool{}
+	for _, op := range ops {
+		if op.StatusCode.IsFinal() {
+			continue
+		}
+
+		for _, resource := range op.Resources["instances"] {
+			u, err := url.Parse(resource)
+			if err != nil {
+				continue
+			}
+
+			project := u.Query().Get("project")
+			if project == "" {
+				project = api.DefaultProject
+			}
+
+			busy[project+"/"+path.Base(u.Path)] = true
+		}
+	}
+
+	return busy, nil
 }

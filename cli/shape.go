@@ -1,0 +1,358 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+	"github.com/spf13/cobra"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/validate"
+)
+
+// shapeCommand is "lxd-deploy deployment shape": the kinds of instances of a deployment.
+func (a *app) shapeCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "shape",
+		Aliases: []string{"shapes"},
+		Short:   "Manage deployment shapes",
+		Args:    cobra.NoArgs,
+		RunE:    showHelp,
+	}
+
+	cmd.AddCommand(
+		a.shapeListCommand(),
+		a.shapeShowCommand(),
+		a.shapeGetCommand(),
+		a.shapeSetCommand(),
+		a.shapeUnsetCommand(),
+		a.shapeCreateCommand(),
+		a.shapeEditCommand(),
+		a.shapeRenameCommand(),
+		a.shapeDeleteCommand(),
+	)
+
+	return cmd
+}
+
+// shapeFields says what get, set and unset reach on a shape.
+func shapeFields() configurable[api.DeploymentShape] {
+	return configurable[api.DeploymentShape]{
+		kind:   "shape",
+		config: func(s *api.DeploymentShape) *map[string]string { return &s.Config },
+		properties: map[string]property[api.DeploymentShape]{
+			"name":            readOnly(func(s *api.DeploymentShape) string { return s.Name }),
+			"description":     stringProperty(func(s *api.DeploymentShape) *string { return &s.Description }),
+			"scaling_minimum": intProperty("scaling_minimum", func(s *api.DeploymentShape) *int { return &s.ScalingMinimum }),
+			"scaling_maximum": intProperty("scaling_maximum", func(s *api.DeploymentShape) *int { return &s.ScalingMaximum }),
+			"scaling_current": readOnly(func(s *api.DeploymentShape) string { return strconv.Itoa(s.ScalingCurrent) }),
+		},
+	}
+}
+
+// shapeSource summarises where a shape's instances come from, for list.
+func shapeSource(t lxdapi.InstancesPost) string {
+	var parts []string
+	switch t.Source.Type {
+	case "image":
+		name := t.Source.Alias
+		if name == "" {
+			name = shortFingerprint(t.Source.Fingerprint)
+		}
+
+		if name == "" {
+			name = "(by properties)"
+		}
+
+		parts = append(parts, "image:"+name)
+	case "copy":
+		parts = append(parts, "copy:"+t.Source.Source)
+	}
+
+	if len(t.Profiles) > 0 {
+		parts = append(parts, "profiles:"+strings.Join(t.Profiles, ","))
+	}
+
+	if len(parts) == 0 {
+		parts = append(parts, "none")
+	}
+
+	if t.Type == lxdapi.InstanceTypeVM {
+		parts = append(parts, "(vm)")
+	}
+
+	return strings.Join(parts, " ")
+}
+
+// shapeRows turns shapes into list rows, sorted by name.
+func shapeRows(shapes []api.DeploymentShape) [][]string {
+	rows := make([][]string, 0, len(shapes))
+	for _, s := range shapes {
+		rows = append(rows, []string{
+			s.Name,
+			strconv.Itoa(s.ScalingMinimum),
+			strconv.Itoa(s.ScalingMaximum),
+			strconv.Itoa(s.ScalingCurrent),
+			shapeSource(s.InstanceTemplate),
+			s.Description,
+		})
+	}
+
+	sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
+	return rows
+}
+
+// shapeTarget connects for "[<remote>:]<deployment> <shape>" and checks the shape name.
+func (a *app) shapeTarget(deploymentArg string, shape string) (*target, error) {
+	err := validate.Name("shape", shape)
+	if err != nil {
+		return nil, err
+	}
+
+	return a.connectArg(deploymentArg, "deployment")
+}
+
+func (a *app) shapeListCommand() *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:     "list [<remote>:]<deployment>",
+		Aliases: []string{"ls"},
+		Short:   "List the shapes of a deployment",
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := checkFormat(format)
+			if err != nil {
+				return err
+			}
+
+			t, err := a.connectArg(args[0], "deployment")
+			if err != nil {
+				return err
+			}
+
+			shapes, err := t.server.GetDeploymentShapes(t.name)
+			if err != nil {
+				return err
+			}
+
+			if shapes == nil {
+				shapes = []api.DeploymentShape{}
+			}
+
+			l := listing{header: []string{"NAME", "MIN", "MAX", "CURRENT", "SOURCE", "DESCRIPTION"}, rows: shapeRows(shapes), data: shapes}
+			return l.render(a.stdout, format)
+		},
+	}
+
+	addFormatFlag(cmd, &format)
+	return cmd
+}
+
+func (a *app) shapeShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show [<remote>:]<deployment> <shape>",
+		Short: "Show a shape",
+		Args:  exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := a.shapeTarget(args[0], args[1])
+			if err != nil {
+				return err
+			}
+
+			shape, _, err := t.server.GetDeploymentShape(t.name, args[1])
+			if err != nil {
+				return err
+			}
+
+			return writeYAML(a.stdout, shape)
+		},
+	}
+}
+
+func (a *app) shapeGetCommand() *cobra.Command {
+	var isProperty bool
+	cmd := &cobra.Command{
+		Use:   "get [<remote>:]<deployment> <shape> <key>",
+		Short: "Get a shape config key, or with --property a property",
+		Args:  exactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := a.shapeTarget(args[0], args[1])
+			if err != nil {
+				return err
+			}
+
+			shape, _, err := t.server.GetDeploymentShape(t.name, args[1])
+			if err != nil {
+				return err
+			}
+
+			value, err := shapeFields().getValue(shape, args[2], isProperty)
+			if err != nil {
+				return err
+			}
+
+			_, err = fmt.Fprintln(a.stdout, value)
+			return err
+		},
+	}
+
+	cmd.Flags().BoolVarP(&isProperty, "property", "p", false, "get a property (description, scaling_minimum, scaling_maximum, ...) instead of a config key")
+	return cmd
+}
+
+func (a *app) shapeSetCommand() *cobra.Command {
+	var isProperty bool
+	cmd := &cobra.Command{
+		Use:   "set [<remote>:]<deployment> <shape> <key>=<value>...",
+		Short: "Set shape config keys, or with --property properties",
+		Long:  "Set shape config keys, or with --property the properties description, scaling_minimum and scaling_maximum.\nAn empty value removes a config key.",
+		Args:  rangeArgs(3, -1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.updateShape(args[0], args[1], func(s *api.DeploymentShape) error {
+				return shapeFields().applySet(s, args[2:], isProperty)
+			})
+		},
+	}
+
+	cmd.Flags().BoolVarP(&isProperty, "property", "p", false, "set properties (description, scaling_minimum, scaling_maximum) instead of config keys")
+	return cmd
+}
+
+func (a *app) shapeUnsetCommand() *cobra.Command {
+	var isProperty bool
+	cmd := &cobra.Command{
+		Use:   "unset [<remote>:]<deployment> <shape> <key>...",
+		Short: "Unset shape config keys, or with --property properties",
+		Args:  rangeArgs(3, -1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.updateShape(args[0], args[1], func(s *api.DeploymentShape) error {
+				return shapeFields().applyUnset(s, args[2:], isProperty)
+			})
+		},
+	}
+
+	cmd.Flags().BoolVarP(&isProperty, "property", "p", false, "unset properties (description, scaling_minimum, scaling_maximum) instead of config keys")
+	return cmd
+}
+
+// updateShape reads a shape, changes it and writes it back with the ETag of the read.
+func (a *app) updateShape(deploymentArg string, name string, change func(s *api.DeploymentShape) error) error {
+	t, err := a.shapeTarget(deploymentArg, name)
+	if err != nil {
+		return err
+	}
+
+	shape, etag, err := t.server.GetDeploymentShape(t.name, name)
+	if err != nil {
+		return err
+	}
+
+	err = change(shape)
+	if err != nil {
+		return err
+	}
+
+	err = validate.Bounds(shape.ScalingMinimum, shape.ScalingMaximum)
+	if err != nil {
+		return err
+	}
+
+	return explain(t.server.UpdateDeploymentShape(t.name, name, shape.Writable(), etag))
+}
+
+func (a *app) shapeEditCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "edit [<remote>:]<deployment> <shape>",
+		Short: "Edit a shape as YAML",
+		Long:  "Edit a shape's writable fields as YAML in $VISUAL or $EDITOR, or, when stdin is not a terminal,\nreplace them with the YAML read from stdin. A new instance_template applies to instances created afterwards.",
+		Args:  exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := a.shapeTarget(args[0], args[1])
+			if err != nil {
+				return err
+			}
+
+			shape, etag, err := t.server.GetDeploymentShape(t.name, args[1])
+			if err != nil {
+				return err
+			}
+
+			return a.editYAML("shape "+args[1], shape.Writable(), func(data []byte) error {
+				var edited api.DeploymentShape
+				err := decodeYAML(data, &edited)
+				if err != nil {
+					return err
+				}
+
+				err = validate.Bounds(edited.ScalingMinimum, edited.ScalingMaximum)
+				if err != nil {
+					return err
+				}
+
+				err = validate.InstanceTemplate(edited.InstanceTemplate)
+				if err != nil {
+					return err
+				}
+
+				return t.server.UpdateDeploymentShape(t.name, args[1], edited.Writable(), etag)
+			})
+		},
+	}
+}
+
+func (a *app) shapeRenameCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "rename [<remote>:]<deployment> <shape> <new-name>",
+		Short: "Rename a shape",
+		Args:  exactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := validate.Name("shape", args[2])
+			if err != nil {
+				return err
+			}
+
+			t, err := a.shapeTarget(args[0], args[1])
+			if err != nil {
+				return err
+			}
+
+			err = t.server.RenameDeploymentShape(t.name, args[1], api.DeploymentShapePost{Name: args[2]})
+			if err != nil {
+				return err
+			}
+
+			_, err = fmt.Fprintf(a.stdout, "Shape %s renamed to %s\n", args[1], args[2])
+			return err
+		},
+	}
+}
+
+func (a *app) shapeDeleteCommand() *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:     "delete [<remote>:]<deployment> <shape>",
+		Aliases: []string{"rm"},
+		Short:   "Delete a shape",
+		Args:    exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := a.shapeTarget(args[0], args[1])
+			if err != nil {
+				return err
+			}
+
+			err = t.server.DeleteDeploymentShape(t.name, args[1], force)
+			if err != nil {
+				return err
+			}
+
+			_, err = fmt.Fprintf(a.stdout, "Shape %s deleted\n", args[1])
+			return err
+		},
+	}
+
+	cmd.Flags().BoolVar(&force, "force", false, "also delete the shape's instances")
+	return cmd
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+	"github.com/spf13/cobra"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/validate"
+)
+
+// shapeCreateFlags are the flags of "shape create".
+type shapeCreateFlags struct {
+	description string
+	image       string
+	profiles    []string
+	minimum     int
+	maximum     int
+	maximumSet  bool
+	vm          bool
+}
+
+// request builds the creation request from the flags.
+func (f shapeCreateFlags) request(name string) (api.DeploymentShapesPost, error) {
+	template := lxdapi.InstancesPost{
+		Type:   lxdapi.InstanceTypeContainer,
+		Source: lxdapi.InstanceSource{Type: "none"},
+	}
+
+	if f.vm {
+		template.Type = lxdapi.InstanceTypeVM
+	}
+
+	if f.image != "" {
+		remote, _, found := strings.Cut(f.image, ":")
+		if found {
+			return api.DeploymentShapesPost{}, fmt.Errorf("--from-image %q: images from remote %q are not supported: copy the image into the LXD lxd-deployd uses (lxc image copy %s local: --alias NAME) and give its alias", f.image, remote, f.image)
+		}
+
+		template.Source = lxdapi.InstanceSource{Type: "image", Alias: f.image}
+	}
+
+	// No --from-profile leaves the profiles unset, so that LXD applies its default profile.
+	if len(f.profiles) > 0 {
+		template.Profiles = f.profiles
+	}
+
+	maximum := f.maximum
+	if !f.maximumSet {
+		maximum = max(f.minimum, 1)
+	}
+
+	req := api.DeploymentShapesPost{
+		DeploymentShapePost: api.DeploymentShapePost{Name: name},
+		DeploymentShapePut: api.DeploymentShapePut{
+			Description:      f.description,
+			Config:           map[string]string{},
+			InstanceTemplate: template,
+			ScalingMinimum:   f.minimum,
+			ScalingMaximum:   maximum,
+		},
+	}
+
+	err := validate.Bounds(req.ScalingMinimum, req.ScalingMaximum)
+	if err != nil {
+		return api.DeploymentShapesPost{}, err
+	}
+
+	return req, validate.InstanceTemplate(template)
+}
+
+func (a *app) shapeCreateCommand() *cobra.Command {
+	var f shapeCreateFlags
+	cmd := &cobra.Command{
+		Use:   "create [<remote>:]<deployment> <shape>",
+		Short: "Create a shape",
+		Args:  exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := validate.Name("shape", args[1])
+			if err != nil {
+				return err
+			}
+
+			f.maximumSet = cmd.Flags().Changed("scaling-max")
+			req, err := f.request(args[1])
+			if err != nil {
+				return err
+			}
+
+			t, err := a.shapeTarget(args[0], args[1])
+			if err != nil {
+				return err
+			}
+
+			err = t.server.CreateDeploymentShape(t.name, req)
+			if err != nil {
+				return err
+			}
+
+			_, err = fmt.Fprintf(a.stdout, "Shape %s created\n", args[1])
+			return err
+		},
+	}
+
+	flags := cmd.Flags()
+	flags.StringVar(&f.image, "from-image", "", "alias or fingerprint of an image in the LXD lxd-deployd uses")
+	flags.StringArrayVar(&f.profiles, "from-profile", nil, "LXD profile to apply (repeatable; default: LXD's default profile)")
+	flags.IntVar(&f.minimum, "scaling-min", 0, "minimum number of instances")
+	flags.IntVar(&f.maximum, "scaling-max", 0, "maximum number of instances (default: the minimum, at least 1)")
+	flags.BoolVar(&f.vm, "vm", false, "instances are virtual machines instead of containers")
+	flags.StringVar(&f.description, "description", "", "description of the shape")
+	return cmd
+}
