@@ -131,8 +131,8 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 			continue
 		}
 
-		_, exists := live[key]
-		rc.repair(ctx, client, row, exists)
+		instance, exists := live[key]
+		rc.repair(ctx, client, row, exists, instance.StatusCode)
 	}
 
 	orphans := map[int64][]string{}
@@ -178,7 +178,7 @@ func (rc *reconciler) wasOrphan(id int64, url string) bool {
 }
 
 // repair fixes one row that no operation of this daemon is working on.
-func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row db.Instance, exists bool) {
+func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row db.Instance, exists bool, status lxdapi.StatusCode) {
 	source := api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name)
 	setState := func(state string) {
 		err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.SetInstanceState(ctx, tx, row.ID, state) })
@@ -196,8 +196,16 @@ func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row
 
 	switch {
 	case row.State == db.InstanceCreating && exists:
-		// A crash came after LXD made it: adopt it rather than leave an orphan.
+		// A crash came after LXD made it: adopt it rather than leave an orphan, and finish
+		// the launch, which promised a started instance.
 		rc.logger.Info("reconcile: adopting instance left creating by a crash", "instance", row.Name)
+		if status == lxdapi.Stopped {
+			err := backend.UpdateInstanceState(ctx, client, row.Project, row.Name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1})
+			if err != nil {
+				rc.logger.Warn("reconcile: start adopted instance", "instance", row.Name, "err", err)
+			}
+		}
+
 		setState(db.InstanceCreated)
 	case row.State == db.InstanceCreating:
 		rc.logger.Info("reconcile: removing row of an instance whose creation never finished", "instance", row.Name)

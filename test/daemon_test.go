@@ -232,3 +232,21 @@ func serverEnvironment(t testing.TB, d *daemon) *api.ServerEnvironment {
 
 	return server.Environment
 }
+
+// Kill stops the daemon with SIGKILL, as a crash would, leaving its data as it is.
+func (d *daemon) Kill(t testing.TB) {
+	t.Helper()
+	if d.cmd == nil || d.cmd.Process == nil {
+		return
+	}
+
+	_ = d.cmd.Process.Kill()
+	_ = d.cmd.Wait()
+	d.cmd = nil
+}
+
+// Start starts a stopped or killed daemon again on the same data directory.
+func (d *daemon) Start(t testing.TB, extraArgs ...string) {
+	t.Helper()
+	d.start(t, extraArgs...)
+}
