@@ -36,8 +36,9 @@ test: deps-test ## go vet, then every test: unit and end-to-end against a privat
 	LXDTEST_REQUIRE=1 $(GO) test -race -count=1 -timeout 20m ./...
 
 .PHONY: bench
-bench: deps-test ## print performance figures (Go benchmarks)
-	LXDTEST_REQUIRE=1 $(GO) test -run '^$$' -bench . -benchtime 20x ./...
+bench: deps-test ## print performance figures: database, template expansion, launches on a private LXD
+	$(GO) test -run '^$$' -bench . -benchtime 200x ./db/
+	LXDTEST_REQUIRE=1 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/
 
 .PHONY: check-static
 check-static: ## gofmt, go vet, and staticcheck when installed

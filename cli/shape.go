@@ -33,6 +33,7 @@ func (a *app) shapeCommand() *cobra.Command {
 		a.shapeEditCommand(),
 		a.shapeRenameCommand(),
 		a.shapeDeleteCommand(),
+		a.instanceCommand(),
 	)
 
 	return cmd

@@ -230,7 +230,12 @@ func (s *Server) QueryContext(ctx context.Context, method string, path string, b
 		return nil, "", err
 	}
 
-	defer func() { _ = resp.Body.Close() }()
+	// Drain what the decoder leaves (the trailing newline) so the connection is reused
+	// instead of paying for a new TLS handshake on every request.
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		_ = resp.Body.Close()
+	}()
 
 	var envelope lxdapi.Response
 	err = json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&envelope)

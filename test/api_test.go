@@ -14,7 +14,7 @@ import (
 )
 
 // expectCode fails unless err is an API error with the given HTTP status.
-func expectCode(t *testing.T, err error, status int, context string) {
+func expectCode(t testing.TB, err error, status int, context string) {
 	t.Helper()
 	code, ok := lxdapi.StatusErrorMatch(err)
 	if !ok || code != status {
@@ -22,7 +22,7 @@ func expectCode(t *testing.T, err error, status int, context string) {
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func must(t *testing.T, err error) {
 }
 
 // trustIdentity adds an identity's certificate to the trust store with a type.
-func trustIdentity(t *testing.T, admin *client.Server, id *identity, name string, certType string) {
+func trustIdentity(t testing.TB, admin *client.Server, id *identity, name string, certType string) {
 	t.Helper()
 	must(t, admin.CreateCertificate(lxdapi.CertificatesPost{Name: name, Type: certType, Certificate: id.CertPEM}))
 }

@@ -68,7 +68,7 @@ func TestCrashDuringLaunches(t *testing.T) {
 }
 
 // rowStates returns the sorted names of the shape's instance records and their states.
-func (env *governorEnv) rowStates(t *testing.T) ([]string, string) {
+func (env *governorEnv) rowStates(t testing.TB) ([]string, string) {
 	t.Helper()
 	instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
 	must(t, err)

@@ -28,7 +28,7 @@ type governorEnv struct {
 
 // newGovernorEnv starts a daemon beside the shared private LXD, creates deployment dep1 with
 // shape web (bounds min..max, busybox) and governors holding admin and read-only keys.
-func newGovernorEnv(t *testing.T, min int, max int, extraArgs ...string) *governorEnv {
+func newGovernorEnv(t testing.TB, min int, max int, extraArgs ...string) *governorEnv {
 	t.Helper()
 	private := lxdtest.Shared(t)
 	d := startDaemon(t, daemonOptions{LXDSocket: private.Socket, ExtraArgs: extraArgs})
@@ -52,7 +52,7 @@ func newGovernorEnv(t *testing.T, min int, max int, extraArgs ...string) *govern
 
 // governor makes a deployments certificate with a key of the given role on a deployment
 // and returns an HTTPS connection using it.
-func (env *governorEnv) governor(t *testing.T, deployment string, key string, role string) *client.Server {
+func (env *governorEnv) governor(t testing.TB, deployment string, key string, role string) *client.Server {
 	t.Helper()
 	id := newIdentity(t)
 	trustIdentity(t, env.admin, id, key+"-cert", "deployments")
@@ -66,7 +66,7 @@ func (env *governorEnv) name(n string) string {
 }
 
 // cleanupLXD deletes whatever this test left in the shared LXD.
-func (env *governorEnv) cleanupLXD(t *testing.T) {
+func (env *governorEnv) cleanupLXD(t testing.TB) {
 	instances, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
 	if err != nil {
 		return
@@ -94,7 +94,7 @@ func (env *governorEnv) cleanupLXD(t *testing.T) {
 }
 
 // lxdInstances returns the names of this test's instances in LXD tagged as dep1's.
-func (env *governorEnv) lxdInstances(t *testing.T) map[string]lxdapi.Instance {
+func (env *governorEnv) lxdInstances(t testing.TB) map[string]lxdapi.Instance {
 	t.Helper()
 	instances, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
 	must(t, err)
@@ -109,7 +109,7 @@ func (env *governorEnv) lxdInstances(t *testing.T) map[string]lxdapi.Instance {
 }
 
 // launch launches an instance through a governor and waits for it.
-func (env *governorEnv) launch(t *testing.T, c *client.Server, name string) {
+func (env *governorEnv) launch(t testing.TB, c *client.Server, name string) {
 	t.Helper()
 	op, err := c.CreateDeploymentShapeInstance("dep1", "web", name)
 	must(t, err)
@@ -117,14 +117,14 @@ func (env *governorEnv) launch(t *testing.T, c *client.Server, name string) {
 }
 
 // remove deletes an instance through a governor and waits for it.
-func (env *governorEnv) remove(t *testing.T, c *client.Server, name string) {
+func (env *governorEnv) remove(t testing.TB, c *client.Server, name string) {
 	t.Helper()
 	op, err := c.DeleteDeploymentShapeInstance("dep1", "web", name)
 	must(t, err)
 	must(t, op.Wait(context.Background()))
 }
 
-func waitLXDOnline(t *testing.T, d *daemon) {
+func waitLXDOnline(t testing.TB, d *daemon) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for serverEnvironment(t, d).LXDStatus != "online" {
