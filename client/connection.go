@@ -44,6 +44,10 @@ type ConnectionArgs struct {
 
 	// UserAgent is sent with every request.
 	UserAgent string
+
+	// TokenSource, when set, gives a fresh bearer token for every request: how a governor
+	// inside an instance authenticates (see TokenSigner).
+	TokenSource func() (string, error)
 }
 
 // Server is a connection to an lxd-deployd daemon.
@@ -52,6 +56,7 @@ type Server struct {
 	baseURL   string
 	project   string
 	userAgent string
+	token     func() (string, error)
 }
 
 // ConnectUnix connects to the daemon's local unix socket (full admin access).
@@ -106,6 +111,7 @@ func newServer(baseURL string, transport http.RoundTripper, args *ConnectionArgs
 		baseURL:   baseURL,
 		project:   args.Project,
 		userAgent: args.UserAgent,
+		token:     args.TokenSource,
 	}
 }
 
@@ -223,6 +229,15 @@ func (s *Server) QueryContext(ctx context.Context, method string, path string, b
 
 	if s.userAgent != "" {
 		req.Header.Set("User-Agent", s.userAgent)
+	}
+
+	if s.token != nil {
+		token, err := s.token()
+		if err != nil {
+			return nil, "", fmt.Errorf("sign token: %w", err)
+		}
+
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 
 	resp, err := s.http.Do(req)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,6 +67,14 @@ func (a access) deploymentRole(r *http.Request, what string) (string, error) {
 
 	var role string
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		if caller.Protocol == auth.ProtocolGovernor {
+			shape, _ := pathName(r, "shape", "shape")
+			err := checkGovernorScope(ctx, tx, caller, ref, shape)
+			if err != nil {
+				return err
+			}
+		}
+
 		role, _, err = db.GetCertificateRole(ctx, tx, caller.Fingerprint, ref.project, ref.name)
 		return err
 	})
@@ -103,11 +112,27 @@ func (a access) filter(caller *auth.Caller) events.Filter {
 			readAt = time.Now()
 			_ = a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 				keys, err := db.GetKeys(ctx, tx, db.KeyFilter{Fingerprint: caller.Fingerprint})
-				for _, k := range keys {
-					allowed[k.DeploymentID] = true
+				if err != nil {
+					return err
 				}
 
-				return err
+				audienceID := int64(0)
+				if caller.Audience != "" {
+					// A governor token is good for one deployment only.
+					project, name, _ := strings.Cut(strings.TrimPrefix(caller.Audience, auth.TokenAudiencePrefix), "/")
+					audienceID, err = db.GetDeploymentID(ctx, tx, project, name)
+					if err != nil {
+						return err
+					}
+				}
+
+				for _, k := range keys {
+					if audienceID == 0 || k.DeploymentID == audienceID {
+						allowed[k.DeploymentID] = true
+					}
+				}
+
+				return nil
 			})
 		}
 

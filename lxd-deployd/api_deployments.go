@@ -17,6 +17,7 @@ import (
 type deploymentsAPI struct {
 	db         *db.Cluster
 	lxd        *backend.LXD
+	sockets    governorSockets
 	lifecycle  lifecycle
 	reconciler *reconciler
 }
@@ -262,7 +263,7 @@ func (a deploymentsAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = deleteWithInstances(r.Context(), a.db, a.lxd, fmt.Sprintf("deployment %q", ref.name), forceParam(r),
+	err = deleteWithInstances(r.Context(), a.db, a.lxd, a.sockets, fmt.Sprintf("deployment %q", ref.name), forceParam(r),
 		func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error) {
 			return db.GetInstances(ctx, tx, db.InstanceFilter{DeploymentID: id})
 		},

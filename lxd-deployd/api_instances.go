@@ -24,6 +24,7 @@ type instancesAPI struct {
 	lxd       *backend.LXD
 	ops       *operations.Manager
 	inflight  *inflight
+	sockets   governorSockets
 	lifecycle lifecycle
 }
 
@@ -263,6 +264,17 @@ func (a instancesAPI) launch(r *http.Request, ref instanceRef) (*operations.Oper
 	}
 
 	req := backend.InstanceRequest(shape.InstanceTemplate, ref.instance, ref.name, ref.shape)
+	socket := shape.Config[configGovernorSocket] == "true"
+	if socket {
+		hostPath, err := a.sockets.AddInstance(ref.project, ref.instance)
+		if err != nil {
+			_ = a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error { return db.DeleteInstance(ctx, tx, rowID) })
+			return nil, err
+		}
+
+		withGovernorSocket(&req, hostPath)
+	}
+
 	a.inflight.add(ref.project, ref.instance)
 	return a.ops.Start(operations.Args{
 		Description:  fmt.Sprintf("Creating instance %s of shape %s", ref.instance, ref.shape),
@@ -276,6 +288,9 @@ func (a instancesAPI) launch(r *http.Request, ref instanceRef) (*operations.Oper
 			finish := func(ctx context.Context, tx *sql.Tx) error { return db.SetInstanceState(ctx, tx, rowID, state) }
 			if err != nil {
 				finish = func(ctx context.Context, tx *sql.Tx) error { return db.DeleteInstance(ctx, tx, rowID) }
+				if socket {
+					a.sockets.RemoveInstance(ref.project, ref.instance)
+				}
 			}
 
 			dbErr := a.db.Transaction(context.Background(), finish)
@@ -361,6 +376,7 @@ func (a instancesAPI) delete(r *http.Request) response.Response {
 				return err
 			}
 
+			a.sockets.RemoveInstance(row.Project, row.Name)
 			err = a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 				return db.DeleteInstance(ctx, tx, row.ID)
 			})
@@ -443,7 +459,7 @@ func (a instancesAPI) putState(r *http.Request) response.Response {
 
 // deleteInstances deletes every given instance in LXD, a few at a time, then their rows.
 // Forced shape and deployment deletes use it before removing the records.
-func deleteInstances(ctx context.Context, cluster *db.Cluster, client lxd.InstanceServer, rows []db.Instance) error {
+func deleteInstances(ctx context.Context, cluster *db.Cluster, client lxd.InstanceServer, sockets governorSockets, rows []db.Instance) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -456,6 +472,7 @@ func deleteInstances(ctx context.Context, cluster *db.Cluster, client lxd.Instan
 			defer func() { <-limit }()
 			err := backend.DeleteInstance(ctx, client, row.Project, row.Name)
 			if err == nil {
+				sockets.RemoveInstance(row.Project, row.Name)
 				err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.DeleteInstance(ctx, tx, row.ID) })
 			}
 
@@ -482,7 +499,7 @@ func deleteInstances(ctx context.Context, cluster *db.Cluster, client lxd.Instan
 // a 409, unless force: then the instances go first, in LXD and as rows, and the record
 // last. An instance launched in between makes the final step a 409 rather than leave an
 // LXD instance behind without a record.
-func deleteWithInstances(ctx context.Context, cluster *db.Cluster, lxdConn *backend.LXD, what string, force bool, instances func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error), deleteRecord func(ctx context.Context, tx *sql.Tx) error) error {
+func deleteWithInstances(ctx context.Context, cluster *db.Cluster, lxdConn *backend.LXD, sockets governorSockets, what string, force bool, instances func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error), deleteRecord func(ctx context.Context, tx *sql.Tx) error) error {
 	var rows []db.Instance
 	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
@@ -510,7 +527,7 @@ func deleteWithInstances(ctx context.Context, cluster *db.Cluster, lxdConn *back
 		return err
 	}
 
-	err = deleteInstances(ctx, cluster, client, rows)
+	err = deleteInstances(ctx, cluster, client, sockets, rows)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 type shapesAPI struct {
 	db        *db.Cluster
 	lxd       *backend.LXD
+	sockets   governorSockets
 	lifecycle lifecycle
 }
 
@@ -288,7 +289,7 @@ func (a shapesAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = deleteWithInstances(r.Context(), a.db, a.lxd, fmt.Sprintf("shape %q", ref.shape), forceParam(r),
+	err = deleteWithInstances(r.Context(), a.db, a.lxd, a.sockets, fmt.Sprintf("shape %q", ref.shape), forceParam(r),
 		func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error) {
 			return db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: shape.ID})
 		},

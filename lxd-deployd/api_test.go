@@ -13,6 +13,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -37,21 +38,25 @@ func newTestAPI(t *testing.T) *testAPI {
 	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}}
 	addresses := func() []string { return []string{"127.0.0.1:8444"} }
 	lxdConn := backend.NewLXD("/nonexistent", logger)
+	sockets, err := governor.NewListener(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	flight := newInflight()
 	ops := operations.NewManager(logger, nil, "test")
 	access := access{db: cluster}
 	handlers := apis{
 		server:       serverAPI{lxd: lxdConn, addresses: addresses},
 		certificates: certificatesAPI{db: cluster, serverFingerprint: strings.Repeat("f", 64), addresses: addresses},
-		deployments:  deploymentsAPI{db: cluster, lxd: lxdConn, reconciler: newReconciler(cluster, lxdConn, flight, lifecycle{}, logger)},
+		deployments:  deploymentsAPI{db: cluster, lxd: lxdConn, sockets: sockets, reconciler: newReconciler(cluster, lxdConn, flight, sockets, lifecycle{}, logger)},
 		keys:         keysAPI{db: cluster},
-		shapes:       shapesAPI{db: cluster, lxd: lxdConn},
-		instances:    instancesAPI{db: cluster, lxd: lxdConn, ops: ops, inflight: flight},
+		shapes:       shapesAPI{db: cluster, lxd: lxdConn, sockets: sockets},
+		instances:    instancesAPI{db: cluster, lxd: lxdConn, ops: ops, inflight: flight, sockets: sockets},
 		operations:   operationsAPI{ops: ops, access: access},
 		access:       access,
 	}
 
-	a.router = newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger)
+	a.router = newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false)
 	return a
 }
 
@@ -288,7 +293,7 @@ func TestRouterRefusesActionWithoutAccessCheck(t *testing.T) {
 		}
 	}()
 
-	newRouter([]endpoint{{path: "/x", get: action{handler: nil}, post: action{handler: func(r *http.Request) response.Response { return nil }}}}, nil, slog.Default())
+	newRouter([]endpoint{{path: "/x", get: action{handler: nil}, post: action{handler: func(r *http.Request) response.Response { return nil }}}}, nil, slog.Default(), false)
 }
 
 func TestInstancesWithoutLXD(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 )
 
@@ -33,6 +34,7 @@ type config struct {
 	clusterJoin       []string
 	lxdPollInterval   time.Duration
 	reconcileInterval time.Duration
+	vsockPort         uint32
 }
 
 // daemon wires the database, the LXD connection and the API listeners together.
@@ -47,12 +49,16 @@ type daemon struct {
 	ops        *operations.Manager
 	inflight   *inflight
 	reconciler *reconciler
+	governors  *governor.Listener
+	tokens     *auth.TokenVerifier
 	servers    []*http.Server
 	cancel     context.CancelFunc
 	background sync.WaitGroup
 }
 
 type listenerKey struct{}
+
+type governorConnKey struct{}
 
 // start opens the database, connects to LXD in the background and starts serving.
 func (d *daemon) start(ctx context.Context) error {
@@ -82,11 +88,18 @@ func (d *daemon) start(ctx context.Context) error {
 	d.events = events.NewServer(d.logger, location)
 	d.ops = operations.NewManager(d.logger, d.events, location)
 	d.inflight = newInflight()
-	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, lifecycle{events: d.events}, d.logger)
+	d.tokens = auth.NewTokenVerifier()
+	d.governors, err = governor.NewListener(filepath.Join(d.config.dataDir, "governor"))
+	if err != nil {
+		return err
+	}
+
+	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, lifecycle{events: d.events}, d.logger)
 	d.goBackground(func() { d.lxd.Run(runCtx, d.config.lxdPollInterval) })
 	d.goBackground(func() { d.reconciler.run(runCtx, d.config.reconcileInterval) })
 
-	router := newRouter(endpoints(d.apis()), d.authenticate, d.logger)
+	handlers := endpoints(d.apis())
+	router := newRouter(handlers, d.authenticate, d.logger, false)
 
 	unixListener, err := listenUnix(filepath.Join(d.config.dataDir, "unix.socket"))
 	if err != nil {
@@ -106,6 +119,28 @@ func (d *daemon) start(ctx context.Context) error {
 		d.logger.Info("listening", "https", tcpListener.Addr().String(), "fingerprint", d.cert.Fingerprint())
 	}
 
+	return d.startGovernorTransports(ctx, handlers)
+}
+
+// startGovernorTransports serves the governor API to governors inside instances: the
+// per-container sockets (restored for existing instances) and vsock.
+func (d *daemon) startGovernorTransports(ctx context.Context, handlers []endpoint) error {
+	err := restoreGovernorSockets(ctx, d.db, d.governors)
+	if err != nil {
+		return err
+	}
+
+	if d.config.vsockPort != 0 {
+		err = d.governors.ListenVsock(d.config.vsockPort)
+		if err != nil {
+			// VMs are optional; containers still have their sockets.
+			d.logger.Warn("vsock unavailable: governors in VMs cannot connect", "err", err)
+		} else {
+			d.logger.Info("listening", "vsock_port", d.config.vsockPort)
+		}
+	}
+
+	d.serve(d.governors, newRouter(handlers, d.authenticate, d.logger, true), auth.ProtocolGovernor)
 	return nil
 }
 
@@ -132,10 +167,10 @@ func (d *daemon) apis() apis {
 			databaseClustered: len(d.config.clusterJoin) > 0 || d.config.clusterAddress != "",
 		},
 		certificates: certificatesAPI{db: d.db, serverFingerprint: d.cert.Fingerprint(), addresses: d.addresses},
-		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, lifecycle: l, reconciler: d.reconciler},
+		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, reconciler: d.reconciler},
 		keys:         keysAPI{db: d.db, lifecycle: l},
-		shapes:       shapesAPI{db: d.db, lxd: d.lxd, lifecycle: l},
-		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, lifecycle: l},
+		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
+		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: l},
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access},
 		access:       access,
 	}
@@ -150,6 +185,14 @@ func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol str
 		ErrorLog:          slog.NewLogLogger(d.logger.Handler(), slog.LevelDebug),
 		BaseContext: func(net.Listener) context.Context {
 			return context.WithValue(context.Background(), listenerKey{}, protocol)
+		},
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			conn, ok := c.(*governor.Conn)
+			if ok {
+				return context.WithValue(ctx, governorConnKey{}, conn)
+			}
+
+			return ctx
 		},
 	}
 
@@ -188,6 +231,9 @@ func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 		}
 
 		return auth.AuthenticateTLS(r.TLS.PeerCertificates, trusted, time.Now()), nil
+	case auth.ProtocolGovernor:
+		conn, _ := r.Context().Value(governorConnKey{}).(*governor.Conn)
+		return authenticateGovernor(r, conn, d.db, d.lxd, d.tokens)
 	}
 
 	return &auth.Caller{}, nil
@@ -260,6 +306,10 @@ func (d *daemon) stop(ctx context.Context) error {
 	if d.cancel != nil {
 		d.cancel()
 		d.background.Wait()
+	}
+
+	if d.governors != nil {
+		_ = d.governors.Close()
 	}
 
 	if d.db != nil {

@@ -30,6 +30,13 @@ func endpoints(a apis) []endpoint {
 		return base
 	}
 
+	// governor also serves an action on the in-instance transports (vsock and the
+	// per-container socket): the governor API and GET /1.0, never the management API.
+	governor := func(a action) action {
+		a.governor = true
+		return a
+	}
+
 	return []endpoint{
 		{
 			path: "/",
@@ -37,7 +44,7 @@ func endpoints(a apis) []endpoint {
 		},
 		{
 			path: "/1.0",
-			get:  action{handler: a.server.get, public: true},
+			get:  governor(action{handler: a.server.get, public: true}),
 		},
 		{
 			path: "/1.0/certificates",
@@ -60,7 +67,7 @@ func endpoints(a apis) []endpoint {
 		},
 		{
 			path:   "/1.0/deployments/{deployment}",
-			get:    with(deploymentReader, a.deployments.get),
+			get:    governor(with(deploymentReader, a.deployments.get)),
 			put:    with(admin, a.deployments.put),
 			patch:  with(admin, a.deployments.patch),
 			post:   with(admin, a.deployments.rename),
@@ -81,12 +88,12 @@ func endpoints(a apis) []endpoint {
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes",
-			get:  with(deploymentReader, a.shapes.list),
+			get:  governor(with(deploymentReader, a.shapes.list)),
 			post: with(admin, a.shapes.create),
 		},
 		{
 			path:   "/1.0/deployments/{deployment}/shapes/{shape}",
-			get:    with(deploymentReader, a.shapes.get),
+			get:    governor(with(deploymentReader, a.shapes.get)),
 			put:    with(admin, a.shapes.put),
 			patch:  with(admin, a.shapes.patch),
 			post:   with(admin, a.shapes.rename),
@@ -96,36 +103,36 @@ func endpoints(a apis) []endpoint {
 		// The governor API: deployment keys reach these.
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/instances",
-			get:  with(deploymentReader, a.instances.list),
+			get:  governor(with(deploymentReader, a.instances.list)),
 		},
 		{
 			path:   "/1.0/deployments/{deployment}/shapes/{shape}/instances/{instance}",
-			get:    with(deploymentReader, a.instances.get),
-			post:   with(deploymentAdmin, a.instances.create),
-			delete: with(deploymentAdmin, a.instances.delete),
+			get:    governor(with(deploymentReader, a.instances.get)),
+			post:   governor(with(deploymentAdmin, a.instances.create)),
+			delete: governor(with(deploymentAdmin, a.instances.delete)),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/instances/{instance}/state",
-			put:  with(deploymentAdmin, a.instances.putState),
+			put:  governor(with(deploymentAdmin, a.instances.putState)),
 		},
 
 		// Operations and events are scoped by the handlers to what the caller may see.
 		{
 			path: "/1.0/operations",
-			get:  with(trusted, a.operations.list),
+			get:  governor(with(trusted, a.operations.list)),
 		},
 		{
 			path:   "/1.0/operations/{id}",
-			get:    with(trusted, a.operations.get),
-			delete: with(trusted, a.operations.cancel),
+			get:    governor(with(trusted, a.operations.get)),
+			delete: governor(with(trusted, a.operations.cancel)),
 		},
 		{
 			path: "/1.0/operations/{id}/wait",
-			get:  with(trusted, a.operations.wait),
+			get:  governor(with(trusted, a.operations.wait)),
 		},
 		{
 			path: "/1.0/events",
-			get:  with(trusted, a.operations.streamEvents),
+			get:  governor(with(trusted, a.operations.streamEvents)),
 		},
 	}
 }

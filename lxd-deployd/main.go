@@ -54,6 +54,7 @@ func rootCommand() *cobra.Command {
 	flags.StringSliceVar(&cfg.clusterJoin, "cluster-join", nil, "dqlite addresses of existing daemons to join on first start")
 	flags.DurationVar(&cfg.lxdPollInterval, "lxd-poll-interval", 5*time.Second, "how often to check the connection to LXD")
 	flags.DurationVar(&cfg.reconcileInterval, "reconcile-interval", time.Minute, "how often to compare instance records with LXD")
+	flags.Uint32Var(&cfg.vsockPort, "vsock-port", 8444, "vsock port for governors in VMs (0 disables)")
 	flags.BoolVar(&debug, "debug", false, "log every request")
 
 	return cmd

@@ -25,6 +25,7 @@ type reconciler struct {
 	db        *db.Cluster
 	lxd       *backend.LXD
 	inflight  *inflight
+	sockets   governorSockets
 	lifecycle lifecycle
 	logger    *slog.Logger
 
@@ -32,8 +33,8 @@ type reconciler struct {
 	orphans map[int64][]string // deployment id -> instance URLs
 }
 
-func newReconciler(cluster *db.Cluster, lxd *backend.LXD, flight *inflight, l lifecycle, logger *slog.Logger) *reconciler {
-	return &reconciler{db: cluster, lxd: lxd, inflight: flight, lifecycle: l, logger: logger, orphans: map[int64][]string{}}
+func newReconciler(cluster *db.Cluster, lxd *backend.LXD, flight *inflight, sockets governorSockets, l lifecycle, logger *slog.Logger) *reconciler {
+	return &reconciler{db: cluster, lxd: lxd, inflight: flight, sockets: sockets, lifecycle: l, logger: logger, orphans: map[int64][]string{}}
 }
 
 // run reconciles as soon as LXD is reachable, then every interval.
@@ -188,6 +189,7 @@ func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row
 	}
 
 	removeRow := func() {
+		rc.sockets.RemoveInstance(row.Project, row.Name)
 		err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.DeleteInstance(ctx, tx, row.ID) })
 		if err != nil {
 			rc.logger.Warn("reconcile: remove instance row", "instance", row.Name, "err", err)

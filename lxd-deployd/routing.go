@@ -27,6 +27,9 @@ type action struct {
 	// so nobody forgets authorization.
 	access accessCheck
 	public bool
+
+	// governor marks the actions also served on the in-instance governor transports.
+	governor bool
 }
 
 // endpoint is one path of the API and what each method does there.
@@ -53,8 +56,9 @@ func (e endpoint) actions() map[string]action {
 type authenticator func(r *http.Request) (*auth.Caller, error)
 
 // newRouter registers every endpoint behind the authenticator. It panics on an action with
-// no access check that is not marked public: a programming error caught at start.
-func newRouter(endpoints []endpoint, authenticate authenticator, logger *slog.Logger) *mux.Router {
+// no access check that is not marked public: a programming error caught at start. With
+// governorOnly, only the actions marked for the governor transports are served.
+func newRouter(endpoints []endpoint, authenticate authenticator, logger *slog.Logger, governorOnly bool) *mux.Router {
 	router := mux.NewRouter()
 	router.StrictSlash(false)
 	router.SkipClean(true)
@@ -63,7 +67,7 @@ func newRouter(endpoints []endpoint, authenticate authenticator, logger *slog.Lo
 	for _, e := range endpoints {
 		methods := map[string]action{}
 		for method, a := range e.actions() {
-			if a.handler == nil {
+			if a.handler == nil || (governorOnly && !a.governor) {
 				continue
 			}
 
@@ -72,6 +76,10 @@ func newRouter(endpoints []endpoint, authenticate authenticator, logger *slog.Lo
 			}
 
 			methods[method] = a
+		}
+
+		if len(methods) == 0 {
+			continue
 		}
 
 		path := e.path

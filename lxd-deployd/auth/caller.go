@@ -15,6 +15,10 @@ const (
 
 	// ProtocolTLS is HTTPS with a client certificate.
 	ProtocolTLS = "tls"
+
+	// ProtocolGovernor is a governor inside an instance (vsock or its proxied unix
+	// socket), authenticated by a JWT signed with a deployments key pair.
+	ProtocolGovernor = "governor"
 )
 
 // Caller is the authenticated identity of a request.
@@ -34,6 +38,20 @@ type Caller struct {
 
 	// Name of the caller's trusted certificate, for logs.
 	Name string
+
+	// Audience of the caller's token (governor transports only): the one deployment the
+	// token is good for, lxd-deployd:<project>/<deployment>.
+	Audience string
+
+	// Subject of the caller's token: the governor's instance name, as it claims it.
+	Subject string
+
+	// Instance the request came from, as the transport established it (the per-instance
+	// socket, or the vsock peer's context id): never what the caller says.
+	Instance string
+
+	// InstanceProject is the LXD project of Instance.
+	InstanceProject string
 }
 
 // IsAdmin reports whether the caller may use the management API: the unix socket, or a
@@ -53,6 +71,8 @@ func (c *Caller) String() string {
 		return "untrusted"
 	case c.Protocol == ProtocolUnix:
 		return "unix"
+	case c.Protocol == ProtocolGovernor:
+		return "governor:" + c.Name + "@" + c.Instance
 	default:
 		return c.CertificateType + ":" + c.Name + "(" + c.Fingerprint[:12] + ")"
 	}

@@ -190,7 +190,13 @@ const userConfigPrefix = "user."
 var DeploymentConfigKeys = map[string]string{}
 
 // ShapeConfigKeys lists the config keys a shape understands besides user.*.
-var ShapeConfigKeys = map[string]string{}
+var ShapeConfigKeys = map[string]string{
+	"governor.socket":   "true gives every new instance a governor socket at /dev/lxd-deployd.sock",
+	"governor.external": "true lets governors outside the deployment act on the shape with a valid token",
+}
+
+// booleanConfigKeys must be "true" or "false" when set.
+var booleanConfigKeys = map[string]bool{"governor.socket": true, "governor.external": true}
 
 // KnownConfig checks that every key is either user.* or one of known (key -> meaning),
 // so that a misspelt key is refused instead of silently ignored.
@@ -200,10 +206,14 @@ func KnownConfig(kind string, config map[string]string, known map[string]string)
 		return err
 	}
 
-	for key := range config {
+	for key, value := range config {
 		_, ok := known[key]
 		if !ok && !strings.HasPrefix(key, userConfigPrefix) {
 			return fmt.Errorf("%s config key %q is not known: use a user.* key or one of those in doc/", kind, key)
+		}
+
+		if booleanConfigKeys[key] && value != "true" && value != "false" {
+			return fmt.Errorf("%s config key %q must be \"true\" or \"false\", got %q", kind, key, value)
 		}
 	}
 

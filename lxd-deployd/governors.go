@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"database/sql"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
+)
+
+// Shape config keys for in-instance governors.
+const (
+	// configGovernorSocket gives every instance of the shape the governor socket.
+	configGovernorSocket = "governor.socket"
+
+	// configGovernorExternal lets governors from instances outside the deployment act on
+	// the shape (then only the token counts).
+	configGovernorExternal = "governor.external"
+
+	// governorDevice is the name of the proxy device that carries the socket.
+	governorDevice = "lxd-deployd-governor"
+
+	// governorSocketInside is where the socket appears in the container.
+	governorSocketInside = "/dev/lxd-deployd.sock"
+)
+
+// governorSockets is what instance handlers need of the governor transports.
+type governorSockets interface {
+	AddInstance(project string, instance string) (string, error)
+	RemoveInstance(project string, instance string)
+}
+
+// withGovernorSocket adds the proxy device that makes the host socket appear inside the
+// container, when the shape asks for it.
+func withGovernorSocket(req *lxdapi.InstancesPost, hostPath string) {
+	devices := map[string]map[string]string{}
+	for name, device := range req.Devices {
+		devices[name] = device
+	}
+
+	devices[governorDevice] = map[string]string{
+		"type":    "proxy",
+		"bind":    "instance",
+		"listen":  "unix:" + governorSocketInside,
+		"connect": "unix:" + hostPath,
+		"mode":    "0600",
+	}
+
+	req.Devices = devices
+}
+
+// restoreGovernorSockets re-creates, at start, the sockets of instances whose shape has a
+// governor socket.
+func restoreGovernorSockets(ctx context.Context, cluster *db.Cluster, sockets governorSockets) error {
+	var rows []db.Instance
+	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		shapes, err := db.GetShapes(ctx, tx, db.ShapeFilter{})
+		if err != nil {
+			return err
+		}
+
+		for _, shape := range shapes {
+			if shape.Config[configGovernorSocket] != "true" {
+				continue
+			}
+
+			instances, err := db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: shape.ID})
+			if err != nil {
+				return err
+			}
+
+			rows = append(rows, instances...)
+		}
+
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	for _, row := range rows {
+		_, err = sockets.AddInstance(row.Project, row.Name)
+		if err != nil {
+			return err
+		}
+	}
+
+	return nil
+}
+
+// authenticateGovernor turns a request from an in-instance transport into a caller: the
+// bearer token says which key pair signs for which deployment; the transport says which
+// instance is calling.
+func authenticateGovernor(r *http.Request, conn *governor.Conn, cluster *db.Cluster, lxdConn *backend.LXD, verifier *auth.TokenVerifier) (*auth.Caller, error) {
+	if conn == nil {
+		return nil, lxdapi.StatusErrorf(http.StatusUnauthorized, "unknown governor transport")
+	}
+
+	header := r.Header.Get("Authorization")
+	raw, found := strings.CutPrefix(header, "Bearer ")
+	if !found || raw == "" {
+		// GET /1.0 stays public, as on HTTPS.
+		return &auth.Caller{Protocol: auth.ProtocolGovernor, Instance: conn.Instance, InstanceProject: conn.Project}, nil
+	}
+
+	lookup := func(fingerprint string) (*auth.TokenCertificate, error) {
+		var cert *db.Certificate
+		err := cluster.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+			var err error
+			cert, err = db.GetCertificate(ctx, tx, fingerprint)
+			return err
+		})
+		if err != nil || cert.Fingerprint != fingerprint {
+			return nil, err
+		}
+
+		parsed, err := parsePEMCertificate(cert.Certificate)
+		if err != nil {
+			return nil, err
+		}
+
+		return &auth.TokenCertificate{TrustedCertificate: auth.TrustedCertificate{Fingerprint: cert.Fingerprint, Type: cert.Type, Name: cert.Name}, Certificate: parsed}, nil
+	}
+
+	caller, err := verifier.Verify(raw, lookup, time.Now())
+	if err != nil {
+		return nil, err
+	}
+
+	caller.Instance, caller.InstanceProject = conn.Instance, conn.Project
+	if conn.CID != 0 {
+		caller.Instance, caller.InstanceProject, err = instanceByVsockID(lxdConn, conn.CID)
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	return caller, nil
+}
+
+// instanceByVsockID finds the VM whose volatile.vsock_id is cid, in one LXD listing.
+func instanceByVsockID(lxdConn *backend.LXD, cid uint32) (string, string, error) {
+	client, err := lxdConn.Client()
+	if err != nil {
+		return "", "", err
+	}
+
+	instances, err := client.GetInstancesAllProjects(lxdapi.InstanceTypeVM)
+	if err != nil {
+		// LXD 5.0 may not list across projects: fall back to the default project.
+		instances, err = client.GetInstances(lxdapi.InstanceTypeVM)
+		if err != nil {
+			return "", "", err
+		}
+	}
+
+	want := strconv.FormatUint(uint64(cid), 10)
+	for _, instance := range instances {
+		if instance.Config["volatile.vsock_id"] == want {
+			return instance.Name, instance.Project, nil
+		}
+	}
+
+	return "", "", lxdapi.StatusErrorf(http.StatusForbidden, "no LXD instance has vsock context id %d", cid)
+}
+
+// checkGovernorScope holds a governor's request to the one deployment its token is for, and
+// to governors running inside that deployment, unless the shape lets external ones in.
+func checkGovernorScope(ctx context.Context, tx *sql.Tx, caller *auth.Caller, ref deploymentRef, shape string) error {
+	if caller.Audience != auth.TokenAudience(ref.project, ref.name) {
+		return forbidden("this token is for %s, not deployment %q in project %q: sign one with that audience", strings.TrimPrefix(caller.Audience, auth.TokenAudiencePrefix), ref.name, ref.project)
+	}
+
+	deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+	if err != nil {
+		return err
+	}
+
+	member, err := db.GetInstances(ctx, tx, db.InstanceFilter{DeploymentID: deploymentID, Name: caller.Instance})
+	if err != nil {
+		return err
+	}
+
+	for _, row := range member {
+		if row.Project == caller.InstanceProject {
+			return nil
+		}
+	}
+
+	shapes, err := db.GetShapes(ctx, tx, db.ShapeFilter{DeploymentID: deploymentID, Name: shape})
+	if err != nil {
+		return err
+	}
+
+	for _, s := range shapes {
+		if s.Config[configGovernorExternal] == "true" {
+			return nil
+		}
+	}
+
+	return forbidden("instance %q is not a member of deployment %q: governors act on their own deployment unless a shape sets %s=true", caller.Instance, ref.name, configGovernorExternal)
+}
+
+// parsePEMCertificate parses a trust store entry's PEM.
+func parsePEMCertificate(data string) (*x509.Certificate, error) {
+	block, _ := pem.Decode([]byte(data))
+	if block == nil {
+		return nil, fmt.Errorf("stored certificate is not valid PEM")
+	}
+
+	return x509.ParseCertificate(block.Bytes)
+}
