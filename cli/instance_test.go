@@ -208,3 +208,17 @@ func TestInstanceNamesCheckedBeforeConnecting(t *testing.T) {
 		t.Errorf("missing argument: %v", err)
 	}
 }
+
+func TestImageSource(t *testing.T) {
+	if got := imageSource("busybox"); got.Alias != "busybox" || got.Fingerprint != "" {
+		t.Errorf("alias: %+v", got)
+	}
+
+	if got := imageSource("1A2B3C4D5E6F7a8b"); got.Fingerprint != "1a2b3c4d5e6f7a8b" || got.Alias != "" {
+		t.Errorf("fingerprint: %+v", got)
+	}
+
+	if got := imageSource("cafe"); got.Alias != "cafe" {
+		t.Errorf("short hex is an alias: %+v", got)
+	}
+}

@@ -39,7 +39,7 @@ func (f shapeCreateFlags) request(name string) (api.DeploymentShapesPost, error)
 			return api.DeploymentShapesPost{}, fmt.Errorf("--from-image %q: images from remote %q are not supported: copy the image into the LXD lxd-deployd uses (lxc image copy %s local: --alias NAME) and give its alias", f.image, remote, f.image)
 		}
 
-		template.Source = lxdapi.InstanceSource{Type: "image", Alias: f.image}
+		template.Source = imageSource(f.image)
 	}
 
 	// No --from-profile leaves the profiles unset, so that LXD applies its default profile.
@@ -112,4 +112,14 @@ func (a *app) shapeCreateCommand() *cobra.Command {
 	flags.BoolVar(&f.vm, "vm", false, "instances are virtual machines instead of containers")
 	flags.StringVar(&f.description, "description", "", "description of the shape")
 	return cmd
+}
+
+// imageSource refers to an image by fingerprint when the value looks like one (at least 12
+// hex digits, as lxc accepts), else by alias.
+func imageSource(image string) lxdapi.InstanceSource {
+	if len(image) >= 12 && strings.Trim(strings.ToLower(image), "0123456789abcdef") == "" {
+		return lxdapi.InstanceSource{Type: "image", Fingerprint: strings.ToLower(image)}
+	}
+
+	return lxdapi.InstanceSource{Type: "image", Alias: image}
 }

@@ -41,10 +41,12 @@ func (s *Server) operation(method string, path string, body any) (*Operation, er
 // (LXD's own message when LXD refused the work).
 func (op *Operation) Wait(ctx context.Context) error {
 	for {
-		timeout := 30
+		// Long-poll in slices shorter than the connection's request timeout, so that a
+		// long operation (a VM launch) is waited for as long as ctx allows.
+		timeout := max(int(op.server.http.Timeout.Seconds())-10, 1)
 		deadline, ok := ctx.Deadline()
 		if ok {
-			timeout = max(int(time.Until(deadline).Seconds()), 0)
+			timeout = min(timeout, max(int(time.Until(deadline).Seconds()), 0))
 		}
 
 		var updated lxdapi.Operation

@@ -70,8 +70,11 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("create database directory: %w", err)
 	}
 
+	// The address is fixed at first start (dqlite keeps it in info.yaml); later starts use
+	// the stored one unless told otherwise.
 	address := opts.Address
-	if address == "" {
+	_, statErr := os.Stat(filepath.Join(dir, "info.yaml"))
+	if address == "" && statErr != nil {
 		address = defaultAddress(dir)
 	}
 

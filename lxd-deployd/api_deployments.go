@@ -79,6 +79,7 @@ func (a deploymentsAPI) list(r *http.Request) response.Response {
 
 	result := make([]api.Deployment, 0, len(deployments))
 	for _, d := range deployments {
+		d.OrphanedInstances = a.reconciler.orphaned(d.ID)
 		result = append(result, d.Deployment)
 	}
 

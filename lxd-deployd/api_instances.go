@@ -5,10 +5,13 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
+	"github.com/gorilla/mux"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
@@ -199,11 +202,22 @@ func (a instancesAPI) get(r *http.Request) response.Response {
 }
 
 func (a instancesAPI) create(r *http.Request) response.Response {
-	ref, err := instanceFromRequest(r)
+	shape, err := shapeFromRequest(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
+	// The URL names the new instance: a bad name is bad input (400), not a missing object.
+	name, err := url.PathUnescape(mux.Vars(r)["instance"])
+	if err == nil {
+		err = validate.Name("instance", name)
+	}
+
+	if err != nil {
+		return response.SmartError(badRequest(err))
+	}
+
+	ref := instanceRef{shapeRef: shape, instance: name}
 	body, err := readBody(r)
 	if err != nil {
 		return response.SmartError(err)
@@ -233,11 +247,6 @@ func (a instancesAPI) create(r *http.Request) response.Response {
 // launch reserves the instance's row after the bound check, in one transaction, then
 // creates and starts it in LXD as a background operation. A failed create removes the row.
 func (a instancesAPI) launch(r *http.Request, ref instanceRef) (*operations.Operation, error) {
-	err := validate.Name("instance", ref.instance)
-	if err != nil {
-		return nil, badRequest(err)
-	}
-
 	client, err := a.lxd.Client()
 	if err != nil {
 		return nil, err
@@ -514,6 +523,12 @@ func deleteWithInstances(ctx context.Context, cluster *db.Cluster, lxdConn *back
 
 		if !force {
 			return lxdapi.StatusErrorf(http.StatusConflict, "%s still has %d instances: delete them first, or use force to delete them with it", what, len(rows))
+		}
+
+		for _, row := range rows {
+			if row.State == db.InstanceCreating || row.State == db.InstanceDeleting {
+				return lxdapi.StatusErrorf(http.StatusConflict, "instance %s of %s is being %s: wait for its operation, then delete again", row.Name, what, strings.TrimSuffix(row.State, "ing")+"ed")
+			}
 		}
 
 		return nil

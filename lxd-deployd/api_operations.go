@@ -13,6 +13,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // operationsAPI serves /1.0/operations and /1.0/events like LXD, scoped to what the caller
@@ -127,8 +128,15 @@ func (a operationsAPI) streamEvents(r *http.Request) response.Response {
 		}
 	}
 
+	// As LXD: the default project unless another is named, every project with
+	// all-projects=true.
 	project := r.URL.Query().Get("project")
-	if r.URL.Query().Get("all-projects") != "" {
+	if project == "" {
+		project = api.DefaultProject
+	}
+
+	allProjects, _ := strconv.ParseBool(r.URL.Query().Get("all-projects"))
+	if allProjects {
 		project = ""
 	}
 

@@ -31,7 +31,8 @@ func (a serverAPI) get(r *http.Request) response.Response {
 	return response.SyncResponse(a.server(auth.CallerFromContext(r.Context())))
 }
 
-// server describes this daemon to the caller; only trusted callers learn the details.
+// server describes this daemon to the caller; only admins learn the details (addresses,
+// pid, sockets), which governors have no use for.
 func (a serverAPI) server(caller *auth.Caller) api.Server {
 	srv := api.Server{
 		ServerUntrusted: lxdapi.ServerUntrusted{
@@ -49,6 +50,10 @@ func (a serverAPI) server(caller *auth.Caller) api.Server {
 	}
 
 	srv.Auth = "trusted"
+	if !caller.IsAdmin() {
+		return srv
+	}
+
 	hostname, _ := os.Hostname()
 	status := a.lxd.Status()
 	lxdStatus := "online"

@@ -118,7 +118,8 @@ func TestDeploymentsAPI(t *testing.T) {
 		{"POST", "/1.0/deployments", `not json`, 400, "invalid request body"},
 		{"POST", "/1.0/deployments", ``, 400, "empty"},
 		{"POST", "/1.0/deployments", `{"name":"d2","description":"` + strings.Repeat("x", 2<<20) + `"}`, 413, "limit"},
-		{"POST", "/1.0/deployments?project=bad_project", `{"name":"d2"}`, 400, "project"},
+		{"POST", "/1.0/deployments?project=bad%2Fproject", `{"name":"d2"}`, 400, "project"},
+		{"POST", "/1.0/deployments?project=bad%20project", `{"name":"d2"}`, 400, "project"},
 		{"GET", "/1.0/deployments/nope", "", 404, "not found"},
 		{"GET", "/1.0/deployments?recursion=x", "", 400, "recursion"},
 		{"PUT", "/1.0/deployments/dep1", `{"config":{"nope":"x"}}`, 400, "nope"},
@@ -306,7 +307,7 @@ func TestInstancesWithoutLXD(t *testing.T) {
 	a.expect("PUT", "/1.0/deployments/dep1/shapes/web/instances/web1/state", `{"action":"start"}`, 503, "LXD is unavailable")
 	a.expect("PUT", "/1.0/deployments/dep1/shapes/web/instances/web1/state", `{"action":"explode"}`, 400, "action")
 	a.expect("GET", "/1.0/deployments/dep1/shapes/web/instances/web1", "", 404, "web1")
-	a.expect("POST", "/1.0/deployments/dep1/shapes/web/instances/1bad", "", 404, "instance")
+	a.expect("POST", "/1.0/deployments/dep1/shapes/web/instances/1bad", "", 400, "instance")
 	a.expect("POST", "/1.0/deployments/dep1/shapes/web/instances/web1", `{"instance_name":"other"}`, 400, "agree")
 	list := a.expect("GET", "/1.0/deployments/dep1/shapes/web/instances", "", 200, "")["metadata"].([]any)
 	if len(list) != 0 {

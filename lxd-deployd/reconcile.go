@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"path"
 	"sort"
@@ -90,6 +91,10 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 		}
 
 		all, err := db.GetDeployments(ctx, tx, db.DeploymentFilter{})
+		if err != nil {
+			return err
+		}
+
 		for _, d := range all {
 			deployments[d.Project+"/"+d.Name] = d.ID
 		}
@@ -105,7 +110,7 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 	for _, project := range projects {
 		instances, err := backend.ListInstances(client, project)
 		if err != nil {
-			if lxdapi.StatusErrorCheck(err, 404) {
+			if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
 				continue // the LXD project does not exist (yet)
 			}
 
@@ -132,7 +137,10 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 			continue
 		}
 
+		// Only an instance carrying our keys can stand for a row: an unrelated instance that
+		// took the name of a missing one is not adopted.
 		instance, exists := live[key]
+		exists = exists && instance.Config[backend.ConfigDeployment] != ""
 		rc.repair(ctx, client, row, exists, instance.StatusCode)
 	}
 
@@ -238,6 +246,10 @@ func busyInstances(client lxd.InstanceServer, projects []string) (map[string]boo
 	var ops []lxdapi.Operation
 	for _, project := range projects {
 		projectOps, err := client.UseProject(project).GetOperations()
+		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
+			continue // the LXD project does not exist (yet)
+		}
+
 		if err != nil {
 			return nil, err
 		}

@@ -89,7 +89,7 @@ func projectParam(r *http.Request) (string, error) {
 		return api.DefaultProject, nil
 	}
 
-	err := validate.Name("project", project)
+	err := validate.ProjectName(project)
 	if err != nil {
 		return "", lxdapi.StatusErrorf(http.StatusBadRequest, "%v", err)
 	}

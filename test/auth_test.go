@@ -1,6 +1,8 @@
 package test
 
 import (
+	"crypto/tls"
+	"encoding/pem"
 	"net/http"
 	"testing"
 
@@ -182,5 +184,26 @@ func TestLXDClientConnects(t *testing.T) {
 	must(t, err)
 	if server.Auth != "trusted" || !viaTLS.HasExtension("deployments") {
 		t.Fatalf("LXD client over TLS: %+v", server)
+	}
+}
+
+// TestTLSChainCannotBorrowTrust sends a trusted admin certificate after the caller's own
+// in the TLS chain: the handshake proves only the first one, so the caller stays untrusted.
+func TestTLSChainCannotBorrowTrust(t *testing.T) {
+	d := startDaemon(t, daemonOptions{})
+	admin, stranger := newIdentity(t), newIdentity(t)
+	trustIdentity(t, d.Unix(t), admin, "admin", "client")
+
+	strangerPair, err := tls.X509KeyPair([]byte(stranger.CertPEM), []byte(stranger.KeyPEM))
+	must(t, err)
+	adminBlock, _ := pem.Decode([]byte(admin.CertPEM))
+	strangerPair.Certificate = append(strangerPair.Certificate, adminBlock.Bytes)
+
+	transport := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{strangerPair}}}
+	resp, err := (&http.Client{Transport: transport}).Get("https://" + d.HTTPSAddress + "/1.0/deployments")
+	must(t, err)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a borrowed certificate in the chain got HTTP %d, want 403", resp.StatusCode)
 	}
 }

@@ -324,3 +324,34 @@ func TestConcurrentLaunchesHoldBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestLaunchNeverTouchesUnmanagedInstances launches over the name of an instance made
+// directly in LXD: the launch is refused and the instance is left exactly as it was.
+func TestLaunchNeverTouchesUnmanagedInstances(t *testing.T) {
+	env := newGovernorEnv(t, 0, 2)
+	victim := env.name("victim")
+	op, err := env.lxdConn.CreateInstance(lxdapi.InstancesPost{Name: victim, Source: lxdapi.InstanceSource{Type: "image", Alias: "busybox"}})
+	must(t, err)
+	must(t, op.Wait())
+
+	launch, err := env.gov.CreateDeploymentShapeInstance("dep1", "web", victim)
+	if err == nil {
+		err = launch.Wait(context.Background())
+	}
+
+	if err == nil || !strings.Contains(err.Error(), "already has an instance") {
+		t.Fatalf("launching over an unmanaged instance: %v", err)
+	}
+
+	instance, _, err := env.lxdConn.GetInstance(victim)
+	must(t, err)
+	if instance.Config["user.lxd-deployd.deployment"] != "" {
+		t.Fatalf("the unmanaged instance was changed: %v", instance.Config)
+	}
+
+	names, err := env.gov.GetDeploymentShapeInstanceNames("dep1", "web")
+	must(t, err)
+	if len(names) != 0 {
+		t.Fatalf("a refused launch left rows: %v", names)
+	}
+}

@@ -21,14 +21,17 @@ func Fingerprint(cert *x509.Certificate) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// AuthenticateTLS matches the peer certificates of a TLS connection against the trust
+// AuthenticateTLS matches the peer certificate of a TLS connection against the trust
 // store. The TLS stack does not verify client certificates (they are self-signed, as with
 // LXD); trust comes from the fingerprint alone, compared in constant time, and only while
-// the certificate is within its validity dates. An unknown peer gets an untrusted caller.
+// the certificate is within its validity dates. Only the first certificate counts: the
+// handshake proves possession of its key alone, and anyone can append a trusted
+// certificate they do not hold to their chain. An unknown peer gets an untrusted caller.
 func AuthenticateTLS(peers []*x509.Certificate, trusted []TrustedCertificate, now time.Time) *Caller {
-	for _, peer := range peers {
+	if len(peers) > 0 {
+		peer := peers[0]
 		if now.Before(peer.NotBefore) || now.After(peer.NotAfter) {
-			continue
+			return &Caller{Protocol: ProtocolTLS}
 		}
 
 		fingerprint := []byte(Fingerprint(peer))

@@ -57,6 +57,13 @@ func TestAuthenticateTLS(t *testing.T) {
 		}
 	}
 
+	// A trusted certificate appended to an unknown one proves nothing: only the first, whose
+	// key the handshake checked, counts.
+	caller = AuthenticateTLS([]*x509.Certificate{unknown, valid}, trusted, now)
+	if caller.Trusted {
+		t.Fatal("a trusted certificate later in the chain must not be trusted")
+	}
+
 	caller = AuthenticateTLS(nil, trusted, now)
 	if caller.Trusted {
 		t.Fatal("no certificate must not be trusted")

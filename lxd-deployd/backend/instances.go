@@ -68,13 +68,15 @@ func wait(ctx context.Context) func(op lxd.Operation, err error) error {
 // fails, the instance is deleted again and LXD's error is returned as is.
 func CreateInstance(ctx context.Context, c lxd.InstanceServer, project string, req lxdapi.InstancesPost) error {
 	c = c.UseProject(project)
-	err := wait(ctx)(c.CreateInstance(req))
-	if err != nil {
-		if lxdapi.StatusErrorCheck(err, http.StatusConflict) {
-			return lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q: %v", req.Name, project, err)
-		}
+	_, _, err := c.GetInstance(req.Name)
+	if err == nil {
+		return lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q: pick another name", req.Name, project)
+	}
 
-		// The create may have got far enough to leave an instance behind.
+	err = wait(ctx)(c.CreateInstance(req))
+	if err != nil {
+		// The create may have got far enough to leave an instance behind; DeleteInstance
+		// only ever removes instances that carry our keys.
 		_ = DeleteInstance(context.Background(), c, project, req.Name)
 		return err
 	}
@@ -93,7 +95,8 @@ func CreateInstance(ctx context.Context, c lxd.InstanceServer, project string, r
 }
 
 // DeleteInstance lifts the delete protection, stops and deletes an instance. An instance
-// LXD does not have is already deleted.
+// LXD does not have is already deleted. An instance without our keys is not ours, whatever
+// its name: it is never touched.
 func DeleteInstance(ctx context.Context, c lxd.InstanceServer, project string, name string) error {
 	c = c.UseProject(project)
 	instance, etag, err := c.GetInstance(name)
@@ -103,6 +106,10 @@ func DeleteInstance(ctx context.Context, c lxd.InstanceServer, project string, n
 
 	if err != nil {
 		return err
+	}
+
+	if instance.Config[ConfigDeployment] == "" {
+		return lxdapi.StatusErrorf(http.StatusConflict, "LXD instance %q in project %q is not managed by lxd-deployd (no %s key): not deleting it", name, project, ConfigDeployment)
 	}
 
 	if instance.Config[configProtection] != "" {

@@ -40,7 +40,8 @@ type DeploymentInstance struct {
 	// Example: created
 	State string `json:"state" yaml:"state"`
 
-	// Status reported by LXD (Running, Stopped, ...), "Missing" when LXD has no such instance
+	// Status reported by LXD (Running, Stopped, ...); "Creating" while the row is reserved,
+	// "Missing" when LXD has no such instance, "Unknown" while LXD is unavailable
 	// Example: Running
 	Status string `json:"status" yaml:"status"`
 

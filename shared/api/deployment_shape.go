@@ -50,8 +50,9 @@ type DeploymentShape struct {
 	// Example: 2
 	ScalingCurrent int `json:"scaling_current" yaml:"scaling_current"`
 
-	// "ok", or "out-of-bounds" when the bounds changed under the current size; then only
-	// changes that move toward the bounds are accepted
+	// "ok", or "out-of-bounds" when the current size is outside the bounds (a new shape
+	// with a minimum, or bounds changed under it); then only changes that move toward the
+	// bounds are accepted
 	// Read only: true
 	// Example: ok
 	Status string `json:"status" yaml:"status"`

@@ -42,6 +42,22 @@ func Name(kind string, name string) error {
 	return nil
 }
 
+// ProjectName checks an LXD project name the way LXD does: not empty, at most 63
+// characters, no '/', whitespace, control characters or URL delimiters, not "." or "..".
+func ProjectName(name string) error {
+	if name == "" || len(name) > 63 || name == "." || name == ".." || strings.ContainsAny(name, "/?&#%") {
+		return fmt.Errorf("project name %q is not valid: 1 to 63 characters, without '/', '?', '&', '#' or '%%', and not \".\" or \"..\"", name)
+	}
+
+	for _, r := range name {
+		if r <= ' ' || r == 0x7f {
+			return fmt.Errorf("project name %q must not contain spaces or control characters", name)
+		}
+	}
+
+	return nil
+}
+
 // Bounds checks a shape's scaling bounds.
 func Bounds(minimum int, maximum int) error {
 	if minimum < 0 {
@@ -209,7 +225,7 @@ func KnownConfig(kind string, config map[string]string, known map[string]string)
 	for key, value := range config {
 		_, ok := known[key]
 		if !ok && !strings.HasPrefix(key, userConfigPrefix) {
-			return fmt.Errorf("%s config key %q is not known: use a user.* key or one of those in doc/", kind, key)
+			return fmt.Errorf("%s config key %q is not known: use a user.* key or one of those listed in doc/api.md", kind, key)
 		}
 
 		if booleanConfigKeys[key] && value != "true" && value != "false" {

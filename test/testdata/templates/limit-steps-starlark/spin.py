@@ -1,0 +1,5 @@
+def GenerateConfig(context):
+    n = 0
+    while True:
+        n += 1
+    return {'resources': []}

@@ -1,0 +1,6 @@
+import yaml
+import helpers.network
+
+
+def GenerateConfig(context):
+    return yaml.dump({'resources': []})

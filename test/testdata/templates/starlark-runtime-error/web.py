@@ -1,0 +1,6 @@
+"""Reads a property nobody gave."""
+
+
+def GenerateConfig(context):
+    port = context.properties['port']
+    return {'resources': []}
