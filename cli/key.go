@@ -30,6 +30,7 @@ func (a *app) keyCommand() *cobra.Command {
 		a.keyEditCommand(),
 		a.keyRenameCommand(),
 		a.keyDeleteCommand(),
+		a.keyTokenCommand(),
 	)
 
 	return cmd

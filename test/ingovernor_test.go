@@ -12,6 +12,7 @@ import (
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 
+	"github.com/lxd-deployd/lxd-deployd/client"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -145,6 +146,24 @@ func TestInInstanceGovernor(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, `"auth":"trusted"`) {
 		t.Fatalf("GET /1.0 through the governor socket: exit %d: %s %s", code, stdout, stderr)
 	}
+
+	// A token from the CLI works once on the governor transport; the handler is the same
+	// whatever carries the connection, so the host end of the socket serves for the test.
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "gov.crt"), filepath.Join(dir, "gov.key")
+	must(t, os.WriteFile(certFile, []byte(id.CertPEM), 0o600))
+	must(t, os.WriteFile(keyFile, []byte(id.KeyPEM), 0o600))
+	token := strings.TrimSpace(newCLIUser(t, env.d).ok("deployment", "key", "token", "dep1", "ingov", "--cert", certFile, "--key", keyFile))
+	viaSocket, err := client.ConnectUnix(hostSocket, &client.ConnectionArgs{TokenSource: func() (string, error) { return token, nil }})
+	must(t, err)
+	_, err = viaSocket.GetDeploymentShapeInstanceNames("dep1", "web")
+	must(t, err)
+	_, err = viaSocket.GetDeploymentShapeInstanceNames("dep1", "web")
+	expectCode(t, err, 401, "replayed CLI token")
+	other := newIdentity(t)
+	must(t, os.WriteFile(certFile, []byte(other.CertPEM), 0o600))
+	must(t, os.WriteFile(keyFile, []byte(other.KeyPEM), 0o600))
+	newCLIUser(t, env.d).fails([]string{"not the certificate of key"}, "deployment", "key", "token", "dep1", "ingov", "--cert", certFile, "--key", keyFile)
 
 	// Deleting the key cuts the governor off at its next request.
 	must(t, env.admin.DeleteDeploymentKey("dep1", "ingov"))
