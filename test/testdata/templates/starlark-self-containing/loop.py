@@ -1,0 +1,4 @@
+def GenerateConfig(context):
+    resources = []
+    resources.append(resources)
+    return yaml.dump({'resources': resources})

@@ -1,0 +1,5 @@
+def GenerateConfig(context):
+    try:
+        return {'resources': []}
+    except Exception:
+        return {}
