@@ -274,3 +274,64 @@ func TestTrustTokenIsSingleUseAndExpires(t *testing.T) {
 		return nil
 	})
 }
+
+func TestWebhookQueue(t *testing.T) {
+	c := newTestCluster(t)
+	now := time.Now()
+	var deploymentID int64
+	tx(t, c, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		deploymentID, err = CreateDeployment(ctx, tx, "default", api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}, DeploymentPut: api.DeploymentPut{GovernorWebhookURL: "http://127.0.0.1:1/hook"}})
+		if err != nil {
+			return err
+		}
+
+		err = SetWebhookSecret(ctx, tx, deploymentID, "s3cret")
+		if err != nil {
+			return err
+		}
+
+		for i, uuid := range []string{"a", "b"} {
+			err = EnqueueDelivery(ctx, tx, deploymentID, uuid, "ping", []byte(`{}`), now.Add(time.Duration(i)*time.Hour))
+			if err != nil {
+				return err
+			}
+		}
+
+		return nil
+	})
+
+	tx(t, c, func(ctx context.Context, tx *sql.Tx) error {
+		due, err := ClaimDueDeliveries(ctx, tx, "node1", now, time.Minute, 10)
+		if err != nil {
+			return err
+		}
+
+		if len(due) != 1 || due[0].UUID != "a" || due[0].Secret != "s3cret" || due[0].URL != "http://127.0.0.1:1/hook" {
+			t.Fatalf("due: %+v", due)
+		}
+
+		// A claimed delivery is not handed to a second daemon while the lease runs.
+		again, err := ClaimDueDeliveries(ctx, tx, "node2", now, time.Minute, 10)
+		if err != nil || len(again) != 0 {
+			t.Fatalf("claimed twice: %+v %v", again, err)
+		}
+
+		next, err := NextDeliveryDue(ctx, tx)
+		if err != nil || !next.Equal(now.UTC().Truncate(0)) && next.Sub(now).Abs() > time.Second {
+			t.Fatalf("next due %v, %v", next, err)
+		}
+
+		err = RecordDeliveryAttempt(ctx, tx, due[0].ID, DeliveryAttempt{Status: DeliveryDelivered, ResponseCode: 200, At: now, NextAttempt: now})
+		if err != nil {
+			return err
+		}
+
+		list, err := GetDeliveries(ctx, tx, deploymentID, 10)
+		if err != nil || len(list) != 2 || list[1].Status != DeliveryDelivered || list[1].Attempts != 1 || list[1].DeliveredAt == nil {
+			t.Fatalf("deliveries: %+v %v", list, err)
+		}
+
+		return RedeliverDelivery(ctx, tx, due[0].ID, now)
+	})
+}

@@ -238,3 +238,18 @@ func queryStrings(ctx context.Context, tx *sql.Tx, query string, args ...any) ([
 
 	return values, rows.Err()
 }
+
+// GetDeploymentRow returns a deployment's own fields (no config or shapes) by id.
+func GetDeploymentRow(ctx context.Context, tx *sql.Tx, id int64) (*Deployment, error) {
+	d := &Deployment{ID: id}
+	err := tx.QueryRowContext(ctx, "SELECT project, name, description, governor_webhook_url FROM deployments WHERE id = ?", id).Scan(&d.Project, &d.Name, &d.Description, &d.GovernorWebhookURL)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, lxdapi.StatusErrorf(http.StatusNotFound, "deployment %d not found", id)
+	}
+
+	if err != nil {
+		return nil, fmt.Errorf("read deployment: %w", err)
+	}
+
+	return d, nil
+}

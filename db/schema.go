@@ -15,6 +15,7 @@ type update func(ctx context.Context, tx *sql.Tx) error
 var updates = map[int]update{
 	1: updateFromV0,
 	2: updateFromV1,
+	3: updateFromV2,
 }
 
 // SchemaVersion is the version a fully updated database has.
@@ -169,6 +170,38 @@ func updateFromV1(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `
 ALTER TABLE deployments_shapes_instances ADD COLUMN template_hash TEXT NOT NULL DEFAULT '';
 CREATE INDEX deployments_shapes_instances_name_idx ON deployments_shapes_instances (name);
+`)
+	return err
+}
+
+// updateFromV2 adds webhooks: a signing secret per deployment (existing deployments get a
+// random one), and the durable delivery queue. claimed_by/claimed_until let exactly one
+// daemon of a cluster send each delivery.
+func updateFromV2(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `
+ALTER TABLE deployments ADD COLUMN webhook_secret TEXT NOT NULL DEFAULT '';
+UPDATE deployments SET webhook_secret = lower(hex(randomblob(32)));
+
+CREATE TABLE webhook_deliveries (
+    id                 INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    uuid               TEXT NOT NULL,
+    deployment_id      INTEGER NOT NULL,
+    type               TEXT NOT NULL,
+    body               TEXT NOT NULL,
+    status             TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
+    attempts           INTEGER NOT NULL DEFAULT 0,
+    last_response_code INTEGER NOT NULL DEFAULT 0,
+    last_error         TEXT NOT NULL DEFAULT '',
+    created_at         DATETIME NOT NULL,
+    next_attempt_at    DATETIME NOT NULL,
+    delivered_at       DATETIME,
+    claimed_by         TEXT NOT NULL DEFAULT '',
+    claimed_until      DATETIME,
+    UNIQUE (uuid),
+    FOREIGN KEY (deployment_id) REFERENCES deployments (id) ON DELETE CASCADE
+);
+
+CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (status, next_attempt_at);
 `)
 	return err
 }

@@ -28,7 +28,8 @@ type ShapeFilter struct {
 }
 
 // GetShapes returns the matching shapes with their config and scaling_current, which is
-// derived from the instance rows: every instance but those being deleted.
+// derived from the instance rows: every instance but those being deleted and those LXD
+// lost (missing), which the governor replaces.
 func GetShapes(ctx context.Context, tx *sql.Tx, filter ShapeFilter) ([]Shape, error) {
 	var where []string
 	var args []any
@@ -44,7 +45,7 @@ func GetShapes(ctx context.Context, tx *sql.Tx, filter ShapeFilter) ([]Shape, er
 
 	query := `
 SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scaling_minimum, s.scaling_maximum,
-       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND i.state != 'deleting')
+       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND i.state NOT IN ('deleting', 'missing'))
   FROM deployments_shapes s`
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")

@@ -105,7 +105,18 @@ func (a deploymentsAPI) create(r *http.Request) response.Response {
 
 	url := api.DeploymentURL(project, req.Name)
 	a.lifecycle.emit(r, project, id, lifecycleDeploymentCreated, url)
-	return response.SyncResponseLocation(nil, url)
+
+	// The webhook secret is shown once here, and on request (webhook/secret), never in GET.
+	var secret string
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		secret, err = db.GetWebhookSecret(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	return response.SyncResponseLocation(api.DeploymentWebhookSecret{Secret: secret}, url)
 }
 
 // createDeployment validates and stores a new deployment.
@@ -127,7 +138,11 @@ func createDeployment(ctx context.Context, cluster *db.Cluster, project string, 
 	var id int64
 	err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		id, err = db.CreateDeployment(ctx, tx, project, req)
-		return err
+		if err != nil {
+			return err
+		}
+
+		return db.SetWebhookSecret(ctx, tx, id, newWebhookSecret())
 	})
 
 	return id, err

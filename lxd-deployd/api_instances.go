@@ -312,6 +312,7 @@ func (a instancesAPI) launch(r *http.Request, ref instanceRef) (*operations.Oper
 			}
 
 			a.lifecycle.emit(r, ref.project, deploymentID, lifecycleInstanceCreated, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
+			a.lifecycle.instanceChanged(ctx, deploymentID, lifecycleInstanceCreated, ref.shape, ref.instance)
 			return nil
 		},
 	}), nil
@@ -356,9 +357,12 @@ func (a instancesAPI) delete(r *http.Request) response.Response {
 			return lxdapi.StatusErrorf(http.StatusConflict, "instance %s is already being deleted", row.Name)
 		}
 
-		err = checkShrink(shape)
-		if err != nil {
-			return err
+		// A missing instance no longer counts, so removing its record changes no size.
+		if row.State != db.InstanceMissing {
+			err = checkShrink(shape)
+			if err != nil {
+				return err
+			}
 		}
 
 		return db.SetInstanceState(ctx, tx, row.ID, db.InstanceDeleting)
@@ -394,6 +398,7 @@ func (a instancesAPI) delete(r *http.Request) response.Response {
 			}
 
 			a.lifecycle.emit(r, ref.project, deploymentID, lifecycleInstanceDeleted, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
+			a.lifecycle.instanceChanged(ctx, deploymentID, lifecycleInstanceDeleted, ref.shape, ref.instance)
 			return nil
 		},
 	})
@@ -457,6 +462,9 @@ func (a instancesAPI) putState(r *http.Request) response.Response {
 			err := backend.UpdateInstanceState(ctx, client, ref.project, ref.instance, req)
 			if err == nil {
 				a.lifecycle.emit(r, ref.project, deploymentID, lifecycleInstanceUpdated, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
+				if req.Action == "stop" {
+					a.lifecycle.instanceChanged(ctx, deploymentID, lifecycleInstanceStopped, ref.shape, ref.instance)
+				}
 			}
 
 			return err

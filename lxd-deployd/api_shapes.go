@@ -188,6 +188,7 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 	}
 
 	var deploymentID int64
+	var before, after api.DeploymentShape
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		deploymentID, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
 		if err != nil {
@@ -223,6 +224,10 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 			return badRequest(err)
 		}
 
+		before = current.DeploymentShape
+		after = current.DeploymentShape
+		after.DeploymentShapePut = put
+		after.Status = api.ShapeStatus(after.ScalingCurrent, put.ScalingMinimum, put.ScalingMaximum)
 		return db.UpdateShape(ctx, tx, current.ID, put)
 	})
 	if err != nil {
@@ -230,7 +235,25 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 	}
 
 	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(ref.project, ref.name, ref.shape))
+	a.boundsChanged(r.Context(), deploymentID, before, after)
 	return response.EmptySyncResponse()
+}
+
+// boundsChanged asks the governor to move a shape back within new bounds that left it
+// outside them: the platform reports, the governor scales.
+func (a shapesAPI) boundsChanged(ctx context.Context, deploymentID int64, before api.DeploymentShape, after api.DeploymentShape) {
+	boundsMoved := before.ScalingMinimum != after.ScalingMinimum || before.ScalingMaximum != after.ScalingMaximum
+	if !boundsMoved || after.Status != api.ShapeStatusOutOfBounds {
+		return
+	}
+
+	a.lifecycle.notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: lifecycleShapeOutOfBounds, Shape: after.Name})
+	a.lifecycle.notify(ctx, deploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
+		Shape:       after.Name,
+		Target:      min(max(after.ScalingCurrent, after.ScalingMinimum), after.ScalingMaximum),
+		Reason:      fmt.Sprintf("the bounds changed to [%d, %d] and the shape has %d instances", after.ScalingMinimum, after.ScalingMaximum, after.ScalingCurrent),
+		RequestedBy: "lxd-deployd",
+	})
 }
 
 func (a shapesAPI) rename(r *http.Request) response.Response {

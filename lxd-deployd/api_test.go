@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -53,6 +55,7 @@ func newTestAPI(t *testing.T) *testAPI {
 		shapes:       shapesAPI{db: cluster, lxd: lxdConn, sockets: sockets},
 		instances:    instancesAPI{db: cluster, lxd: lxdConn, ops: ops, inflight: flight, sockets: sockets},
 		operations:   operationsAPI{ops: ops, access: access},
+		webhooks:     webhooksAPI{db: cluster, dispatcher: webhooks.NewDispatcher(cluster, "test", logger)},
 		access:       access,
 	}
 
@@ -352,5 +355,46 @@ func TestBoundChecks(t *testing.T) {
 	// Out of bounds below the minimum: growing is allowed.
 	if checkGrow(shape(0, 2, 3)) != nil {
 		t.Error("growing an undersize shape must be allowed")
+	}
+}
+
+func TestWebhookAPI(t *testing.T) {
+	a := newTestAPI(t)
+	created := a.expect("POST", "/1.0/deployments", `{"name":"dep1"}`, 201, "")["metadata"].(map[string]any)
+	secret := created["secret"].(string)
+	if len(secret) != 64 {
+		t.Fatalf("create must show the webhook secret once: %v", created)
+	}
+
+	d := a.expect("GET", "/1.0/deployments/dep1", "", 200, "")
+	if strings.Contains(fmt.Sprint(d), secret) {
+		t.Fatal("the secret must never appear in GET")
+	}
+
+	a.expect("POST", "/1.0/deployments/dep1/shapes", shapeBody, 201, "")
+	a.expect("POST", "/1.0/deployments/dep1/shapes/web/scale-request", `{"target":2}`, 409, "governor_webhook_url")
+	a.expect("PATCH", "/1.0/deployments/dep1", `{"governor_webhook_url":"http://127.0.0.1:9/hook","config":{"webhook.retry_max_attempts":"2"}}`, 200, "")
+	a.expect("PATCH", "/1.0/deployments/dep1", `{"config":{"webhook.timeout":"never"}}`, 400, "webhook.timeout")
+	a.expect("POST", "/1.0/deployments/dep1/shapes/web/scale-request", `{"target":9}`, 400, "outside")
+	a.expect("POST", "/1.0/deployments/dep1/shapes/web/scale-request", `{"target":2,"reason":"peak"}`, 201, "")
+	list := a.expect("GET", "/1.0/deployments/dep1/webhook/deliveries", "", 200, "")["metadata"].([]any)
+	if len(list) != 1 || list[0].(map[string]any)["type"] != "scale-request" || list[0].(map[string]any)["status"] != "pending" {
+		t.Fatalf("deliveries: %v", list)
+	}
+
+	id := list[0].(map[string]any)["id"].(string)
+	one := a.expect("GET", "/1.0/deployments/dep1/webhook/deliveries/"+id, "", 200, "")["metadata"].(map[string]any)
+	event := one["event"].(map[string]any)
+	if event["deployment"] != "dep1" || event["metadata"].(map[string]any)["target"] != float64(2) {
+		t.Fatalf("delivery event: %v", one)
+	}
+
+	a.expect("POST", "/1.0/deployments/dep1/webhook/deliveries/"+id+"/redeliver", "", 200, "")
+	a.expect("GET", "/1.0/deployments/dep1/webhook/deliveries/nope", "", 404, "")
+
+	rotated := a.expect("POST", "/1.0/deployments/dep1/webhook/secret", "", 200, "")["metadata"].(map[string]any)["secret"]
+	shown := a.expect("GET", "/1.0/deployments/dep1/webhook/secret", "", 200, "")["metadata"].(map[string]any)["secret"]
+	if rotated == secret || rotated != shown {
+		t.Fatalf("rotation: %v %v %v", secret, rotated, shown)
 	}
 }

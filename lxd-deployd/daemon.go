@@ -23,6 +23,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 )
 
 // config is the daemon's configuration, from flags.
@@ -51,6 +52,7 @@ type daemon struct {
 	reconciler *reconciler
 	governors  *governor.Listener
 	tokens     *auth.TokenVerifier
+	webhooks   *webhooks.Dispatcher
 	servers    []*http.Server
 	cancel     context.CancelFunc
 	background sync.WaitGroup
@@ -94,7 +96,11 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 
-	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, lifecycle{events: d.events}, d.logger)
+	d.webhooks = webhooks.NewDispatcher(d.db, fmt.Sprintf("%s/%d", location, os.Getpid()), d.logger)
+	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, lifecycle{events: d.events, webhooks: d.webhooks}, d.logger)
+	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
+	d.goBackground(func() { d.webhooks.Run(runCtx) })
+	d.goBackground(func() { metrics.Run(runCtx, time.Second) })
 	d.goBackground(func() { d.lxd.Run(runCtx, d.config.lxdPollInterval) })
 	d.goBackground(func() { d.reconciler.run(runCtx, d.config.reconcileInterval) })
 
@@ -155,7 +161,7 @@ func (d *daemon) goBackground(f func()) {
 
 // apis builds each resource's handler set with only the dependencies it uses.
 func (d *daemon) apis() apis {
-	l := lifecycle{events: d.events}
+	l := lifecycle{events: d.events, webhooks: d.webhooks}
 	access := access{db: d.db}
 	return apis{
 		server: serverAPI{
@@ -172,6 +178,7 @@ func (d *daemon) apis() apis {
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: l},
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access},
+		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks},
 		access:       access,
 	}
 }

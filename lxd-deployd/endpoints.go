@@ -15,6 +15,7 @@ type apis struct {
 	shapes       shapesAPI
 	instances    instancesAPI
 	operations   operationsAPI
+	webhooks     webhooksAPI
 	access       access
 }
 
@@ -98,6 +99,32 @@ func endpoints(a apis) []endpoint {
 			patch:  with(admin, a.shapes.patch),
 			post:   with(admin, a.shapes.rename),
 			delete: with(admin, a.shapes.delete),
+		},
+
+		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/scale-request",
+			post: with(admin, a.webhooks.scaleRequest),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/webhook/ping",
+			post: with(admin, a.webhooks.ping),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/webhook/secret",
+			get:  with(admin, a.webhooks.secret),
+			post: with(admin, a.webhooks.secret),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/webhook/deliveries",
+			get:  with(admin, a.webhooks.deliveries),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/webhook/deliveries/{delivery}",
+			get:  with(admin, a.webhooks.getDelivery),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/webhook/deliveries/{delivery}/redeliver",
+			post: with(admin, a.webhooks.redeliver),
 		},
 
 		// The governor API: deployment keys reach these.

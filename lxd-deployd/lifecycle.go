@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"net/http"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // Lifecycle actions, in LXD's "<object>-<verb>" style.
@@ -28,11 +31,27 @@ const (
 	lifecycleInstanceUpdated   = "deployment-instance-updated"
 	lifecycleInstanceMissing   = "deployment-instance-missing"
 	lifecycleInstanceOrphaned  = "deployment-instance-orphaned"
+	lifecycleInstanceStopped   = "deployment-instance-stopped"
+	lifecycleShapeOutOfBounds  = "deployment-shape-out-of-bounds"
 )
 
-// lifecycle sends lifecycle events on behalf of the request's caller.
+// lifecycle sends lifecycle events on behalf of the request's caller, and tells the
+// deployment's governor through its webhook.
 type lifecycle struct {
-	events *events.Server
+	events   *events.Server
+	webhooks *webhooks.Dispatcher
+}
+
+// notify queues a webhook event for the deployment's governor (nothing without a URL).
+func (l lifecycle) notify(ctx context.Context, deploymentID int64, eventType string, metadata any) {
+	if l.webhooks != nil {
+		l.webhooks.Emit(context.WithoutCancel(ctx), deploymentID, eventType, metadata)
+	}
+}
+
+// instanceChanged tells the governor what happened to one of its instances.
+func (l lifecycle) instanceChanged(ctx context.Context, deploymentID int64, action string, shape string, instance string) {
+	l.notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: shape, Instance: instance})
 }
 
 func (l lifecycle) emit(r *http.Request, project string, deploymentID int64, action string, source string) {

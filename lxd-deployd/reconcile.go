@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -161,6 +162,7 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 		if !rc.wasOrphan(id, url) {
 			rc.logger.Warn("orphaned instance: tagged for a deployment but not recorded; not deleting it", "instance", instance.Name, "project", instance.Project, "deployment", deployment)
 			rc.lifecycle.emit(nil, instance.Project, id, lifecycleInstanceOrphaned, url)
+			rc.lifecycle.instanceChanged(ctx, id, lifecycleInstanceOrphaned, instance.Config[backend.ConfigShape], instance.Name)
 		}
 	}
 
@@ -235,6 +237,8 @@ func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row
 		rc.logger.Warn("reconcile: instance missing from LXD", "instance", row.Name, "project", row.Project)
 		setState(db.InstanceMissing)
 		rc.lifecycle.emit(nil, row.Project, row.DeploymentID, lifecycleInstanceMissing, source)
+		rc.lifecycle.instanceChanged(ctx, row.DeploymentID, lifecycleInstanceMissing, row.Shape, row.Name)
+		rc.askReplacement(ctx, row)
 	case row.State == db.InstanceMissing && exists:
 		setState(db.InstanceCreated)
 	}
@@ -279,4 +283,26 @@ func busyInstances(client lxd.InstanceServer, projects []string) (map[string]boo
 	}
 
 	return busy, nil
+}
+
+// askReplacement asks the governor to bring a shape that lost an instance back to the size
+// it had: the platform reports, the governor decides.
+func (rc *reconciler) askReplacement(ctx context.Context, row db.Instance) {
+	var shape *db.Shape
+	err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		shape, err = db.GetShape(ctx, tx, row.DeploymentID, row.Shape)
+		return err
+	})
+	if err != nil {
+		return
+	}
+
+	target := min(max(shape.ScalingCurrent+1, shape.ScalingMinimum), shape.ScalingMaximum)
+	rc.lifecycle.notify(ctx, row.DeploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
+		Shape:       row.Shape,
+		Target:      target,
+		Reason:      fmt.Sprintf("instance %s is missing from LXD: replace it", row.Name),
+		RequestedBy: "lxd-deployd",
+	})
 }

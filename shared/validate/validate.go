@@ -5,7 +5,9 @@ package validate
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 
@@ -203,7 +205,56 @@ func Shape(put api.DeploymentShapePut) error {
 const userConfigPrefix = "user."
 
 // DeploymentConfigKeys lists the config keys a deployment understands besides user.*.
-var DeploymentConfigKeys = map[string]string{}
+var DeploymentConfigKeys = map[string]string{
+	"webhook.metrics_interval":    "how often metrics are sent to the webhook (duration, default 60s, 0 = off)",
+	"webhook.timeout":             "how long one delivery attempt may take (duration, default 10s)",
+	"webhook.retry_max_attempts":  "attempts before a delivery is marked failed (integer, default 10)",
+	"webhook.retry_initial_delay": "wait before the first retry, doubled each time (duration, default 1s)",
+	"webhook.retry_max_delay":     "longest wait between retries (duration, default 5m)",
+}
+
+// configValueRules check the values of keys that are not free text.
+var configValueRules = map[string]func(string) error{
+	"governor.socket":             boolean,
+	"governor.external":           boolean,
+	"webhook.metrics_interval":    durationAtLeast(0),
+	"webhook.timeout":             durationAtLeast(time.Millisecond),
+	"webhook.retry_initial_delay": durationAtLeast(time.Millisecond),
+	"webhook.retry_max_delay":     durationAtLeast(time.Millisecond),
+	"webhook.retry_max_attempts":  positiveInteger,
+}
+
+func boolean(value string) error {
+	if value != "true" && value != "false" {
+		return fmt.Errorf("must be \"true\" or \"false\", got %q", value)
+	}
+
+	return nil
+}
+
+func durationAtLeast(minimum time.Duration) func(string) error {
+	return func(value string) error {
+		d, err := time.ParseDuration(value)
+		if value == "0" {
+			d, err = 0, nil
+		}
+
+		if err != nil || d < minimum {
+			return fmt.Errorf("must be a duration such as 30s or 5m (at least %s), got %q", minimum, value)
+		}
+
+		return nil
+	}
+}
+
+func positiveInteger(value string) error {
+	n, err := strconv.Atoi(value)
+	if err != nil || n < 1 {
+		return fmt.Errorf("must be a whole number of at least 1, got %q", value)
+	}
+
+	return nil
+}
 
 // ShapeConfigKeys lists the config keys a shape understands besides user.*.
 var ShapeConfigKeys = map[string]string{
@@ -211,8 +262,6 @@ var ShapeConfigKeys = map[string]string{
 	"governor.external": "true lets governors outside the deployment act on the shape with a valid token",
 }
 
-// booleanConfigKeys must be "true" or "false" when set.
-var booleanConfigKeys = map[string]bool{"governor.socket": true, "governor.external": true}
 
 // KnownConfig checks that every key is either user.* or one of known (key -> meaning),
 // so that a misspelt key is refused instead of silently ignored.
@@ -228,8 +277,12 @@ func KnownConfig(kind string, config map[string]string, known map[string]string)
 			return fmt.Errorf("%s config key %q is not known: use a user.* key or one of those listed in doc/api.md", kind, key)
 		}
 
-		if booleanConfigKeys[key] && value != "true" && value != "false" {
-			return fmt.Errorf("%s config key %q must be \"true\" or \"false\", got %q", kind, key, value)
+		rule := configValueRules[key]
+		if rule != nil {
+			err = rule(value)
+			if err != nil {
+				return fmt.Errorf("%s config key %q %v", kind, key, err)
+			}
 		}
 	}
 

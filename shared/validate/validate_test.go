@@ -105,3 +105,20 @@ func TestConfigAndWebhook(t *testing.T) {
 		t.Error("short fingerprint must be refused")
 	}
 }
+
+func TestConfigValues(t *testing.T) {
+	good := map[string]string{"webhook.metrics_interval": "0", "webhook.timeout": "2s", "webhook.retry_max_attempts": "3", "user.x": "anything"}
+	if err := KnownConfig("deployment", good, DeploymentConfigKeys); err != nil {
+		t.Fatal(err)
+	}
+
+	for key, value := range map[string]string{"webhook.metrics_interval": "soon", "webhook.timeout": "0", "webhook.retry_max_attempts": "0"} {
+		if err := KnownConfig("deployment", map[string]string{key: value}, DeploymentConfigKeys); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s=%s: %v", key, value, err)
+		}
+	}
+
+	if err := KnownConfig("shape", map[string]string{"governor.socket": "yes"}, ShapeConfigKeys); err == nil {
+		t.Error("governor.socket must be a boolean")
+	}
+}

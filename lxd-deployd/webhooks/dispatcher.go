@@ -1,0 +1,242 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/webhook"
+)
+
+const (
+	// maxResponse caps what is read of a webhook's answer.
+	maxResponse = 64 << 10
+
+	// parallel bounds the deliveries in flight from one daemon.
+	parallel = 8
+
+	// retention is how long finished deliveries stay listed.
+	retention = 7 * 24 * time.Hour
+)
+
+// Dispatcher queues events and delivers them.
+type Dispatcher struct {
+	db     *db.Cluster
+	owner  string
+	logger *slog.Logger
+	client *http.Client
+	wake   chan struct{}
+}
+
+// NewDispatcher returns a dispatcher; owner names this daemon in delivery claims.
+func NewDispatcher(cluster *db.Cluster, owner string, logger *slog.Logger) *Dispatcher {
+	return &Dispatcher{
+		db:     cluster,
+		owner:  owner,
+		logger: logger,
+		// Per-delivery timeouts come from the deployment's config, through the context.
+		client: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		wake:   make(chan struct{}, 1),
+	}
+}
+
+// NewID returns a random event id.
+func NewID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	id := hex.EncodeToString(b)
+	return fmt.Sprintf("%s-%s-%s-%s-%s", id[0:8], id[8:12], id[12:16], id[16:20], id[20:32])
+}
+
+// Enqueue stores an event for a deployment in the caller's transaction; nothing is queued
+// when the deployment has no webhook URL. Call Poke after the transaction commits.
+func Enqueue(ctx context.Context, tx *sql.Tx, deploymentID int64, eventType string, metadata any, now time.Time) (string, error) {
+	deployments, err := db.GetDeploymentRow(ctx, tx, deploymentID)
+	if err != nil || deployments.GovernorWebhookURL == "" {
+		return "", err
+	}
+
+	encoded, err := json.Marshal(metadata)
+	if err != nil {
+		return "", err
+	}
+
+	event := api.WebhookEvent{
+		ID:         NewID(),
+		Timestamp:  now.UTC(),
+		Project:    deployments.Project,
+		Deployment: deployments.Name,
+		Type:       eventType,
+		Metadata:   encoded,
+	}
+
+	body, err := json.Marshal(event)
+	if err != nil {
+		return "", err
+	}
+
+	return event.ID, db.EnqueueDelivery(ctx, tx, deploymentID, event.ID, eventType, body, now)
+}
+
+// Emit queues an event in its own transaction and wakes the sender.
+func (d *Dispatcher) Emit(ctx context.Context, deploymentID int64, eventType string, metadata any) {
+	err := d.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := Enqueue(ctx, tx, deploymentID, eventType, metadata, time.Now())
+		return err
+	})
+	if err != nil {
+		d.logger.Warn("queue webhook event", "type", eventType, "err", err)
+		return
+	}
+
+	d.Poke()
+}
+
+// Poke wakes the sender to look for due deliveries now.
+func (d *Dispatcher) Poke() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run sends due deliveries until ctx ends.
+func (d *Dispatcher) Run(ctx context.Context) {
+	lastPurge := time.Time{}
+	for {
+		if time.Since(lastPurge) > time.Hour {
+			lastPurge = time.Now()
+			_ = d.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				return db.PurgeDeliveries(ctx, tx, time.Now().Add(-retention))
+			})
+		}
+
+		sent := d.sendDue(ctx)
+		wait := time.Second
+		if sent > 0 {
+			wait = 0
+		} else {
+			_ = d.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				next, err := db.NextDeliveryDue(ctx, tx)
+				if err == nil && !next.IsZero() {
+					wait = min(wait, max(time.Until(next), 10*time.Millisecond))
+				}
+
+				return err
+			})
+		}
+
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.wake:
+		case <-time.After(wait):
+		}
+	}
+}
+
+// sendDue claims what is due and sends it, a few at a time; it returns how many it sent.
+func (d *Dispatcher) sendDue(ctx context.Context) int {
+	var due []db.Delivery
+	err := d.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		// The lease outlasts the longest timeout a deployment may set plus the recording.
+		due, err = db.ClaimDueDeliveries(ctx, tx, d.owner, time.Now(), 10*time.Minute, 4*parallel)
+		return err
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			d.logger.Warn("claim webhook deliveries", "err", err)
+		}
+
+		return 0
+	}
+
+	var wg sync.WaitGroup
+	limit := make(chan struct{}, parallel)
+	for _, delivery := range due {
+		wg.Add(1)
+		limit <- struct{}{}
+		go func(delivery db.Delivery) {
+			defer wg.Done()
+			defer func() { <-limit }()
+			attempt := d.attempt(ctx, delivery)
+			err := d.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+				return db.RecordDeliveryAttempt(ctx, tx, delivery.ID, attempt)
+			})
+			if err != nil {
+				d.logger.Warn("record webhook attempt", "delivery", delivery.UUID, "err", err)
+			}
+		}(delivery)
+	}
+
+	wg.Wait()
+	return len(due)
+}
+
+// attempt sends one delivery and says what to record.
+func (d *Dispatcher) attempt(ctx context.Context, delivery db.Delivery) db.DeliveryAttempt {
+	cfg := ConfigFrom(delivery.Config)
+	now := time.Now()
+	code, err := d.post(ctx, delivery, cfg.Timeout)
+	result := db.DeliveryAttempt{ResponseCode: code, At: now, NextAttempt: now}
+	switch {
+	case err == nil:
+		result.Status = db.DeliveryDelivered
+		d.logger.Debug("webhook delivered", "delivery", delivery.UUID, "type", delivery.Type, "code", code)
+		return result
+	case delivery.Attempts+1 >= cfg.MaxAttempts:
+		result.Status = db.DeliveryFailed
+	default:
+		result.Status = db.DeliveryPending
+		result.NextAttempt = now.Add(Backoff(delivery.Attempts+1, cfg.InitialDelay, cfg.MaxDelay))
+	}
+
+	result.Error = err.Error()
+	d.logger.Info("webhook attempt failed", "delivery", delivery.UUID, "type", delivery.Type, "attempt", delivery.Attempts+1, "code", code, "err", err, "status", result.Status)
+	return result
+}
+
+// post sends the signed body; only a 2xx answer counts as delivered.
+func (d *Dispatcher) post(ctx context.Context, delivery db.Delivery, timeout time.Duration) (int, error) {
+	if delivery.URL == "" {
+		return 0, errors.New("the deployment no longer has a governor_webhook_url")
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, delivery.URL, bytes.NewReader(delivery.Body))
+	if err != nil {
+		return 0, err
+	}
+
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "lxd-deployd")
+	req.Header.Set(webhook.SignatureHeader, webhook.Sign(delivery.Secret, delivery.Body, time.Now()))
+	req.Header.Set("X-LXD-Deployd-Event", delivery.Type)
+	req.Header.Set("X-LXD-Deployd-Delivery", delivery.UUID)
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+
+	defer func() { _ = resp.Body.Close() }()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp.StatusCode, fmt.Errorf("webhook answered HTTP %d", resp.StatusCode)
+	}
+
+	return resp.StatusCode, nil
+}
