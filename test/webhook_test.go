@@ -1,0 +1,182 @@
+package test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/webhook"
+)
+
+// receiver is a governor's webhook endpoint for tests: it verifies signatures, can fail on
+// purpose, and keeps each event once by id, as a governor dedupes.
+type receiver struct {
+	t      testing.TB
+	server *httptest.Server
+
+	mu       sync.Mutex
+	secret   string
+	failNext int
+	attempts int
+	rejected int
+	events   map[string]api.WebhookEvent
+	order    []string
+}
+
+func newReceiver(t testing.TB) *receiver {
+	r := &receiver{t: t, events: map[string]api.WebhookEvent{}}
+	r.server = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.server.Close)
+	return r
+}
+
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.attempts++
+	if webhook.Verify(r.secret, body, req.Header.Get(webhook.SignatureHeader), time.Now()) != nil {
+		r.rejected++
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+
+	if r.failNext > 0 {
+		r.failNext--
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+
+	var event api.WebhookEvent
+	if json.Unmarshal(body, &event) != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+
+	if _, seen := r.events[event.ID]; !seen {
+		r.events[event.ID] = event
+		r.order = append(r.order, event.ID)
+	}
+
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (r *receiver) set(secret string, failNext int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.secret, r.failNext = secret, failNext
+}
+
+// waitFor waits until an event matching match has arrived, and returns it.
+func (r *receiver) waitFor(what string, timeout time.Duration, match func(api.WebhookEvent) bool) api.WebhookEvent {
+	r.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		r.mu.Lock()
+		for _, id := range r.order {
+			if match(r.events[id]) {
+				event := r.events[id]
+				r.mu.Unlock()
+				return event
+			}
+		}
+
+		r.mu.Unlock()
+		if time.Now().After(deadline) {
+			r.t.Fatalf("no %s event within %s", what, timeout)
+		}
+
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func byID(id string) func(api.WebhookEvent) bool {
+	return func(e api.WebhookEvent) bool { return e.ID == id }
+}
+
+func TestWebhookDeliveries(t *testing.T) {
+	env := newGovernorEnv(t, 0, 3)
+	hook := newReceiver(t)
+	d, etag, err := env.admin.GetDeployment("dep1")
+	must(t, err)
+	d.GovernorWebhookURL = hook.server.URL + "/hook"
+	d.Config = map[string]string{"webhook.retry_initial_delay": "100ms", "webhook.retry_max_delay": "500ms", "webhook.metrics_interval": "0"}
+	must(t, env.admin.UpdateDeployment("dep1", d.DeploymentPut, etag))
+	secret, err := env.admin.GetWebhookSecret("dep1", false)
+	must(t, err)
+
+	// A webhook that fails its first attempts still gets the event, once, signed.
+	hook.set(secret, 2)
+	id, err := env.admin.RequestShapeScale("dep1", "web", api.DeploymentShapeScaleRequest{Target: 2, Reason: "peak"})
+	must(t, err)
+	event := hook.waitFor("scale-request", 20*time.Second, byID(id))
+	var request api.WebhookScaleRequestMetadata
+	must(t, json.Unmarshal(event.Metadata, &request))
+	if event.Type != "scale-request" || event.Deployment != "dep1" || request.Shape != "web" || request.Target != 2 || request.Reason != "peak" || request.RequestedBy != "unix" {
+		t.Fatalf("scale request event: %+v %+v", event, request)
+	}
+
+	delivery, err := env.admin.GetWebhookDelivery("dep1", id)
+	must(t, err)
+	if delivery.Status != "delivered" || delivery.Attempts != 3 || delivery.LastResponseCode != 204 {
+		t.Fatalf("delivery record: %+v", delivery)
+	}
+
+	// Delivery survives a daemon restart: queued while the webhook is down, sent after.
+	hook.set(secret, 1000)
+	id, err = env.admin.PingWebhook("dep1")
+	must(t, err)
+	time.Sleep(300 * time.Millisecond)
+	env.d.Restart(t)
+	hook.set(secret, 0)
+	hook.waitFor("ping after restart", 20*time.Second, byID(id))
+
+	// A rotated secret is used from then on; a receiver with the old one refuses.
+	rotated, err := env.admin.GetWebhookSecret("dep1", true)
+	must(t, err)
+	id, err = env.admin.PingWebhook("dep1")
+	must(t, err)
+	time.Sleep(500 * time.Millisecond)
+	hook.mu.Lock()
+	rejected := hook.rejected
+	hook.mu.Unlock()
+	if rejected == 0 {
+		t.Fatal("a delivery signed with the rotated secret must fail the old secret's check")
+	}
+
+	hook.set(rotated, 0)
+	hook.waitFor("ping with rotated secret", 20*time.Second, byID(id))
+
+	// Lifecycle and metrics events follow real instances.
+	web1 := env.name("w1")
+	env.launch(t, env.gov, web1)
+	hook.waitFor("instance created", 20*time.Second, func(e api.WebhookEvent) bool {
+		var m api.WebhookLifecycleMetadata
+		return e.Type == "lifecycle" && json.Unmarshal(e.Metadata, &m) == nil && m.Action == "deployment-instance-created" && m.Instance == web1
+	})
+
+	d, etag, err = env.admin.GetDeployment("dep1")
+	must(t, err)
+	d.Config["webhook.metrics_interval"] = "1s"
+	must(t, env.admin.UpdateDeployment("dep1", d.DeploymentPut, etag))
+	hook.waitFor("metrics with a CPU rate", 20*time.Second, func(e api.WebhookEvent) bool {
+		var m api.WebhookMetricsMetadata
+		if e.Type != "metrics" || json.Unmarshal(e.Metadata, &m) != nil {
+			return false
+		}
+
+		instance, ok := m.Shapes["web"].Instances[web1]
+		return ok && instance.Status == "Running" && instance.CPURate != nil && instance.MemoryLimitBytes > 0 && m.Shapes["web"].ScalingCurrent == 1
+	})
+
+	deliveries, err := env.admin.GetWebhookDeliveries("dep1")
+	must(t, err)
+	if len(deliveries) < 5 {
+		t.Fatalf("deliveries: %+v", deliveries)
+	}
+}
