@@ -33,6 +33,7 @@ func (a *app) deploymentCommand() *cobra.Command {
 		a.deploymentDeleteCommand(),
 		a.keyCommand(),
 		a.shapeCommand(),
+		a.webhookCommand(),
 	)
 
 	return cmd

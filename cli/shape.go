@@ -34,6 +34,7 @@ func (a *app) shapeCommand() *cobra.Command {
 		a.shapeRenameCommand(),
 		a.shapeDeleteCommand(),
 		a.instanceCommand(),
+		a.shapeScaleRequestCommand(),
 	)
 
 	return cmd
