@@ -171,3 +171,10 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, types []string, p
 		}
 	}
 }
+
+// hasListeners reports whether any stream is connected (tests wait on it).
+func (s *Server) hasListeners() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.listeners) > 0
+}
