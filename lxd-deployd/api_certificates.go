@@ -52,21 +52,9 @@ func (a certificatesAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	if level == 0 {
-		urls := make([]string, 0, len(certs))
-		for _, c := range certs {
-			urls = append(urls, api.CertificateURL(c.Fingerprint))
-		}
-
-		return response.SyncResponse(urls)
-	}
-
-	result := make([]lxdapi.Certificate, 0, len(certs))
-	for _, c := range certs {
-		result = append(result, c.API())
-	}
-
-	return response.SyncResponse(result)
+	return listResponse(level, certs,
+		func(c db.Certificate) string { return api.CertificateURL(c.Fingerprint) },
+		func(c db.Certificate) lxdapi.Certificate { return c.API() })
 }
 
 // create serves three requests, as LXD's POST /1.0/certificates does: an admin asking for

@@ -79,21 +79,9 @@ func (a keysAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	if level == 0 {
-		urls := make([]string, 0, len(keys))
-		for _, k := range keys {
-			urls = append(urls, api.DeploymentKeyURL(ref.project, ref.name, k.Name))
-		}
-
-		return response.SyncResponse(urls)
-	}
-
-	result := make([]api.DeploymentKey, 0, len(keys))
-	for _, k := range keys {
-		result = append(result, k.DeploymentKey)
-	}
-
-	return response.SyncResponse(result)
+	return listResponse(level, keys,
+		func(k db.Key) string { return api.DeploymentKeyURL(ref.project, ref.name, k.Name) },
+		func(k db.Key) api.DeploymentKey { return k.DeploymentKey })
 }
 
 func (a keysAPI) create(r *http.Request) response.Response {

@@ -66,21 +66,9 @@ func (a shapesAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	if level == 0 {
-		urls := make([]string, 0, len(shapes))
-		for _, s := range shapes {
-			urls = append(urls, api.DeploymentShapeURL(ref.project, ref.name, s.Name))
-		}
-
-		return response.SyncResponse(urls)
-	}
-
-	result := make([]api.DeploymentShape, 0, len(shapes))
-	for _, s := range shapes {
-		result = append(result, s.DeploymentShape)
-	}
-
-	return response.SyncResponse(result)
+	return listResponse(level, shapes,
+		func(s db.Shape) string { return api.DeploymentShapeURL(ref.project, ref.name, s.Name) },
+		func(s db.Shape) api.DeploymentShape { return s.DeploymentShape })
 }
 
 func (a shapesAPI) create(r *http.Request) response.Response {
