@@ -340,8 +340,9 @@ func ScaleDownOrder(instances []api.DeploymentInstance, n int) []string {
 		return a.Name > b.Name
 	})
 
-	names := make([]string, 0, min(n, len(candidates)))
-	for _, instance := range candidates[:max(0, min(n, len(candidates)))] {
+	n = max(0, min(n, len(candidates)))
+	names := make([]string, 0, n)
+	for _, instance := range candidates[:n] {
 		names = append(names, instance.Name)
 	}
 
