@@ -31,6 +31,7 @@ func (a *app) deploymentCommand() *cobra.Command {
 		a.deploymentEditCommand(),
 		a.deploymentRenameCommand(),
 		a.deploymentDeleteCommand(),
+		a.deploymentApplyCommand(), a.deploymentRollbackCommand(), a.manifestCommand(),
 		a.keyCommand(),
 		a.shapeCommand(),
 		a.webhookCommand(),
@@ -216,6 +217,7 @@ func (a *app) updateDeployment(arg string, change func(d *api.Deployment) error)
 
 func (a *app) deploymentCreateCommand() *cobra.Command {
 	var req api.DeploymentsPost
+	var configPath string
 	cmd := &cobra.Command{
 		Use:   "create [<remote>:]<deployment> [<key>=<value>...]",
 		Short: "Create a deployment",
@@ -242,6 +244,12 @@ func (a *app) deploymentCreateCommand() *cobra.Command {
 			}
 
 			req.Name = t.name
+			if configPath != "" {
+				req.Template, req.TemplateImports, err = a.templateRequest(configPath, &templateFlags{}, t.name, t.server.Project())
+				if err != nil {
+					return err
+				}
+			}
 
 			err = t.server.CreateDeployment(req)
 			if err != nil {
@@ -255,6 +263,7 @@ func (a *app) deploymentCreateCommand() *cobra.Command {
 
 	cmd.Flags().StringVar(&req.Description, "description", "", "description of the deployment")
 	cmd.Flags().StringVar(&req.GovernorWebhookURL, "webhook", "", "governor webhook URL (http:// or https://)")
+	cmd.Flags().StringVarP(&configPath, "config", "c", "", "templated config (YAML) whose shapes the deployment starts with (see \"deployment apply\")")
 	return cmd
 }
 

@@ -75,6 +75,7 @@ func (a *app) command() *cobra.Command {
 		a.configCommand(),
 		a.remoteCommand(),
 		a.governorCommand(),
+		a.expandCommand(), a.deployCommand(), a.registryCommand(),
 	)
 
 	return cmd

@@ -16,6 +16,7 @@ var updates = map[int]update{
 	1: updateFromV0,
 	2: updateFromV1,
 	3: updateFromV2,
+	4: updateFromV3,
 }
 
 // SchemaVersion is the version a fully updated database has.
@@ -202,6 +203,28 @@ CREATE TABLE webhook_deliveries (
 );
 
 CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (status, next_attempt_at);
+`)
+	return err
+}
+
+// updateFromV3 adds manifests: every templated config applied to a deployment, with what it
+// expanded to (seed 000) and why it was applied (seed 002's causes). Names are numbered
+// per deployment (manifest-1, manifest-2, ...).
+func updateFromV3(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `
+CREATE TABLE deployments_manifests (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    deployment_id   INTEGER NOT NULL,
+    name            TEXT NOT NULL,
+    input_config    TEXT NOT NULL,
+    imports         TEXT NOT NULL DEFAULT '{}',
+    expanded_config TEXT NOT NULL,
+    layout          TEXT NOT NULL,
+    cause           TEXT NOT NULL DEFAULT '',
+    created_at      DATETIME NOT NULL,
+    UNIQUE (deployment_id, name),
+    FOREIGN KEY (deployment_id) REFERENCES deployments (id) ON DELETE CASCADE
+);
 `)
 	return err
 }

@@ -98,13 +98,19 @@ func (a deploymentsAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	id, err := createDeployment(r.Context(), a.db, project, req)
+	tmpl, resp := a.templateForCreate(r, project, req)
+	if resp != nil {
+		return resp
+	}
+
+	id, err := createDeployment(r.Context(), a.db, project, req, tmpl.apply)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	url := api.DeploymentURL(project, req.Name)
 	a.lifecycle.emit(r, project, id, lifecycleDeploymentCreated, url)
+	a.announceTemplate(r, project, req.Name, id, tmpl)
 
 	// The webhook secret is shown once here, and on request (webhook/secret), never in GET.
 	var secret string
@@ -119,8 +125,9 @@ func (a deploymentsAPI) create(r *http.Request) response.Response {
 	return response.SyncResponseLocation(api.DeploymentWebhookSecret{Secret: secret}, url)
 }
 
-// createDeployment validates and stores a new deployment.
-func createDeployment(ctx context.Context, cluster *db.Cluster, project string, req api.DeploymentsPost) (int64, error) {
+// createDeployment validates and stores a new deployment; apply (a template's shapes and
+// manifest) runs in the same transaction.
+func createDeployment(ctx context.Context, cluster *db.Cluster, project string, req api.DeploymentsPost, apply func(ctx context.Context, tx *sql.Tx, id int64) error) (int64, error) {
 	err := validate.Name("deployment", req.Name)
 	if err != nil {
 		return 0, badRequest(err)
@@ -142,7 +149,12 @@ func createDeployment(ctx context.Context, cluster *db.Cluster, project string, 
 			return err
 		}
 
-		return db.SetWebhookSecret(ctx, tx, id, newWebhookSecret())
+		err = db.SetWebhookSecret(ctx, tx, id, newWebhookSecret())
+		if err != nil {
+			return err
+		}
+
+		return apply(ctx, tx, id)
 	})
 
 	return id, err
@@ -187,6 +199,11 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
+	tmpl, resp := a.templateForUpdate(r, ref, body, patch)
+	if resp != nil {
+		return resp
+	}
+
 	var id int64
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		current, err := db.GetDeployment(ctx, tx, ref.project, ref.name)
@@ -219,13 +236,19 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 			return badRequest(err)
 		}
 
-		return db.UpdateDeployment(ctx, tx, current.ID, put)
+		err = db.UpdateDeployment(ctx, tx, current.ID, put)
+		if err != nil {
+			return err
+		}
+
+		return tmpl.apply(ctx, tx, current.ID)
 	})
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	a.lifecycle.emit(r, ref.project, id, lifecycleDeploymentUpdated, api.DeploymentURL(ref.project, ref.name))
+	a.announceTemplate(r, ref.project, ref.name, id, tmpl)
 	return response.EmptySyncResponse()
 }
 

@@ -26,6 +26,8 @@ func endpoints(a apis) []endpoint {
 	trusted := action{access: allowTrusted}
 	deploymentReader := action{access: a.access.allowDeploymentRead}
 	deploymentAdmin := action{access: a.access.allowDeploymentAdmin}
+	// The types API reads manifests only (doc/templates.md).
+	types := typesAPI{db: a.deployments.db}
 	with := func(base action, h handlerFunc) action {
 		base.handler = h
 		return base
@@ -99,6 +101,30 @@ func endpoints(a apis) []endpoint {
 			patch:  with(admin, a.shapes.patch),
 			post:   with(admin, a.shapes.rename),
 			delete: with(admin, a.shapes.delete),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/manifests",
+			get:  with(admin, a.deployments.listManifests),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/manifests/{manifest}",
+			get:  with(admin, a.deployments.showManifest),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/manifests/{manifest}/rollback",
+			post: with(admin, a.deployments.rollback),
+		},
+		{
+			path: "/1.0/types",
+			get:  with(admin, types.list),
+		},
+		{
+			path: "/1.0/types/{type}",
+			get:  with(admin, types.get),
+		},
+		{
+			path: "/1.0/types/{type}/instances",
+			get:  with(admin, types.instances),
 		},
 
 		{

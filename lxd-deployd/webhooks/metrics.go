@@ -84,9 +84,13 @@ type Collector struct {
 	previous map[string]timedSample
 }
 
+// timedSample is the last distinct CPU reading of an instance. LXD caches /1.0/metrics for
+// several seconds, so a reading that did not change says nothing about the last second: the
+// rate is computed between distinct readings and carried over in between.
 type timedSample struct {
 	Sample
-	at time.Time
+	at   time.Time
+	rate *float64
 }
 
 // NewCollector returns a metrics collector.
@@ -162,14 +166,11 @@ func (c *Collector) collect(ctx context.Context, now time.Time) error {
 	}
 
 	c.mu.Lock()
+	c.updateRates(samples, now)
 	events := make(map[int64]api.WebhookMetricsMetadata, len(due))
 	for _, d := range due {
-		events[d.ID] = c.metadata(d, instances[d.ID], samples, now)
+		events[d.ID] = c.metadata(d, instances[d.ID], samples)
 		c.lastSent[d.ID] = now
-	}
-
-	for key, sample := range samples {
-		c.previous[key] = timedSample{Sample: sample, at: now}
 	}
 
 	c.mu.Unlock()
@@ -180,8 +181,44 @@ func (c *Collector) collect(ctx context.Context, now time.Time) error {
 	return nil
 }
 
+// updateRates records the new readings; the caller holds c.mu. LXD refreshes every
+// instance's reading at once, so a round where no reading moved is LXD's cache speaking and
+// is skipped, while in a round where some moved, an unmoved one is an idle instance.
+func (c *Collector) updateRates(samples map[string]Sample, now time.Time) {
+	refreshed := false
+	for key, sample := range samples {
+		previous, seen := c.previous[key]
+		if !seen || previous.CPUSeconds != sample.CPUSeconds {
+			refreshed = true
+			break
+		}
+	}
+
+	if !refreshed {
+		return
+	}
+
+	for key, sample := range samples {
+		next := timedSample{Sample: sample, at: now}
+		previous, seen := c.previous[key]
+		elapsed := now.Sub(previous.at).Seconds()
+		if seen && elapsed > 0 && sample.CPUSeconds >= previous.CPUSeconds {
+			rate := (sample.CPUSeconds - previous.CPUSeconds) / elapsed
+			next.rate = &rate
+		}
+
+		c.previous[key] = next
+	}
+
+	for key := range c.previous {
+		if _, ok := samples[key]; !ok {
+			delete(c.previous, key) // stopped or deleted
+		}
+	}
+}
+
 // metadata builds one deployment's metrics event; the caller holds c.mu.
-func (c *Collector) metadata(d db.Deployment, rows []db.Instance, samples map[string]Sample, now time.Time) api.WebhookMetricsMetadata {
+func (c *Collector) metadata(d db.Deployment, rows []db.Instance, samples map[string]Sample) api.WebhookMetricsMetadata {
 	metadata := api.WebhookMetricsMetadata{
 		IntervalSeconds: ConfigFrom(d.Config).MetricsInterval.Seconds(),
 		Shapes:          map[string]api.WebhookShapeMetrics{},
@@ -207,12 +244,7 @@ func (c *Collector) metadata(d db.Deployment, rows []db.Instance, samples map[st
 		instance := api.WebhookInstanceMetrics{Status: "Stopped", CPUSeconds: sample.CPUSeconds, MemoryUsageBytes: sample.MemoryUsed, MemoryLimitBytes: sample.MemoryTotal}
 		if running {
 			instance.Status = "Running"
-			previous, seen := c.previous[key]
-			elapsed := now.Sub(previous.at).Seconds()
-			if seen && elapsed > 0 && sample.CPUSeconds >= previous.CPUSeconds {
-				rate := (sample.CPUSeconds - previous.CPUSeconds) / elapsed
-				instance.CPURate = &rate
-			}
+			instance.CPURate = c.previous[key].rate
 		}
 
 		shape.Instances[row.Name] = instance

@@ -64,3 +64,42 @@ func TestConfigFrom(t *testing.T) {
 		t.Fatal("default metrics interval is a minute")
 	}
 }
+
+func TestRatesSurviveLXDMetricsCache(t *testing.T) {
+	c := &Collector{previous: map[string]timedSample{}}
+	start := time.Now()
+	read := func(cpu float64, at time.Duration) *float64 {
+		c.updateRates(map[string]Sample{"default/m1": {CPUSeconds: cpu}}, start.Add(at))
+		return c.previous["default/m1"].rate
+	}
+
+	if read(10, 0) != nil {
+		t.Fatal("the first reading has no rate")
+	}
+
+	// LXD serves the same cached reading for a while: no rate yet, and no false zero.
+	if read(10, time.Second) != nil || read(10, 2*time.Second) != nil {
+		t.Fatal("an unchanged (cached) reading must not produce a rate")
+	}
+
+	// The cache refreshes: the rate spans the time between distinct readings.
+	rate := read(14, 8*time.Second)
+	if rate == nil || *rate != 0.5 {
+		t.Fatalf("rate over 8s for 4 CPU seconds: %v", rate)
+	}
+
+	if again := read(14, 9*time.Second); again == nil || *again != 0.5 {
+		t.Fatal("the last rate is carried while the reading is cached")
+	}
+
+	// When LXD refreshes, an instance whose reading did not move is idle: rate 0.
+	c.updateRates(map[string]Sample{"default/m1": {CPUSeconds: 14}, "default/busy": {CPUSeconds: 1}}, start.Add(16*time.Second))
+	c.updateRates(map[string]Sample{"default/m1": {CPUSeconds: 14}, "default/busy": {CPUSeconds: 9}}, start.Add(24*time.Second))
+	if idle := c.previous["default/m1"].rate; idle == nil || *idle != 0 {
+		t.Fatalf("idle instance: %v", idle)
+	}
+
+	if busy := c.previous["default/busy"].rate; busy == nil || *busy != 1 {
+		t.Fatalf("busy instance: %v", busy)
+	}
+}

@@ -28,6 +28,16 @@ type DeploymentPut struct {
 	// Governor webhook URL for platform-triggered scaling requests
 	// Example: https://10.0.0.1/scale
 	GovernorWebhookURL string `json:"governor_webhook_url" yaml:"governor_webhook_url"`
+
+	// Templated config to apply on create or PUT (doc/templates.md): its expanded shapes
+	// become the deployment's, recorded as a new manifest. Write only: GET shows the
+	// applied configs under manifests, never here
+	// Example: resources: [{name: web, type: web.jinja, properties: {image: debian/12}}]
+	Template string `json:"template,omitempty" yaml:"template,omitempty"`
+
+	// Files the template imports (templates, schemas, helpers), by import name. Write only
+	// Example: {"web.jinja": "resources: ..."}
+	TemplateImports map[string]string `json:"template_imports,omitempty" yaml:"template_imports,omitempty"`
 }
 
 // Deployment represents a deployment.

@@ -262,7 +262,6 @@ var ShapeConfigKeys = map[string]string{
 	"governor.external": "true lets governors outside the deployment act on the shape with a valid token",
 }
 
-
 // KnownConfig checks that every key is either user.* or one of known (key -> meaning),
 // so that a misspelt key is refused instead of silently ignored.
 func KnownConfig(kind string, config map[string]string, known map[string]string) error {

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// Manifests are served by deploymentsAPI: they are a part of a deployment, and a rollback
+// needs what a deployment's PUT needs (the database, and LXD for forced deletes).
+
+// manifestFromRequest returns the deployment and manifest a request is about.
+func manifestFromRequest(r *http.Request) (deploymentRef, string, error) {
+	ref, err := deploymentFromRequest(r)
+	if err != nil {
+		return deploymentRef{}, "", err
+	}
+
+	name, err := pathName(r, "manifest", "manifest")
+	if err != nil {
+		return deploymentRef{}, "", err
+	}
+
+	return ref, name, nil
+}
+
+func (a deploymentsAPI) listManifests(r *http.Request) response.Response {
+	ref, err := deploymentFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	level, err := recursion(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	var names []string
+	var manifests []db.Manifest
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		if err != nil {
+			return err
+		}
+
+		if level == 0 {
+			names, err = db.GetManifestNames(ctx, tx, id)
+			return err
+		}
+
+		manifests, err = db.GetManifests(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	if level == 0 {
+		urls := make([]string, 0, len(names))
+		for _, name := range names {
+			urls = append(urls, api.DeploymentManifestURL(ref.project, ref.name, name))
+		}
+
+		return response.SyncResponse(urls)
+	}
+
+	result := make([]api.DeploymentManifest, 0, len(manifests))
+	for _, m := range manifests {
+		result = append(result, m.DeploymentManifest)
+	}
+
+	return response.SyncResponse(result)
+}
+
+// getManifest reads one manifest in its own transaction.
+func (a deploymentsAPI) getManifest(ctx context.Context, ref deploymentRef, name string) (*db.Manifest, error) {
+	var m *db.Manifest
+	err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		if err != nil {
+			return err
+		}
+
+		m, err = db.GetManifest(ctx, tx, id, name)
+		return err
+	})
+
+	return m, err
+}
+
+func (a deploymentsAPI) showManifest(r *http.Request) response.Response {
+	ref, name, err := manifestFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	m, err := a.getManifest(r.Context(), ref, name)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	return response.SyncResponse(m.DeploymentManifest)
+}
+
+// rollback re-applies an earlier manifest's config and imports, by the rules of a PUT
+// (?force=1, ?dry-run=1), and records it as a new manifest whose cause names the old one
+// (seed 002: history moves forward; a rollback is a new version). The deployment's own
+// fields (description, config, webhook) are not rolled back: manifests do not hold them.
+func (a deploymentsAPI) rollback(r *http.Request) response.Response {
+	ref, name, err := manifestFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	m, err := a.getManifest(r.Context(), ref, name)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	t, err := expandTemplate(r.Context(), ref.project, ref.name, m.InputConfig, m.Imports, causeRollback+name)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	resp := a.prepareTemplate(r, ref, t, nil)
+	if resp != nil {
+		return resp
+	}
+
+	var id int64
+	var applied *db.Manifest
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		id, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		if err != nil {
+			return err
+		}
+
+		err = t.apply(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+
+		applied, err = db.GetManifest(ctx, tx, id, t.manifest)
+		return err
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	a.announceTemplate(r, ref.project, ref.name, id, t)
+	return response.SyncResponseLocation(applied.DeploymentManifest, api.DeploymentManifestURL(ref.project, ref.name, t.manifest))
+}

@@ -1,0 +1,469 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+func testShape(id int64, name string, alias string, maximum int) db.Shape {
+	return db.Shape{ID: id, DeploymentShape: api.DeploymentShape{
+		DeploymentShapePost: api.DeploymentShapePost{Name: name},
+		DeploymentShapePut: api.DeploymentShapePut{
+			Config:           map[string]string{},
+			InstanceTemplate: lxdapi.InstancesPost{Source: lxdapi.InstanceSource{Type: "image", Alias: alias}},
+			ScalingMaximum:   maximum,
+		},
+		ScalingCurrent: 2,
+	}}
+}
+
+func TestPlanShapes(t *testing.T) {
+	current := []db.Shape{
+		testShape(1, "web", "busybox", 3),
+		testShape(2, "db", "busybox", 1),
+		testShape(3, "old", "busybox", 1),
+		testShape(4, "debug", "busybox", 1),
+	}
+
+	web := current[0].Writable()
+	web.ScalingMaximum = 5
+	web.InstanceTemplate.Source.Alias = "debian/12"
+	web.Config = map[string]string{"user.tier": "front"}
+	web.Description = "web servers"
+	desired := map[string]api.DeploymentShapePut{
+		"web": web,
+		"db":  current[1].Writable(),
+		"api": testShape(0, "api", "busybox", 2).DeploymentShapePut,
+	}
+
+	// "debug" was never in a manifest: it is left alone; "old" was, and goes.
+	owned := map[string]bool{"web": true, "db": true, "old": true}
+	p := planShapes(current, map[int64]int{3: 2}, owned, desired, []string{"db", "web", "api"})
+
+	if len(p.create) != 1 || p.create[0].Name != "api" || p.create[0].ScalingMaximum != 2 {
+		t.Errorf("create = %+v", p.create)
+	}
+
+	if !reflect.DeepEqual(p.unchanged, []string{"db"}) || !reflect.DeepEqual(p.unmanaged, []string{"debug"}) {
+		t.Errorf("unchanged = %v, unmanaged = %v", p.unchanged, p.unmanaged)
+	}
+
+	if len(p.delete) != 1 || p.delete[0] != (shapeDeletion{id: 3, name: "old", instances: 2}) {
+		t.Errorf("delete = %+v", p.delete)
+	}
+
+	if len(p.update) != 1 || p.update[0].id != 1 || p.update[0].before.ScalingCurrent != 2 {
+		t.Fatalf("update = %+v", p.update)
+	}
+
+	want := []api.DeploymentFieldChange{
+		{Field: "description", Old: "", New: "web servers"},
+		{Field: "config.user.tier", Old: nil, New: "front"},
+		{Field: "instance_template.source.alias", Old: "busybox", New: "debian/12"},
+		{Field: "scaling_maximum", Old: 3, New: 5},
+	}
+
+	if !reflect.DeepEqual(p.update[0].changes, want) {
+		t.Errorf("changes = %#v\nwant %#v", p.update[0].changes, want)
+	}
+
+	// Without a previous manifest nothing is deleted.
+	p = planShapes(current, nil, nil, desired, []string{"db", "web", "api"})
+	if len(p.delete) != 0 || len(p.unmanaged) != 2 {
+		t.Errorf("without ownership: delete %v, unmanaged %v", p.delete, p.unmanaged)
+	}
+}
+
+func TestShapeChanges(t *testing.T) {
+	base := testShape(1, "web", "busybox", 3).DeploymentShapePut
+	tests := []struct {
+		name   string
+		change func(p *api.DeploymentShapePut)
+		want   []string
+	}{
+		{"nothing", func(p *api.DeploymentShapePut) {}, nil},
+		{"nil and empty config are alike", func(p *api.DeploymentShapePut) { p.Config = nil }, nil},
+		{"nil and empty instance config are alike", func(p *api.DeploymentShapePut) { p.InstanceTemplate.Config = map[string]string{} }, nil},
+		{"empty profile list is not the default", func(p *api.DeploymentShapePut) { p.InstanceTemplate.Profiles = []string{} }, []string{"instance_template.profiles"}},
+		{"profiles", func(p *api.DeploymentShapePut) { p.InstanceTemplate.Profiles = []string{"default", "big"} }, []string{"instance_template.profiles"}},
+		{"instance config key", func(p *api.DeploymentShapePut) {
+			p.InstanceTemplate.Config = map[string]string{"limits.cpu": "2"}
+		}, []string{"instance_template.config.limits.cpu"}},
+		{"device", func(p *api.DeploymentShapePut) {
+			p.InstanceTemplate.Devices = map[string]map[string]string{"eth0": {"type": "nic", "network": "lxdbr0"}}
+		}, []string{"instance_template.devices.eth0.network", "instance_template.devices.eth0.type"}},
+		{"bounds", func(p *api.DeploymentShapePut) { p.ScalingMinimum = 1; p.ScalingMaximum = 4 }, []string{"scaling_minimum", "scaling_maximum"}},
+	}
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			changed := base
+			changed.InstanceTemplate.Config = nil
+			tt.change(&changed)
+			var fields []string
+			for _, c := range shapeChanges(base, changed) {
+				fields = append(fields, c.Field)
+			}
+
+			if !reflect.DeepEqual(fields, tt.want) {
+				t.Errorf("changed fields = %v, want %v", fields, tt.want)
+			}
+		})
+	}
+
+	// A removed config key has no new value.
+	old := base
+	old.Config = map[string]string{"user.a": "1"}
+	changes := shapeChanges(old, base)
+	if len(changes) != 1 || changes[0].Old != "1" || changes[0].New != nil {
+		t.Errorf("removed key: %+v", changes)
+	}
+}
+
+// The test app: a Jinja template making one shape per tier.
+const appJinja = `resources:
+{% for tier in properties['tiers'] %}
+- name: {{ env['deployment'] }}-{{ tier['name'] }}
+  type: shape
+  properties:
+    description: {{ tier['name'] }} of {{ env['deployment'] }} in {{ env['project'] }}
+    instance_template:
+      source: {type: image, alias: {{ properties['image'] }}}
+    scaling_minimum: 0
+    scaling_maximum: {{ tier['max'] }}
+{% endfor %}
+`
+
+func appConfig(image string, tiers ...string) string {
+	config := "resources:\n- name: app\n  type: app.jinja\n  properties:\n    image: " + image + "\n    tiers:\n"
+	for _, tier := range tiers {
+		name, max, _ := strings.Cut(tier, ":")
+		config += "    - {name: " + name + ", max: " + max + "}\n"
+	}
+
+	return config
+}
+
+func templateBody(t *testing.T, fields map[string]any, config string) string {
+	t.Helper()
+	body := map[string]any{"template": config, "template_imports": map[string]string{"app.jinja": appJinja}}
+	for k, v := range fields {
+		body[k] = v
+	}
+
+	data, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	return string(data)
+}
+
+// shapes returns a deployment's shapes by name, from GET.
+func (a *testAPI) shapes(deployment string) map[string]any {
+	a.t.Helper()
+	d := a.expect("GET", "/1.0/deployments/"+deployment, "", 200, "")["metadata"].(map[string]any)
+	return d["deployment_shapes"].(map[string]any)
+}
+
+func keysOf(m map[string]any) []string {
+	keys := []string{}
+	for k := range m {
+		keys = append(keys, k)
+	}
+
+	sort.Strings(keys)
+	return keys
+}
+
+func TestTemplateAPI(t *testing.T) {
+	a := newTestAPI(t)
+
+	// A dry-run create says what it would make and makes nothing.
+	plan := a.expect("POST", "/1.0/deployments?dry-run=1", templateBody(t, map[string]any{"name": "shop"}, appConfig("busybox", "web:3", "db:1")), 200, "")["metadata"].(map[string]any)
+	if create := plan["create"].([]any); len(create) != 2 || create[0].(map[string]any)["name"] != "shop-web" {
+		t.Fatalf("dry-run plan: %v", plan)
+	}
+
+	if layout := plan["layout"].(map[string]any)["resources"].([]any); len(layout) != 1 || layout[0].(map[string]any)["type"] != "app.jinja" {
+		t.Fatalf("dry-run layout: %v", plan["layout"])
+	}
+
+	a.expect("GET", "/1.0/deployments/shop", "", 404, "")
+
+	// Requests that cannot work change nothing.
+	bad := []struct {
+		method, path, body string
+		status             int
+		want               string
+	}{
+		{"POST", "/1.0/deployments", templateBody(t, map[string]any{"name": "shop"}, "resources: [{name: x, type: nope.jinja}]"), 400, "nope.jinja"},
+		{"POST", "/1.0/deployments", templateBody(t, map[string]any{"name": "shop"}, "resources: [{name: x, type: Service}]"), 400, "x (Service)"},
+		{"POST", "/1.0/deployments", templateBody(t, map[string]any{"name": "shop"}, "resources: [{"), 400, "not valid YAML"},
+		{"POST", "/1.0/deployments", templateBody(t, map[string]any{"name": "1shop"}, appConfig("busybox", "web:3")), 400, "must not start"},
+		{"POST", "/1.0/deployments", templateBody(t, map[string]any{"name": "shop", "config": map[string]string{"nope": "x"}}, appConfig("busybox", "web:3")), 400, "nope"},
+		{"POST", "/1.0/deployments?dry-run=1", `{"name":"shop"}`, 400, "send the config in template"},
+		{"POST", "/1.0/deployments", `{"name":"shop","template_imports":{"a":"b"}}`, 400, "send the config in template"},
+	}
+
+	for _, tt := range bad {
+		a.expect(tt.method, tt.path, tt.body, tt.status, tt.want)
+	}
+
+	a.expect("GET", "/1.0/deployments/shop", "", 404, "")
+
+	// Create from a template.
+	a.expect("POST", "/1.0/deployments", templateBody(t, map[string]any{"name": "shop", "description": "the shop"}, appConfig("busybox", "web:3", "db:1")), 201, "")
+	shapes := a.shapes("shop")
+	if got := keysOf(shapes); !reflect.DeepEqual(got, []string{"shop-db", "shop-web"}) {
+		t.Fatalf("shapes after create: %v", got)
+	}
+
+	web := shapes["shop-web"].(map[string]any)
+	if web["description"] != "web of shop in default" || web["scaling_maximum"] != float64(3) {
+		t.Fatalf("shop-web: %v", web)
+	}
+
+	// The template fields are write only.
+	d := a.expect("GET", "/1.0/deployments/shop", "", 200, "")["metadata"].(map[string]any)
+	if _, ok := d["template"]; ok || d["description"] != "the shop" {
+		t.Fatalf("deployment: %v", d)
+	}
+
+	// A shape made through the shapes API is not the template's.
+	a.expect("POST", "/1.0/deployments/shop/shapes", `{"name":"debug","instance_template":{"source":{"type":"image","alias":"busybox"}},"scaling_maximum":1}`, 201, "")
+
+	// A dry-run PUT shows the changes and changes nothing.
+	next := appConfig("debian/12", "web:5", "api:2")
+	plan = a.expect("PUT", "/1.0/deployments/shop?dry-run=1", templateBody(t, map[string]any{"description": "changed"}, next), 200, "")["metadata"].(map[string]any)
+	if len(plan["create"].([]any)) != 1 || len(plan["update"].([]any)) != 1 || len(plan["delete"].([]any)) != 1 || plan["unmanaged"].([]any)[0] != "debug" {
+		t.Fatalf("dry-run PUT plan: %v", plan)
+	}
+
+	changes := plan["update"].([]any)[0].(map[string]any)["changes"].([]any)
+	if len(changes) != 2 || changes[0].(map[string]any)["field"] != "instance_template.source.alias" || changes[1].(map[string]any)["new"] != float64(5) {
+		t.Fatalf("changes: %v", changes)
+	}
+
+	if got := keysOf(a.shapes("shop")); !reflect.DeepEqual(got, []string{"debug", "shop-db", "shop-web"}) {
+		t.Fatalf("a dry run changed the shapes: %v", got)
+	}
+
+	// Bad configs on PUT change nothing, not even the deployment's own fields.
+	a.expect("PUT", "/1.0/deployments/shop", templateBody(t, map[string]any{"description": "changed"}, "resources: [{name: bad_name, type: shape}]"), 400, "bad_name")
+	a.expect("PATCH", "/1.0/deployments/shop", templateBody(t, nil, next), 400, "PATCH does not apply templates")
+	a.expect("PUT", "/1.0/deployments/shop?dry-run=1", `{"description":"x"}`, 400, "send the config in template")
+	a.expect("PUT", "/1.0/deployments/shop", templateBody(t, map[string]any{"config": map[string]string{"nope": "x"}}, next), 400, "nope")
+	if code, _, _ := a.do("PUT", "/1.0/deployments/shop", templateBody(t, nil, next), "If-Match", `"stale"`); code != http.StatusPreconditionFailed {
+		t.Fatalf("PUT with a stale ETag: %d", code)
+	}
+
+	d = a.expect("GET", "/1.0/deployments/shop", "", 200, "")["metadata"].(map[string]any)
+	if d["description"] != "the shop" || len(d["deployment_shapes"].(map[string]any)) != 3 {
+		t.Fatalf("refused PUTs changed the deployment: %v", d)
+	}
+
+	// Apply: web changes, api appears, db goes, debug stays.
+	a.expect("PUT", "/1.0/deployments/shop", templateBody(t, map[string]any{"description": "changed"}, next), 200, "")
+	shapes = a.shapes("shop")
+	if got := keysOf(shapes); !reflect.DeepEqual(got, []string{"debug", "shop-api", "shop-web"}) {
+		t.Fatalf("shapes after PUT: %v", got)
+	}
+
+	web = shapes["shop-web"].(map[string]any)
+	if web["scaling_maximum"] != float64(5) || web["instance_template"].(map[string]any)["source"].(map[string]any)["alias"] != "debian/12" {
+		t.Fatalf("shop-web after PUT: %v", web)
+	}
+
+	// A plain PUT leaves the shapes alone.
+	a.expect("PUT", "/1.0/deployments/shop", `{"description":"plain"}`, 200, "")
+	if got := keysOf(a.shapes("shop")); len(got) != 3 {
+		t.Fatalf("a PUT without template changed the shapes: %v", got)
+	}
+
+	// Manifests.
+	names := a.expect("GET", "/1.0/deployments/shop/manifests", "", 200, "")["metadata"].([]any)
+	if !reflect.DeepEqual(names, []any{"/1.0/deployments/shop/manifests/manifest-1", "/1.0/deployments/shop/manifests/manifest-2"}) {
+		t.Fatalf("manifests: %v", names)
+	}
+
+	manifests := a.expect("GET", "/1.0/deployments/shop/manifests?recursion=1", "", 200, "")["metadata"].([]any)
+	first := manifests[0].(map[string]any)
+	if first["cause"] != "create" || first["input_config"] != appConfig("busybox", "web:3", "db:1") || first["imports"].(map[string]any)["app.jinja"] != appJinja {
+		t.Fatalf("manifest-1: %v", first)
+	}
+
+	m := a.expect("GET", "/1.0/deployments/shop/manifests/manifest-2", "", 200, "")["metadata"].(map[string]any)
+	if m["cause"] != "update" || len(m["expanded_config"].(map[string]any)["resources"].([]any)) != 2 {
+		t.Fatalf("manifest-2: %v", m)
+	}
+
+	a.expect("GET", "/1.0/deployments/shop/manifests/manifest-9", "", 404, "manifest-9")
+	a.expect("GET", "/1.0/deployments/nope/manifests", "", 404, "")
+
+	// Types.
+	types := a.expect("GET", "/1.0/types?recursion=1", "", 200, "")["metadata"].([]any)
+	if len(types) != 2 || types[0].(map[string]any)["name"] != "app.jinja" || types[0].(map[string]any)["template"] != true || types[1].(map[string]any)["instances"] != float64(2) {
+		t.Fatalf("types: %v", types)
+	}
+
+	urls := a.expect("GET", "/1.0/types", "", 200, "")["metadata"].([]any)
+	if !reflect.DeepEqual(urls, []any{"/1.0/types/app.jinja", "/1.0/types/shape"}) {
+		t.Fatalf("type URLs: %v", urls)
+	}
+
+	a.expect("GET", "/1.0/types/app.jinja", "", 200, "")
+	a.expect("GET", "/1.0/types/nope.jinja", "", 404, "nope.jinja")
+	instances := a.expect("GET", "/1.0/types/shape/instances", "", 200, "")["metadata"].([]any)
+	if len(instances) != 2 {
+		t.Fatalf("shape instances: %v", instances)
+	}
+
+	want := map[string]any{"name": "shop-api", "type": "shape", "deployment": "shop", "manifest": "manifest-2", "path": "$.resources[0].resources[1]"}
+	if !reflect.DeepEqual(instances[1], want) {
+		t.Fatalf("shape instance: %v, want %v", instances[1], want)
+	}
+
+	all := a.expect("GET", "/1.0/types/all/instances", "", 200, "")["metadata"].([]any)
+	if len(all) != 3 || all[0].(map[string]any)["path"] != "$.resources[0]" {
+		t.Fatalf("all instances: %v", all)
+	}
+
+	if other := a.expect("GET", "/1.0/types?project=p2", "", 200, "")["metadata"].([]any); len(other) != 0 {
+		t.Fatalf("types of another project: %v", other)
+	}
+
+	// Rollback: a dry run first, then the real one; the cause names the old manifest.
+	plan = a.expect("POST", "/1.0/deployments/shop/manifests/manifest-1/rollback?dry-run=1", "", 200, "")["metadata"].(map[string]any)
+	if len(plan["create"].([]any)) != 1 || len(plan["delete"].([]any)) != 1 {
+		t.Fatalf("rollback plan: %v", plan)
+	}
+
+	rolled := a.expect("POST", "/1.0/deployments/shop/manifests/manifest-1/rollback", "", 201, "")["metadata"].(map[string]any)
+	if rolled["name"] != "manifest-3" || rolled["cause"] != "rollback of manifest-1" {
+		t.Fatalf("rollback: %v", rolled)
+	}
+
+	shapes = a.shapes("shop")
+	if got := keysOf(shapes); !reflect.DeepEqual(got, []string{"debug", "shop-db", "shop-web"}) {
+		t.Fatalf("shapes after rollback: %v", got)
+	}
+
+	if shapes["shop-web"].(map[string]any)["scaling_maximum"] != float64(3) {
+		t.Fatalf("shop-web after rollback: %v", shapes["shop-web"])
+	}
+
+	a.expect("POST", "/1.0/deployments/shop/manifests/manifest-7/rollback", "", 404, "")
+
+	// Types with slashes and colons are reached escaped.
+	ref := "github.com/acme/templates/web:v1"
+	imports := map[string]string{ref + "/web.jinja": "resources: [{name: w, type: shape, properties: {instance_template: {source: {type: image, alias: busybox}}}}]"}
+	body, _ := json.Marshal(map[string]any{"name": "remote", "template": "resources: [{name: r, type: '" + ref + "'}]", "template_imports": imports})
+	a.expect("POST", "/1.0/deployments", string(body), 201, "")
+	a.expect("GET", "/1.0/types/"+ref+"/instances", "", 404, "no such API endpoint")
+	got := a.expect("GET", "/1.0/types/"+url.PathEscape(ref)+"/instances", "", 200, "")["metadata"].([]any)
+	if len(got) != 1 || got[0].(map[string]any)["deployment"] != "remote" {
+		t.Fatalf("instances of %s: %v", ref, got)
+	}
+
+	// Without the embedded files the daemon does not fetch.
+	body, _ = json.Marshal(map[string]any{"name": "remote2", "template": "resources: [{name: r, type: '" + ref + "'}]"})
+	a.expect("POST", "/1.0/deployments", string(body), 400, "nothing may fetch it here")
+
+	// Manifests go with their deployment.
+	a.expect("DELETE", "/1.0/deployments/shop", "", 200, "")
+	if types := a.expect("GET", "/1.0/types", "", 200, "")["metadata"].([]any); len(types) != 2 {
+		t.Fatalf("types after delete: %v", types)
+	}
+}
+
+// TestApplyRefusesShapesWithInstances checks the transaction: a shape the config drops
+// that still has instances is a 409, and nothing of the config is applied.
+func TestApplyRefusesShapesWithInstances(t *testing.T) {
+	ctx := context.Background()
+	cluster, err := db.Open(ctx, t.TempDir(), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(func() { _ = cluster.Close(ctx) })
+	imports := map[string]string{"app.jinja": appJinja}
+	first, err := expandTemplate(ctx, "default", "shop", appConfig("busybox", "web:3", "db:1"), imports, causeCreate)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var id int64
+	err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		id, err = db.CreateDeployment(ctx, tx, "default", api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "shop"}})
+		if err != nil {
+			return err
+		}
+
+		err = first.apply(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+
+		shapeID, err := db.GetShapeID(ctx, tx, id, "shop-db")
+		if err != nil {
+			return err
+		}
+
+		_, err = tx.ExecContext(ctx, "INSERT INTO deployments_shapes_instances (deployment_shape_id, name, state, created_at) VALUES (?, 'db1', 'running', CURRENT_TIMESTAMP)", shapeID)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	second, err := expandTemplate(ctx, "default", "shop", appConfig("busybox", "web:4"), imports, causeUpdate)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		p, err := second.plan(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+
+		if len(p.delete) != 1 || p.delete[0].instances != 1 || len(p.update) != 1 {
+			t.Errorf("plan: %+v", p)
+		}
+
+		return second.apply(ctx, tx, id)
+	})
+	if code, _ := lxdapi.StatusErrorMatch(err); code != http.StatusConflict || !strings.Contains(err.Error(), "force") {
+		t.Fatalf("applying over a shape with instances: %v", err)
+	}
+
+	err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		shapes, err := db.GetShapes(ctx, tx, db.ShapeFilter{DeploymentID: id})
+		if err != nil {
+			return err
+		}
+
+		names, err := db.GetManifestNames(ctx, tx, id)
+		if len(shapes) != 2 || shapes[1].ScalingMaximum != 3 || len(names) != 1 || shapes[0].ScalingCurrent != 1 {
+			t.Errorf("a refused apply changed something: %+v, manifests %v", shapes, names)
+		}
+
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

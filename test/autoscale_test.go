@@ -1,0 +1,145 @@
+package test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// TestReferenceGovernorAutoscales runs `lxd-deploy governor run` against a daemon on the
+// private LXD: an admin scale request takes shape web from 1 to 3 real containers; CPU load
+// started inside them scales it up to its maximum; stopping the load brings it back to its
+// minimum after the stabilization window.
+func TestReferenceGovernorAutoscales(t *testing.T) {
+	env := newGovernorEnv(t, 1, 4)
+	dir := t.TempDir()
+
+	// The governor's identity: a deployments certificate with an admin key.
+	id := newIdentity(t)
+	trustIdentity(t, env.admin, id, "autoscaler", "deployments")
+	must(t, env.admin.CreateDeploymentKey("dep1", api.DeploymentKeysPost{DeploymentKeyPost: api.DeploymentKeyPost{Name: "autoscaler"}, DeploymentKeyPut: api.DeploymentKeyPut{Role: "admin"}, CertificateFingerprint: id.Fingerprint}))
+	files := map[string]string{"gov.crt": id.CertPEM, "gov.key": id.KeyPEM, "server.crt": env.d.ServerCert, "policy.yaml": `shapes:
+  web:
+    cpu_target: 0.25
+    scale_up_cooldown: 2s
+    scale_down_cooldown: 2s
+    scale_down_stabilization: 6s
+`}
+	for name, content := range files {
+		must(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
+	}
+
+	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	d, etag, err := env.admin.GetDeployment("dep1")
+	must(t, err)
+	d.GovernorWebhookURL = "http://" + listen + "/hook"
+	d.Config = map[string]string{"webhook.metrics_interval": "0", "webhook.retry_initial_delay": "200ms"}
+	must(t, env.admin.UpdateDeployment("dep1", d.DeploymentPut, etag))
+	secret, err := env.admin.GetWebhookSecret("dep1", false)
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(dir, "secret"), []byte(secret), 0o600))
+
+	log := filepath.Join(dir, "governor.log")
+	logFile, err := os.Create(log)
+	must(t, err)
+	governor := exec.Command(cliBinary, "governor", "run", "--listen", listen, "--deployment", "dep1",
+		"--secret-file", filepath.Join(dir, "secret"), "--remote", "https://"+env.d.HTTPSAddress,
+		"--cert", filepath.Join(dir, "gov.crt"), "--key", filepath.Join(dir, "gov.key"), "--server-cert", filepath.Join(dir, "server.crt"),
+		"--policy", filepath.Join(dir, "policy.yaml"))
+	governor.Env = append(os.Environ(), "LXD_DEPLOY_CONF="+dir)
+	governor.Stdout, governor.Stderr = logFile, logFile
+	governor.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	must(t, governor.Start())
+	t.Cleanup(func() {
+		_ = governor.Process.Signal(syscall.SIGTERM)
+		_ = governor.Wait()
+		if t.Failed() {
+			data, _ := os.ReadFile(log)
+			t.Logf("governor log:\n%s", data)
+		}
+	})
+
+	running := func() []string {
+		instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
+		must(t, err)
+		names := []string{}
+		for _, instance := range instances {
+			if instance.Status == "Running" && instance.State == "created" {
+				names = append(names, instance.Name)
+			}
+		}
+
+		return names
+	}
+
+	waitSize := func(what string, size int, timeout time.Duration) []string {
+		t.Helper()
+		deadline := time.Now().Add(timeout)
+		for {
+			names := running()
+			if len(names) == size {
+				return names
+			}
+
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: shape web has %d running instances, want %d", what, len(names), size)
+			}
+
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+
+	// One instance to start with, as the minimum wants.
+	env.launch(t, env.admin, env.name("seed"))
+
+	// An admin asks for 3; the governor makes it so.
+	_, err = env.admin.RequestShapeScale("dep1", "web", api.DeploymentShapeScaleRequest{Target: 3, Reason: "test"})
+	must(t, err)
+	names := waitSize("after the scale request", 3, 60*time.Second)
+
+	// CPU load in every instance: the governor scales up toward the maximum.
+	for _, name := range names {
+		env.pushFile(t, name, "/load.sh", []byte("echo $$ > /load.pid\nwhile :; do :; done\n"), 0o755)
+
+		// The exec runs as long as the loop does; it is not waited for.
+		_, err := env.lxdConn.ExecInstance(name, lxdapi.InstanceExecPost{Command: []string{"/bin/sh", "/load.sh"}}, nil)
+		must(t, err)
+	}
+
+	d, etag, err = env.admin.GetDeployment("dep1")
+	must(t, err)
+	d.Config["webhook.metrics_interval"] = "1s"
+	must(t, env.admin.UpdateDeployment("dep1", d.DeploymentPut, etag))
+	waitSize("under CPU load", 4, 90*time.Second)
+
+	// Without load the shape goes back to its minimum once the stabilization window passes.
+	for _, name := range names {
+		// The governor may have replaced some of the loaded instances meanwhile.
+		if _, _, err := env.lxdConn.GetInstance(name); err == nil {
+			_, _, _ = env.exec(t, name, "/bin/sh", "-c", "kill $(cat /load.pid); true")
+		}
+	}
+
+	start := time.Now()
+	waitSize("after the load stopped", 1, 120*time.Second)
+	if elapsed := time.Since(start); elapsed < 5*time.Second {
+		t.Fatalf("scaled down after %v, before the 6s stabilization window", elapsed)
+	}
+
+	data, _ := os.ReadFile(log)
+	for _, want := range []string{"scale-request", "cpu"} {
+		if !strings.Contains(string(data), want) {
+			t.Fatalf("the governor's log does not explain its decisions (%q missing):\n%s", want, data)
+		}
+	}
+
+}
