@@ -164,7 +164,7 @@ func TestWebhookDeliveries(t *testing.T) {
 	must(t, err)
 	d.Config["webhook.metrics_interval"] = "1s"
 	must(t, env.admin.UpdateDeployment("dep1", d.DeploymentPut, etag))
-	hook.waitFor("metrics with a CPU rate", 20*time.Second, func(e api.WebhookEvent) bool {
+	hook.waitFor("metrics with a CPU rate", 60*time.Second, func(e api.WebhookEvent) bool {
 		var m api.WebhookMetricsMetadata
 		if e.Type != "metrics" || json.Unmarshal(e.Metadata, &m) != nil {
 			return false

@@ -79,9 +79,10 @@ type Collector struct {
 	dispatcher *Dispatcher
 	logger     *slog.Logger
 
-	mu       sync.Mutex
-	lastSent map[int64]time.Time
-	previous map[string]timedSample
+	mu          sync.Mutex
+	lastSent    map[int64]time.Time
+	previous    map[string]timedSample
+	refreshedAt time.Time
 }
 
 // timedSample is the last distinct CPU reading of an instance. LXD caches /1.0/metrics for
@@ -181,11 +182,16 @@ func (c *Collector) collect(ctx context.Context, now time.Time) error {
 	return nil
 }
 
+// lxdMetricsCache is the longest LXD caches /1.0/metrics (8s in 5.0, 15s in some
+// releases): readings older than that are fresh even if they did not move.
+const lxdMetricsCache = 15 * time.Second
+
 // updateRates records the new readings; the caller holds c.mu. LXD refreshes every
-// instance's reading at once, so a round where no reading moved is LXD's cache speaking and
-// is skipped, while in a round where some moved, an unmoved one is an idle instance.
+// instance's reading at once, so a round where no reading moved (within the cache time) is
+// LXD's cache speaking and is skipped, while in a round where some moved, or after the cache
+// time, an unmoved one is an idle instance.
 func (c *Collector) updateRates(samples map[string]Sample, now time.Time) {
-	refreshed := false
+	refreshed := now.Sub(c.refreshedAt) >= lxdMetricsCache
 	for key, sample := range samples {
 		previous, seen := c.previous[key]
 		if !seen || previous.CPUSeconds != sample.CPUSeconds {
@@ -198,6 +204,7 @@ func (c *Collector) updateRates(samples map[string]Sample, now time.Time) {
 		return
 	}
 
+	c.refreshedAt = now
 	for key, sample := range samples {
 		next := timedSample{Sample: sample, at: now}
 		previous, seen := c.previous[key]

@@ -92,9 +92,14 @@ func TestRatesSurviveLXDMetricsCache(t *testing.T) {
 		t.Fatal("the last rate is carried while the reading is cached")
 	}
 
+	// Past LXD's cache time, an unmoved reading is an idle instance.
+	if idle := read(14, 8*time.Second+lxdMetricsCache); idle == nil || *idle != 0 {
+		t.Fatalf("idle after the cache time: %v", idle)
+	}
+
 	// When LXD refreshes, an instance whose reading did not move is idle: rate 0.
-	c.updateRates(map[string]Sample{"default/m1": {CPUSeconds: 14}, "default/busy": {CPUSeconds: 1}}, start.Add(16*time.Second))
-	c.updateRates(map[string]Sample{"default/m1": {CPUSeconds: 14}, "default/busy": {CPUSeconds: 9}}, start.Add(24*time.Second))
+	c.updateRates(map[string]Sample{"default/m1": {CPUSeconds: 14}, "default/busy": {CPUSeconds: 1}}, start.Add(30*time.Second))
+	c.updateRates(map[string]Sample{"default/m1": {CPUSeconds: 14}, "default/busy": {CPUSeconds: 9}}, start.Add(38*time.Second))
 	if idle := c.previous["default/m1"].rate; idle == nil || *idle != 0 {
 		t.Fatalf("idle instance: %v", idle)
 	}
