@@ -30,6 +30,13 @@ func managementRoutes(victim string, gov string) []route {
 		{method: "GET", path: "/1.0/deployments", body: nil},
 		{method: "POST", path: "/1.0/deployments", body: map[string]string{"name": "newdep"}},
 		{method: "GET", path: "/1.0/deployments/dep1", governor: true},
+		{method: "POST", path: "/1.0/deployments/dep1/shapes/web/scale-request", body: map[string]any{"target": 1}},
+		{method: "POST", path: "/1.0/deployments/dep1/webhook/ping", body: nil},
+		{method: "GET", path: "/1.0/deployments/dep1/webhook/deliveries", body: nil},
+		{method: "GET", path: "/1.0/deployments/dep1/webhook/secret", body: nil},
+		{method: "POST", path: "/1.0/deployments/dep1/webhook/secret", body: nil},
+		{method: "GET", path: "/1.0/deployments/dep1/manifests", body: nil},
+		{method: "GET", path: "/1.0/types", body: nil},
 		{method: "PUT", path: "/1.0/deployments/dep1", body: map[string]string{"description": "x"}},
 		{method: "PATCH", path: "/1.0/deployments/dep1", body: map[string]string{"description": "x"}},
 		{method: "POST", path: "/1.0/deployments/other", body: map[string]string{"name": "renamed"}},
@@ -71,7 +78,8 @@ func TestAuthorizationMatrixOverHTTPS(t *testing.T) {
 		}
 
 		for _, name := range []string{"dep1", "other"} {
-			must(t, unix.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: name}}))
+			// A webhook nobody listens on: enough for the webhook routes to accept requests.
+			must(t, unix.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: name}, DeploymentPut: api.DeploymentPut{GovernorWebhookURL: "http://127.0.0.1:9/hook"}}))
 		}
 
 		must(t, unix.CreateDeploymentShape("dep1", webShape("web", 0, 3)))
