@@ -7,6 +7,7 @@ export CGO_ENABLED ?= 1
 RUN_DIR := $(CURDIR)/.run
 BUILD_DEPS := libdqlite-dev libraft-dev pkg-config gcc
 TEST_DEPS := $(BUILD_DEPS) lxd busybox-static
+BENCH_DEPS := $(TEST_DEPS) python3-jinja2 python3-yaml
 
 .PHONY: help
 help: ## list the targets
@@ -37,7 +38,10 @@ test: deps-test ## go vet, then every test: unit and end-to-end against a privat
 
 .PHONY: bench
 bench: deps-test ## print performance figures: database, template expansion, launches on a private LXD
+	@./.ci/apt-install $(BENCH_DEPS)
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./db/
+	$(GO) test -run '^$$' -bench 'Expand10kShapes$$|Shapes10k' -benchtime 10x ./shared/templates/
+	$(GO) test -run '^$$' -bench 'PythonJinja2' -benchtime 1x -timeout 30m ./shared/templates/
 	LXDTEST_REQUIRE=1 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/
 
 .PHONY: check-static
