@@ -18,9 +18,10 @@ func (a *app) keyTokenCommand() *cobra.Command {
 		Use:   "token [<remote>:]<deployment> <key> --cert <file> --key <file>",
 		Short: "Print a governor token signed with a deployment key's key pair",
 		Long: `Print a governor token (JWT) for the deployment, signed with the private key of the
-certificate the key binds. It is valid for two minutes and for one request: governors
-inside instances send a fresh one with every request (Authorization: Bearer <token>).
-The key is checked against the daemon first, so a wrong certificate is caught here.`,
+certificate the key binds, for scripts and tests of the in-instance governor transports.
+It is valid for two minutes and for one request: governors send a fresh one with every
+request (Authorization: Bearer <token>). The admin running this command reads the key
+from the daemon first, so a wrong certificate is caught here.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := a.keyTarget(args[0], args[1])

@@ -131,6 +131,35 @@ func (c *Cluster) Address() string {
 	return c.app.Address()
 }
 
+// Members returns how many nodes the dqlite cluster has.
+func (c *Cluster) Members(ctx context.Context) (int, error) {
+	cli, err := c.app.Client(ctx)
+	if err != nil {
+		return 0, err
+	}
+
+	defer func() { _ = cli.Close() }()
+	nodes, err := cli.Cluster(ctx)
+	return len(nodes), err
+}
+
+// IsLeader reports whether this node is the dqlite leader. Work that one daemon of a cluster
+// should do (metrics rounds) runs on the leader.
+func (c *Cluster) IsLeader(ctx context.Context) (bool, error) {
+	cli, err := c.app.Client(ctx)
+	if err != nil {
+		return false, err
+	}
+
+	defer func() { _ = cli.Close() }()
+	leader, err := cli.Leader(ctx)
+	if err != nil || leader == nil {
+		return false, err
+	}
+
+	return leader.Address == c.app.Address(), nil
+}
+
 // Close hands leadership over to another member if there is one, then stops the node.
 func (c *Cluster) Close(ctx context.Context) error {
 	handoverCtx, cancel := context.WithTimeout(ctx, 10*time.Second)

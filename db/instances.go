@@ -39,6 +39,9 @@ type Instance struct {
 	State        string
 	TemplateHash string
 	CreatedAt    time.Time
+
+	// GovernorSocket is true when the instance was made with a governor socket.
+	GovernorSocket bool
 }
 
 // InstanceFilter selects instance rows; zero fields match everything.
@@ -74,7 +77,7 @@ func GetInstances(ctx context.Context, tx *sql.Tx, filter InstanceFilter) ([]Ins
 	}
 
 	query := `
-SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, i.name, i.state, i.template_hash, i.created_at
+SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, i.name, i.state, i.template_hash, i.created_at, i.governor_socket
   FROM deployments_shapes_instances i
   JOIN deployments_shapes s ON s.id = i.deployment_shape_id
   JOIN deployments d ON d.id = s.deployment_id`
@@ -92,7 +95,7 @@ SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, 
 	instances := []Instance{}
 	for rows.Next() {
 		var i Instance
-		err = rows.Scan(&i.ID, &i.ShapeID, &i.DeploymentID, &i.Project, &i.Deployment, &i.Shape, &i.Name, &i.State, &i.TemplateHash, &i.CreatedAt)
+		err = rows.Scan(&i.ID, &i.ShapeID, &i.DeploymentID, &i.Project, &i.Deployment, &i.Shape, &i.Name, &i.State, &i.TemplateHash, &i.CreatedAt, &i.GovernorSocket)
 		if err != nil {
 			return nil, fmt.Errorf("read instances: %w", err)
 		}
@@ -142,6 +145,16 @@ SELECT d.name || '/' || s.name
 	}
 
 	return result.LastInsertId()
+}
+
+// SetInstanceGovernorSocket records that an instance gets a governor socket.
+func SetInstanceGovernorSocket(ctx context.Context, tx *sql.Tx, id int64) error {
+	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET governor_socket = 1 WHERE id = ?", id)
+	if err != nil {
+		return fmt.Errorf("record governor socket: %w", err)
+	}
+
+	return nil
 }
 
 // SetInstanceState records an instance's state.

@@ -17,6 +17,7 @@ var updates = map[int]update{
 	2: updateFromV1,
 	3: updateFromV2,
 	4: updateFromV3,
+	5: updateFromV4,
 }
 
 // SchemaVersion is the version a fully updated database has.
@@ -225,6 +226,17 @@ CREATE TABLE deployments_manifests (
     UNIQUE (deployment_id, name),
     FOREIGN KEY (deployment_id) REFERENCES deployments (id) ON DELETE CASCADE
 );
+`)
+	return err
+}
+
+// updateFromV4 records which instances were made with a governor socket, so that their
+// sockets come back after a restart whatever the shape's governor.socket says by then.
+func updateFromV4(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `
+ALTER TABLE deployments_shapes_instances ADD COLUMN governor_socket INTEGER NOT NULL DEFAULT 0;
+UPDATE deployments_shapes_instances SET governor_socket = 1
+ WHERE deployment_shape_id IN (SELECT deployment_shape_id FROM deployments_shapes_config WHERE key = 'governor.socket' AND value = 'true');
 `)
 	return err
 }

@@ -266,7 +266,11 @@ func (a instancesAPI) launch(r *http.Request, ref instanceRef) (*operations.Oper
 		}
 
 		rowID, err = db.CreateInstance(ctx, tx, ref.project, shape.ID, ref.instance, backend.TemplateHash(shape.InstanceTemplate), time.Now())
-		return err
+		if err != nil || shape.Config[configGovernorSocket] != "true" {
+			return err
+		}
+
+		return db.SetInstanceGovernorSocket(ctx, tx, rowID)
 	})
 	if err != nil {
 		return nil, err

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"os"
+	"time"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 
@@ -15,12 +17,12 @@ import (
 
 // serverAPI serves / and /1.0.
 type serverAPI struct {
-	lxd               *backend.LXD
-	certificatePEM    string
-	fingerprint       string
-	addresses         func() []string
-	databaseAddress   string
-	databaseClustered bool
+	lxd             *backend.LXD
+	certificatePEM  string
+	fingerprint     string
+	addresses       func() []string
+	databaseAddress string
+	members         func(ctx context.Context) (int, error)
 }
 
 func (a serverAPI) root(r *http.Request) response.Response {
@@ -28,12 +30,12 @@ func (a serverAPI) root(r *http.Request) response.Response {
 }
 
 func (a serverAPI) get(r *http.Request) response.Response {
-	return response.SyncResponse(a.server(auth.CallerFromContext(r.Context())))
+	return response.SyncResponse(a.server(r.Context(), auth.CallerFromContext(r.Context())))
 }
 
 // server describes this daemon to the caller; only admins learn the details (addresses,
 // pid, sockets), which governors have no use for.
-func (a serverAPI) server(caller *auth.Caller) api.Server {
+func (a serverAPI) server(ctx context.Context, caller *auth.Caller) api.Server {
 	srv := api.Server{
 		ServerUntrusted: lxdapi.ServerUntrusted{
 			APIExtensions: api.APIExtensions,
@@ -61,6 +63,14 @@ func (a serverAPI) server(caller *auth.Caller) api.Server {
 		lxdStatus = "unavailable"
 	}
 
+	// Asked of dqlite each time: a member restarted without cluster flags is still one.
+	members := 1
+	if a.members != nil {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		members, _ = a.members(ctx)
+	}
+
 	srv.Environment = &api.ServerEnvironment{
 		Addresses:              a.addresses(),
 		Certificate:            a.certificatePEM,
@@ -69,7 +79,7 @@ func (a serverAPI) server(caller *auth.Caller) api.Server {
 		ServerName:             hostname,
 		ServerVersion:          version.Version,
 		ServerPid:              os.Getpid(),
-		ServerClustered:        a.databaseClustered,
+		ServerClustered:        members > 1,
 		DatabaseAddress:        a.databaseAddress,
 		LXDSocket:              a.lxd.Socket(),
 		LXDStatus:              lxdStatus,

@@ -90,6 +90,16 @@ func (a shapesAPI) create(r *http.Request) response.Response {
 
 	url := api.DeploymentShapeURL(ref.project, ref.name, req.Name)
 	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleShapeCreated, url)
+	if req.ScalingMinimum > 0 {
+		// A new shape starts below its minimum: the governor is asked to fill it.
+		a.lifecycle.notify(r.Context(), deploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
+			Shape:       req.Name,
+			Target:      req.ScalingMinimum,
+			Reason:      fmt.Sprintf("new shape: scaling_minimum is %d", req.ScalingMinimum),
+			RequestedBy: "lxd-deployd",
+		})
+	}
+
 	return response.SyncResponseLocation(nil, url)
 }
 

@@ -84,7 +84,7 @@ func (a webhooksAPI) scaleRequest(r *http.Request) response.Response {
 	}
 
 	a.dispatcher.Poke()
-	return response.SyncResponseLocation(map[string]string{"id": id}, api.DeploymentURL(ref.project, ref.name)+"/webhook/deliveries/"+id)
+	return response.SyncResponseLocation(map[string]string{"id": id}, api.DeploymentWebhookDeliveryURL(ref.project, ref.name, id))
 }
 
 // ping queues a ping event, to check the webhook end to end.

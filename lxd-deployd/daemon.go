@@ -165,12 +165,12 @@ func (d *daemon) apis() apis {
 	access := access{db: d.db}
 	return apis{
 		server: serverAPI{
-			lxd:               d.lxd,
-			certificatePEM:    string(d.cert.PublicKey()),
-			fingerprint:       d.cert.Fingerprint(),
-			addresses:         d.addresses,
-			databaseAddress:   d.db.Address(),
-			databaseClustered: len(d.config.clusterJoin) > 0 || d.config.clusterAddress != "",
+			lxd:             d.lxd,
+			certificatePEM:  string(d.cert.PublicKey()),
+			fingerprint:     d.cert.Fingerprint(),
+			addresses:       d.addresses,
+			databaseAddress: d.db.Address(),
+			members:         d.db.Members,
 		},
 		certificates: certificatesAPI{db: d.db, serverFingerprint: d.cert.Fingerprint(), addresses: d.addresses},
 		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, reconciler: d.reconciler},

@@ -60,36 +60,24 @@ func withGovernorSocket(req *lxdapi.InstancesPost, hostPath string) {
 	req.Devices = devices
 }
 
-// restoreGovernorSockets re-creates, at start, the sockets of instances whose shape has a
-// governor socket.
+// restoreGovernorSockets re-creates, at start, the sockets of the instances that were made
+// with one (their proxy device is in LXD whatever the shape says now).
 func restoreGovernorSockets(ctx context.Context, cluster *db.Cluster, sockets governorSockets) error {
 	var rows []db.Instance
 	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		shapes, err := db.GetShapes(ctx, tx, db.ShapeFilter{})
-		if err != nil {
-			return err
-		}
-
-		for _, shape := range shapes {
-			if shape.Config[configGovernorSocket] != "true" {
-				continue
-			}
-
-			instances, err := db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: shape.ID})
-			if err != nil {
-				return err
-			}
-
-			rows = append(rows, instances...)
-		}
-
-		return nil
+		var err error
+		rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
+		return err
 	})
 	if err != nil {
 		return err
 	}
 
 	for _, row := range rows {
+		if !row.GovernorSocket {
+			continue
+		}
+
 		_, err = sockets.AddInstance(row.Project, row.Name)
 		if err != nil {
 			return err

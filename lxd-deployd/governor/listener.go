@@ -27,6 +27,9 @@ type Conn struct {
 	CID uint32
 }
 
+// maxSocketPath is the longest path a unix socket may have (sun_path, less the NUL).
+const maxSocketPath = 107
+
 // Listener merges the per-instance sockets and the vsock listener into one net.Listener,
 // so that a single http.Server serves them all.
 type Listener struct {
@@ -64,6 +67,10 @@ func (l *Listener) SocketPath(project string, instance string) string {
 // behalf.
 func (l *Listener) AddInstance(project string, instance string) (string, error) {
 	path := l.SocketPath(project, instance)
+	if len(path) > maxSocketPath {
+		return "", fmt.Errorf("governor socket path %s is longer than the %d bytes a unix socket allows: use a shorter --data-dir, project or instance name", path, maxSocketPath)
+	}
+
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.subs[path] != nil {

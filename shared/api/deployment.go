@@ -21,7 +21,7 @@ type DeploymentPut struct {
 	// Example: My new app and its required services
 	Description string `json:"description" yaml:"description"`
 
-	// Deployment configuration map: user.* keys (see doc/api.md)
+	// Deployment configuration map: user.* and webhook.* keys (see doc/api.md)
 	// Example: {"user.mykey": "foo"}
 	Config map[string]string `json:"config" yaml:"config"`
 

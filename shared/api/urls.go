@@ -42,6 +42,11 @@ func DeploymentShapeInstanceURL(project string, deployment string, shape string,
 	return path(project, "deployments", deployment, "shapes", shape, "instances", instance)
 }
 
+// DeploymentWebhookDeliveryURL returns the URL of a webhook delivery.
+func DeploymentWebhookDeliveryURL(project string, deployment string, id string) string {
+	return path(project, "deployments", deployment, "webhook", "deliveries", id)
+}
+
 // InstanceURL returns the URL of an instance in LXD's own API.
 func InstanceURL(project string, instance string) string {
 	return path(project, "instances", instance)

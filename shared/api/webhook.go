@@ -61,15 +61,17 @@ type WebhookScaleRequestMetadata struct {
 	// Example: expected traffic peak
 	Reason string `json:"reason" yaml:"reason"`
 
-	// Who asked: an admin's certificate name, "unix", or "lxd-deployd" for the platform
-	// itself (bounds change, instance missing)
+	// Who asked: "unix", "client:<certificate name>(<fingerprint prefix>)" for an admin
+	// over HTTPS, or "lxd-deployd" for the platform itself (new shape, bounds change,
+	// instance missing)
 	// Example: unix
 	RequestedBy string `json:"requested_by" yaml:"requested_by"`
 }
 
 // WebhookMetricsMetadata carries resource usage per shape and instance.
 type WebhookMetricsMetadata struct {
-	// Seconds the CPU rates are averaged over (since the previous metrics event)
+	// The deployment's metrics interval in seconds (CPU rates span the last two distinct
+	// readings of LXD's metrics, which LXD caches for several seconds)
 	// Example: 60
 	IntervalSeconds float64 `json:"interval_seconds" yaml:"interval_seconds"`
 

@@ -316,23 +316,19 @@ const (
 	instanceMissing  = "missing"
 )
 
-// ScaleDownOrder returns the names of up to n instances to delete, in order: missing ones
-// first (LXD has nothing behind them, they serve nothing), then the newest first by
-// created_at. Instances already being deleted are left out: they no longer count.
+// ScaleDownOrder returns the names of up to n instances to delete, newest first by
+// created_at. Instances being deleted or missing from LXD are left out: neither counts in
+// scaling_current, so deleting them would not shrink the shape.
 func ScaleDownOrder(instances []api.DeploymentInstance, n int) []string {
 	candidates := make([]api.DeploymentInstance, 0, len(instances))
 	for _, instance := range instances {
-		if instance.State != instanceDeleting {
+		if instance.State != instanceDeleting && instance.State != instanceMissing {
 			candidates = append(candidates, instance)
 		}
 	}
 
 	sort.SliceStable(candidates, func(i, j int) bool {
 		a, b := candidates[i], candidates[j]
-		if (a.State == instanceMissing) != (b.State == instanceMissing) {
-			return a.State == instanceMissing
-		}
-
 		if !a.CreatedAt.Equal(b.CreatedAt) {
 			return a.CreatedAt.After(b.CreatedAt)
 		}

@@ -277,9 +277,11 @@ func TestScaleDownOrder(t *testing.T) {
 		want []string
 	}{
 		{0, []string{}},
-		{1, []string{"web-gone"}},
-		{3, []string{"web-gone", "web-new", "web-twin-b"}},
-		{10, []string{"web-gone", "web-new", "web-twin-b", "web-twin-a", "web-mid", "web-old"}},
+		// Missing and deleting instances do not count in scaling_current: deleting them
+		// would not shrink the shape, so they are never picked.
+		{1, []string{"web-new"}},
+		{3, []string{"web-new", "web-twin-b", "web-twin-a"}},
+		{10, []string{"web-new", "web-twin-b", "web-twin-a", "web-mid", "web-old"}},
 		{-1, []string{}},
 	}
 

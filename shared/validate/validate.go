@@ -198,6 +198,10 @@ func Shape(put api.DeploymentShapePut) error {
 		return err
 	}
 
+	if put.Config["governor.socket"] == "true" && put.InstanceTemplate.Type == lxdapi.InstanceTypeVM {
+		return fmt.Errorf("governor.socket is for containers (LXD proxies a unix socket into them): governors in VMs use vsock")
+	}
+
 	return InstanceTemplate(put.InstanceTemplate)
 }
 

@@ -122,3 +122,15 @@ func TestConfigValues(t *testing.T) {
 		t.Error("governor.socket must be a boolean")
 	}
 }
+
+func TestGovernorSocketIsForContainers(t *testing.T) {
+	put := api.DeploymentShapePut{Config: map[string]string{"governor.socket": "true"}, InstanceTemplate: lxdapi.InstancesPost{Type: "virtual-machine"}}
+	if err := Shape(put); err == nil || !strings.Contains(err.Error(), "vsock") {
+		t.Fatalf("a VM shape with governor.socket: %v", err)
+	}
+
+	put.InstanceTemplate.Type = "container"
+	if err := Shape(put); err != nil {
+		t.Fatal(err)
+	}
+}
