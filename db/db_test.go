@@ -335,3 +335,45 @@ func TestWebhookQueue(t *testing.T) {
 		return RedeliverDelivery(ctx, tx, due[0].ID, now)
 	})
 }
+
+func TestInstanceStateIsCompareAndSet(t *testing.T) {
+	c := newTestCluster(t)
+	var id int64
+	tx(t, c, func(ctx context.Context, tx *sql.Tx) error {
+		deploymentID, err := CreateDeployment(ctx, tx, "default", api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}})
+		if err != nil {
+			return err
+		}
+
+		shapeID, err := CreateShape(ctx, tx, deploymentID, api.DeploymentShapesPost{DeploymentShapePost: api.DeploymentShapePost{Name: "web"}, DeploymentShapePut: api.DeploymentShapePut{ScalingMaximum: 2}})
+		if err != nil {
+			return err
+		}
+
+		id, err = CreateInstance(ctx, tx, "default", shapeID, "web1", "h", "node1", time.Now())
+		return err
+	})
+
+	tx(t, c, func(ctx context.Context, tx *sql.Tx) error {
+		err := SetInstanceState(ctx, tx, id, InstanceCreated, InstanceDeleting, "node2", time.Now())
+		if err != ErrInstanceChanged {
+			t.Fatalf("a change from the wrong state must be refused: %v", err)
+		}
+
+		err = SetInstanceState(ctx, tx, id, InstanceCreating, InstanceCreated, "node2", time.Now())
+		if err != nil {
+			return err
+		}
+
+		rows, err := GetInstances(ctx, tx, InstanceFilter{})
+		if err != nil || rows[0].Owner != "node2" || rows[0].State != InstanceCreated {
+			t.Fatalf("rows: %+v %v", rows, err)
+		}
+
+		if DeleteInstance(ctx, tx, id, InstanceCreating) != ErrInstanceChanged {
+			t.Fatal("deleting a record in another state must be refused")
+		}
+
+		return DeleteInstance(ctx, tx, id, InstanceCreated)
+	})
+}

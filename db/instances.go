@@ -42,6 +42,10 @@ type Instance struct {
 
 	// GovernorSocket is true when the instance was made with a governor socket.
 	GovernorSocket bool
+
+	// Owner is the daemon that last changed the record, and StateChangedAt when.
+	Owner          string
+	StateChangedAt time.Time
 }
 
 // InstanceFilter selects instance rows; zero fields match everything.
@@ -77,7 +81,7 @@ func GetInstances(ctx context.Context, tx *sql.Tx, filter InstanceFilter) ([]Ins
 	}
 
 	query := `
-SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, i.name, i.state, i.template_hash, i.created_at, i.governor_socket
+SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, i.name, i.state, i.template_hash, i.created_at, i.governor_socket, i.owner, i.state_changed_at
   FROM deployments_shapes_instances i
   JOIN deployments_shapes s ON s.id = i.deployment_shape_id
   JOIN deployments d ON d.id = s.deployment_id`
@@ -95,9 +99,15 @@ SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, 
 	instances := []Instance{}
 	for rows.Next() {
 		var i Instance
-		err = rows.Scan(&i.ID, &i.ShapeID, &i.DeploymentID, &i.Project, &i.Deployment, &i.Shape, &i.Name, &i.State, &i.TemplateHash, &i.CreatedAt, &i.GovernorSocket)
+		var changed sql.NullTime
+		err = rows.Scan(&i.ID, &i.ShapeID, &i.DeploymentID, &i.Project, &i.Deployment, &i.Shape, &i.Name, &i.State, &i.TemplateHash, &i.CreatedAt, &i.GovernorSocket, &i.Owner, &changed)
 		if err != nil {
 			return nil, fmt.Errorf("read instances: %w", err)
+		}
+
+		i.StateChangedAt = i.CreatedAt
+		if changed.Valid {
+			i.StateChangedAt = changed.Time
 		}
 
 		instances = append(instances, i)
@@ -122,24 +132,24 @@ func GetInstance(ctx context.Context, tx *sql.Tx, shapeID int64, name string) (*
 
 // CreateInstance reserves a row for an instance about to be made in LXD. Instance names
 // are unique within an LXD project, so a name any deployment of the project uses is a 409.
-func CreateInstance(ctx context.Context, tx *sql.Tx, project string, shapeID int64, name string, templateHash string, now time.Time) (int64, error) {
-	var owner string
+func CreateInstance(ctx context.Context, tx *sql.Tx, project string, shapeID int64, name string, templateHash string, owner string, now time.Time) (int64, error) {
+	var user string
 	err := tx.QueryRowContext(ctx, `
 SELECT d.name || '/' || s.name
   FROM deployments_shapes_instances i
   JOIN deployments_shapes s ON s.id = i.deployment_shape_id
   JOIN deployments d ON d.id = s.deployment_id
- WHERE i.name = ? AND d.project = ?`, name, project).Scan(&owner)
+ WHERE i.name = ? AND d.project = ?`, name, project).Scan(&user)
 	if err == nil {
-		return 0, lxdapi.StatusErrorf(http.StatusConflict, "instance name %q is already used by shape %s in project %q: pick another name", name, owner, project)
+		return 0, lxdapi.StatusErrorf(http.StatusConflict, "instance name %q is already used by shape %s in project %q: pick another name", name, user, project)
 	}
 
 	if !errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("check instance name: %w", err)
 	}
 
-	result, err := tx.ExecContext(ctx, "INSERT INTO deployments_shapes_instances (deployment_shape_id, name, state, template_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-		shapeID, name, InstanceCreating, templateHash, now.UTC())
+	result, err := tx.ExecContext(ctx, "INSERT INTO deployments_shapes_instances (deployment_shape_id, name, state, template_hash, owner, created_at, state_changed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		shapeID, name, InstanceCreating, templateHash, owner, now.UTC(), now.UTC())
 	if err != nil {
 		return 0, fmt.Errorf("reserve instance: %w", err)
 	}
@@ -157,21 +167,40 @@ func SetInstanceGovernorSocket(ctx context.Context, tx *sql.Tx, id int64) error 
 	return nil
 }
 
-// SetInstanceState records an instance's state.
-func SetInstanceState(ctx context.Context, tx *sql.Tx, id int64, state string) error {
-	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET state = ? WHERE id = ?", state, id)
+// ErrInstanceChanged says an instance record was not in the state a change expected:
+// another daemon (or this one's reconcile) changed or removed it meanwhile.
+var ErrInstanceChanged = lxdapi.StatusErrorf(http.StatusConflict, "the instance record changed meanwhile")
+
+// SetInstanceState moves an instance record from one state to another, as owner. It is a
+// compare-and-set: a record no longer in state from is left alone (ErrInstanceChanged).
+func SetInstanceState(ctx context.Context, tx *sql.Tx, id int64, from string, to string, owner string, now time.Time) error {
+	result, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET state = ?, owner = ?, state_changed_at = ? WHERE id = ? AND state = ?", to, owner, now.UTC(), id, from)
 	if err != nil {
 		return fmt.Errorf("set instance state: %w", err)
 	}
 
-	return nil
+	return expectOneRow(result)
 }
 
-// DeleteInstance removes an instance row.
-func DeleteInstance(ctx context.Context, tx *sql.Tx, id int64) error {
-	_, err := tx.ExecContext(ctx, "DELETE FROM deployments_shapes_instances WHERE id = ?", id)
+// DeleteInstance removes an instance record that is still in state (ErrInstanceChanged
+// otherwise).
+func DeleteInstance(ctx context.Context, tx *sql.Tx, id int64, state string) error {
+	result, err := tx.ExecContext(ctx, "DELETE FROM deployments_shapes_instances WHERE id = ? AND state = ?", id, state)
 	if err != nil {
 		return fmt.Errorf("delete instance: %w", err)
+	}
+
+	return expectOneRow(result)
+}
+
+func expectOneRow(result sql.Result) error {
+	n, err := result.RowsAffected()
+	if err != nil {
+		return err
+	}
+
+	if n != 1 {
+		return ErrInstanceChanged
 	}
 
 	return nil

@@ -18,6 +18,7 @@ var updates = map[int]update{
 	3: updateFromV2,
 	4: updateFromV3,
 	5: updateFromV4,
+	6: updateFromV5,
 }
 
 // SchemaVersion is the version a fully updated database has.
@@ -237,6 +238,17 @@ func updateFromV4(ctx context.Context, tx *sql.Tx) error {
 ALTER TABLE deployments_shapes_instances ADD COLUMN governor_socket INTEGER NOT NULL DEFAULT 0;
 UPDATE deployments_shapes_instances SET governor_socket = 1
  WHERE deployment_shape_id IN (SELECT deployment_shape_id FROM deployments_shapes_config WHERE key = 'governor.socket' AND value = 'true');
+`)
+	return err
+}
+
+// updateFromV5 records which daemon last changed an instance record, and when, so that in
+// a cluster one daemon's reconcile does not repair another's launch that is still running.
+func updateFromV5(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `
+ALTER TABLE deployments_shapes_instances ADD COLUMN owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE deployments_shapes_instances ADD COLUMN state_changed_at DATETIME;
+UPDATE deployments_shapes_instances SET state_changed_at = created_at;
 `)
 	return err
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -29,6 +30,9 @@ type instancesAPI struct {
 	inflight  *inflight
 	sockets   governorSockets
 	lifecycle lifecycle
+
+	// owner names this daemon on the instance records it changes.
+	owner string
 }
 
 // instanceRef is the instance a request is about.
@@ -265,7 +269,7 @@ func (a instancesAPI) launch(r *http.Request, ref instanceRef) (*operations.Oper
 			return err
 		}
 
-		rowID, err = db.CreateInstance(ctx, tx, ref.project, shape.ID, ref.instance, backend.TemplateHash(shape.InstanceTemplate), time.Now())
+		rowID, err = db.CreateInstance(ctx, tx, ref.project, shape.ID, ref.instance, backend.TemplateHash(shape.InstanceTemplate), a.owner, time.Now())
 		if err != nil || shape.Config[configGovernorSocket] != "true" {
 			return err
 		}
@@ -281,7 +285,10 @@ func (a instancesAPI) launch(r *http.Request, ref instanceRef) (*operations.Oper
 	if socket {
 		hostPath, err := a.sockets.AddInstance(ref.project, ref.instance)
 		if err != nil {
-			_ = a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error { return db.DeleteInstance(ctx, tx, rowID) })
+			_ = a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+				return db.DeleteInstance(ctx, tx, rowID, db.InstanceCreating)
+			})
+
 			return nil, err
 		}
 
@@ -290,36 +297,57 @@ func (a instancesAPI) launch(r *http.Request, ref instanceRef) (*operations.Oper
 
 	a.inflight.add(ref.project, ref.instance)
 	return a.ops.Start(operations.Args{
-		Description:  fmt.Sprintf("Creating instance %s of shape %s", ref.instance, ref.shape),
-		Project:      ref.project,
-		DeploymentID: deploymentID,
-		Resources:    a.resources(ref),
+		Description:   fmt.Sprintf("Creating instance %s of shape %s", ref.instance, ref.shape),
+		Project:       ref.project,
+		DeploymentID:  deploymentID,
+		Resources:     a.resources(ref),
+		Uncancellable: true,
 		Run: func(ctx context.Context, op *operations.Operation) error {
 			defer a.inflight.remove(ref.project, ref.instance)
-			err := backend.CreateInstance(ctx, client, ref.project, req)
-			state := db.InstanceCreated
-			finish := func(ctx context.Context, tx *sql.Tx) error { return db.SetInstanceState(ctx, tx, rowID, state) }
-			if err != nil {
-				finish = func(ctx context.Context, tx *sql.Tx) error { return db.DeleteInstance(ctx, tx, rowID) }
-				if socket {
-					a.sockets.RemoveInstance(ref.project, ref.instance)
-				}
-			}
-
-			dbErr := a.db.Transaction(context.Background(), finish)
-			if err != nil {
-				return err
-			}
-
-			if dbErr != nil {
-				return fmt.Errorf("instance created, but recording it failed (reconcile will adopt it): %w", dbErr)
-			}
-
-			a.lifecycle.emit(r, ref.project, deploymentID, lifecycleInstanceCreated, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
-			a.lifecycle.instanceChanged(ctx, deploymentID, lifecycleInstanceCreated, ref.shape, ref.instance)
-			return nil
+			return a.finishLaunch(ctx, client, ref, req, rowID, socket, deploymentID, r)
 		},
 	}), nil
+}
+
+// finishLaunch makes the instance in LXD and settles its record: created on success,
+// removed when LXD has nothing left of it, kept as creating for reconcile when a failed
+// create could not be cleaned up.
+func (a instancesAPI) finishLaunch(ctx context.Context, client lxd.InstanceServer, ref instanceRef, req lxdapi.InstancesPost, rowID int64, socket bool, deploymentID int64, r *http.Request) error {
+	err := backend.CreateInstance(ctx, client, ref.project, req)
+	var leftBehind *backend.LeftBehindError
+	if errors.As(err, &leftBehind) {
+		return err
+	}
+
+	if err != nil {
+		if socket {
+			a.sockets.RemoveInstance(ref.project, ref.instance)
+		}
+
+		_ = a.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+			return db.DeleteInstance(ctx, tx, rowID, db.InstanceCreating)
+		})
+
+		return err
+	}
+
+	err = a.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+		return db.SetInstanceState(ctx, tx, rowID, db.InstanceCreating, db.InstanceCreated, a.owner, time.Now())
+	})
+	if errors.Is(err, db.ErrInstanceChanged) {
+		// The record went away meanwhile (a forced delete): the instance is ours and
+		// unrecorded, so it goes too rather than run uncounted.
+		_ = backend.DeleteInstance(context.WithoutCancel(ctx), client, ref.project, ref.instance)
+		return fmt.Errorf("the record of instance %s was removed while it was being created: the instance was deleted again", ref.instance)
+	}
+
+	if err != nil {
+		return fmt.Errorf("instance created, but recording it failed (reconcile will adopt it): %w", err)
+	}
+
+	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleInstanceCreated, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
+	a.lifecycle.instanceChanged(ctx, deploymentID, lifecycleInstanceCreated, ref.shape, ref.instance)
+	return nil
 }
 
 func (a instancesAPI) resources(ref instanceRef) map[string][]string {
@@ -369,7 +397,7 @@ func (a instancesAPI) delete(r *http.Request) response.Response {
 			}
 		}
 
-		return db.SetInstanceState(ctx, tx, row.ID, db.InstanceDeleting)
+		return db.SetInstanceState(ctx, tx, row.ID, row.State, db.InstanceDeleting, a.owner, time.Now())
 	})
 	if err != nil {
 		return response.SmartError(err)
@@ -377,27 +405,28 @@ func (a instancesAPI) delete(r *http.Request) response.Response {
 
 	a.inflight.add(ref.project, ref.instance)
 	op := a.ops.Start(operations.Args{
-		Description:  fmt.Sprintf("Deleting instance %s of shape %s", ref.instance, ref.shape),
-		Project:      ref.project,
-		DeploymentID: deploymentID,
-		Resources:    a.resources(ref),
+		Description:   fmt.Sprintf("Deleting instance %s of shape %s", ref.instance, ref.shape),
+		Project:       ref.project,
+		DeploymentID:  deploymentID,
+		Resources:     a.resources(ref),
+		Uncancellable: true,
 		Run: func(ctx context.Context, op *operations.Operation) error {
 			defer a.inflight.remove(ref.project, ref.instance)
 			err := backend.DeleteInstance(ctx, client, ref.project, row.Name)
 			if err != nil {
 				// The instance is still there: it counts again.
-				_ = a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
-					return db.SetInstanceState(ctx, tx, row.ID, row.State)
+				_ = a.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+					return db.SetInstanceState(ctx, tx, row.ID, db.InstanceDeleting, row.State, a.owner, time.Now())
 				})
 
 				return err
 			}
 
 			a.sockets.RemoveInstance(row.Project, row.Name)
-			err = a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
-				return db.DeleteInstance(ctx, tx, row.ID)
+			err = a.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+				return db.DeleteInstance(ctx, tx, row.ID, db.InstanceDeleting)
 			})
-			if err != nil {
+			if err != nil && !errors.Is(err, db.ErrInstanceChanged) {
 				return err
 			}
 
@@ -494,7 +523,10 @@ func deleteInstances(ctx context.Context, cluster *db.Cluster, client lxd.Instan
 			err := backend.DeleteInstance(ctx, client, row.Project, row.Name)
 			if err == nil {
 				sockets.RemoveInstance(row.Project, row.Name)
-				err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.DeleteInstance(ctx, tx, row.ID) })
+				err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.DeleteInstance(ctx, tx, row.ID, row.State) })
+				if errors.Is(err, db.ErrInstanceChanged) {
+					err = nil
+				}
 			}
 
 			if err != nil {
@@ -554,6 +586,9 @@ func deleteWithInstances(ctx context.Context, cluster *db.Cluster, lxdConn *back
 		return err
 	}
 
+	// A client that goes away must not stop this half way: the records would stay while
+	// their instances are gone or unprotected.
+	ctx = context.WithoutCancel(ctx)
 	err = deleteInstances(ctx, cluster, client, sockets, rows)
 	if err != nil {
 		return err

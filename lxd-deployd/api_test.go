@@ -50,10 +50,10 @@ func newTestAPI(t *testing.T) *testAPI {
 	handlers := apis{
 		server:       serverAPI{lxd: lxdConn, addresses: addresses},
 		certificates: certificatesAPI{db: cluster, serverFingerprint: strings.Repeat("f", 64), addresses: addresses},
-		deployments:  deploymentsAPI{db: cluster, lxd: lxdConn, sockets: sockets, reconciler: newReconciler(cluster, lxdConn, flight, sockets, lifecycle{}, logger)},
+		deployments:  deploymentsAPI{db: cluster, lxd: lxdConn, sockets: sockets, reconciler: newReconciler(cluster, lxdConn, flight, sockets, lifecycle{}, logger, "test")},
 		keys:         keysAPI{db: cluster},
 		shapes:       shapesAPI{db: cluster, lxd: lxdConn, sockets: sockets},
-		instances:    instancesAPI{db: cluster, lxd: lxdConn, ops: ops, inflight: flight, sockets: sockets},
+		instances:    instancesAPI{db: cluster, lxd: lxdConn, ops: ops, inflight: flight, sockets: sockets, owner: "test"},
 		operations:   operationsAPI{ops: ops, access: access},
 		webhooks:     webhooksAPI{db: cluster, dispatcher: webhooks.NewDispatcher(cluster, "test", logger)},
 		access:       access,

@@ -97,7 +97,7 @@ func (d *daemon) start(ctx context.Context) error {
 	}
 
 	d.webhooks = webhooks.NewDispatcher(d.db, fmt.Sprintf("%s/%d", location, os.Getpid()), d.logger)
-	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, lifecycle{events: d.events, webhooks: d.webhooks}, d.logger)
+	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, lifecycle{events: d.events, webhooks: d.webhooks}, d.logger, d.db.Address())
 	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
 	d.goBackground(func() { d.webhooks.Run(runCtx) })
 	d.goBackground(func() { metrics.Run(runCtx, time.Second) })
@@ -176,7 +176,7 @@ func (d *daemon) apis() apis {
 		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, reconciler: d.reconciler},
 		keys:         keysAPI{db: d.db, lifecycle: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
-		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: l},
+		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: l, owner: d.db.Address()},
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks},
 		access:       access,

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -31,12 +32,16 @@ type reconciler struct {
 	lifecycle lifecycle
 	logger    *slog.Logger
 
+	// owner names this daemon on instance records; others' records in flux are left alone
+	// for a grace period, since their launches may still be running.
+	owner string
+
 	mu      sync.RWMutex
 	orphans map[int64][]string // deployment id -> instance URLs
 }
 
-func newReconciler(cluster *db.Cluster, lxd *backend.LXD, flight *inflight, sockets governorSockets, l lifecycle, logger *slog.Logger) *reconciler {
-	return &reconciler{db: cluster, lxd: lxd, inflight: flight, sockets: sockets, lifecycle: l, logger: logger, orphans: map[int64][]string{}}
+func newReconciler(cluster *db.Cluster, lxd *backend.LXD, flight *inflight, sockets governorSockets, l lifecycle, logger *slog.Logger, owner string) *reconciler {
+	return &reconciler{db: cluster, lxd: lxd, inflight: flight, sockets: sockets, lifecycle: l, logger: logger, owner: owner, orphans: map[int64][]string{}}
 }
 
 // run reconciles as soon as LXD is reachable, then every interval.
@@ -134,7 +139,7 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 	for _, row := range rows {
 		key := row.Project + "/" + row.Name
 		known[key] = true
-		if rc.inflight.has(row.Project, row.Name) || busy[key] {
+		if rc.inflight.has(row.Project, row.Name) || busy[key] || rc.othersInFlux(row) {
 			continue
 		}
 
@@ -188,20 +193,34 @@ func (rc *reconciler) wasOrphan(id int64, url string) bool {
 	return false
 }
 
-// repair fixes one row that no operation of this daemon is working on.
+// othersGrace is how long a record another daemon left creating or deleting is assumed to
+// be that daemon's work in progress.
+const othersGrace = 10 * time.Minute
+
+// othersInFlux reports whether a record is another daemon's launch or delete that may
+// still be running: only the daemon that changed it repairs it at once (after its crash).
+func (rc *reconciler) othersInFlux(row db.Instance) bool {
+	inFlux := row.State == db.InstanceCreating || row.State == db.InstanceDeleting
+	return inFlux && row.Owner != rc.owner && time.Since(row.StateChangedAt) < othersGrace
+}
+
+// repair fixes one row that no operation of this daemon is working on. Every write is a
+// compare-and-set on the state it saw, so a concurrent change wins.
 func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row db.Instance, exists bool, status lxdapi.StatusCode) {
 	source := api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name)
 	setState := func(state string) {
-		err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.SetInstanceState(ctx, tx, row.ID, state) })
-		if err != nil {
+		err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			return db.SetInstanceState(ctx, tx, row.ID, row.State, state, rc.owner, time.Now())
+		})
+		if err != nil && !errors.Is(err, db.ErrInstanceChanged) {
 			rc.logger.Warn("reconcile: record instance state", "instance", row.Name, "err", err)
 		}
 	}
 
 	removeRow := func() {
 		rc.sockets.RemoveInstance(row.Project, row.Name)
-		err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.DeleteInstance(ctx, tx, row.ID) })
-		if err != nil {
+		err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.DeleteInstance(ctx, tx, row.ID, row.State) })
+		if err != nil && !errors.Is(err, db.ErrInstanceChanged) {
 			rc.logger.Warn("reconcile: remove instance row", "instance", row.Name, "err", err)
 		}
 	}

@@ -64,8 +64,24 @@ func wait(ctx context.Context) func(op lxd.Operation, err error) error {
 	}
 }
 
+// LeftBehindError says a failed create could not remove what it had made: the instance
+// may still exist in LXD, so its record must stay for reconcile to settle.
+type LeftBehindError struct {
+	Err     error
+	Cleanup error
+}
+
+func (e *LeftBehindError) Error() string {
+	return fmt.Sprintf("%v (and removing what was made failed: %v)", e.Err, e.Cleanup)
+}
+
+func (e *LeftBehindError) Unwrap() error {
+	return e.Err
+}
+
 // CreateInstance creates and starts an instance. Nothing is left half made: if the start
-// fails, the instance is deleted again and LXD's error is returned as is.
+// fails, the instance is deleted again and LXD's error is returned as is; if even that
+// fails, the error is a *LeftBehindError.
 func CreateInstance(ctx context.Context, c lxd.InstanceServer, project string, req lxdapi.InstancesPost) error {
 	c = c.UseProject(project)
 	_, _, err := c.GetInstance(req.Name)
@@ -74,18 +90,16 @@ func CreateInstance(ctx context.Context, c lxd.InstanceServer, project string, r
 	}
 
 	err = wait(ctx)(c.CreateInstance(req))
+	if err == nil {
+		err = wait(ctx)(c.UpdateInstanceState(req.Name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, ""))
+	}
+
 	if err != nil {
 		// The create may have got far enough to leave an instance behind; DeleteInstance
 		// only ever removes instances that carry our keys.
-		_ = DeleteInstance(context.Background(), c, project, req.Name)
-		return err
-	}
-
-	err = wait(ctx)(c.UpdateInstanceState(req.Name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, ""))
-	if err != nil {
-		cleanupErr := DeleteInstance(context.Background(), c, project, req.Name)
+		cleanupErr := DeleteInstance(context.WithoutCancel(ctx), c, project, req.Name)
 		if cleanupErr != nil {
-			return fmt.Errorf("%w (and removing the unstarted instance failed: %v)", err, cleanupErr)
+			return &LeftBehindError{Err: err, Cleanup: cleanupErr}
 		}
 
 		return err
@@ -99,7 +113,7 @@ func CreateInstance(ctx context.Context, c lxd.InstanceServer, project string, r
 // its name: it is never touched.
 func DeleteInstance(ctx context.Context, c lxd.InstanceServer, project string, name string) error {
 	c = c.UseProject(project)
-	instance, etag, err := c.GetInstance(name)
+	instance, _, err := c.GetInstance(name)
 	if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
 		return nil
 	}
@@ -113,9 +127,11 @@ func DeleteInstance(ctx context.Context, c lxd.InstanceServer, project string, n
 	}
 
 	if instance.Config[configProtection] != "" {
+		// No ETag: LXD may be updating the instance's state meanwhile, and only our key
+		// changes here.
 		put := instance.Writable()
 		delete(put.Config, configProtection)
-		err = wait(ctx)(c.UpdateInstance(name, put, etag))
+		err = wait(ctx)(c.UpdateInstance(name, put, ""))
 		if err != nil {
 			return fmt.Errorf("lift delete protection: %w", err)
 		}

@@ -37,6 +37,10 @@ type Args struct {
 	// Run does the work; its error becomes the operation's err. It must honour ctx, which
 	// is cancelled by DELETE /1.0/operations/{id} and on shutdown.
 	Run func(ctx context.Context, op *Operation) error
+
+	// Uncancellable operations refuse DELETE and run to the end through shutdown: work
+	// whose interruption would leave LXD and the records disagreeing (launches, deletes).
+	Uncancellable bool
 }
 
 // Operation is one background task.
@@ -50,6 +54,7 @@ type Operation struct {
 	createdAt    time.Time
 	cancel       context.CancelFunc
 	done         chan struct{}
+	cancellable  bool
 
 	mu        sync.Mutex
 	status    lxdapi.StatusCode
@@ -85,7 +90,12 @@ func (m *Manager) Start(args Args) *Operation {
 	id := hex.EncodeToString(idBytes)
 	id = fmt.Sprintf("%s-%s-%s-%s-%s", id[0:8], id[8:12], id[12:16], id[16:20], id[20:32])
 
-	ctx, cancel := context.WithCancel(m.ctx)
+	parent := m.ctx
+	if args.Uncancellable {
+		parent = context.WithoutCancel(m.ctx)
+	}
+
+	ctx, cancel := context.WithCancel(parent)
 	now := time.Now().UTC()
 	op := &Operation{
 		manager:      m,
@@ -98,6 +108,7 @@ func (m *Manager) Start(args Args) *Operation {
 		updatedAt:    now,
 		cancel:       cancel,
 		done:         make(chan struct{}),
+		cancellable:  !args.Uncancellable,
 		status:       lxdapi.Running,
 		metadata:     map[string]any{},
 	}
@@ -205,7 +216,7 @@ func (op *Operation) API() lxdapi.Operation {
 		StatusCode:  op.status,
 		Resources:   op.resources,
 		Metadata:    metadata,
-		MayCancel:   op.status == lxdapi.Running,
+		MayCancel:   op.cancellable && op.status == lxdapi.Running,
 		Err:         op.err,
 		Location:    op.manager.location,
 	}
@@ -265,6 +276,10 @@ func (op *Operation) Cancel() error {
 	default:
 	}
 
+	if !op.cancellable {
+		return lxdapi.StatusErrorf(http.StatusBadRequest, "operation %s cannot be cancelled: stopping it half way would leave LXD and the records disagreeing", op.id)
+	}
+
 	op.cancel()
 	return nil
 }
@@ -285,8 +300,12 @@ func (m *Manager) Running() int {
 	return count
 }
 
-// Shutdown waits for running operations to finish until ctx ends, then cancels them and
-// waits for them to return.
+// shutdownGrace bounds the wait for uncancellable operations once ctx has ended; past it
+// the daemon exits and reconcile settles what was left.
+const shutdownGrace = time.Minute
+
+// Shutdown waits for running operations to finish until ctx ends, then cancels those that
+// may be cancelled and waits a little longer for the rest.
 func (m *Manager) Shutdown(ctx context.Context) {
 	finished := make(chan struct{})
 	go func() {
@@ -301,5 +320,9 @@ func (m *Manager) Shutdown(ctx context.Context) {
 	}
 
 	m.cancel()
-	<-finished
+	select {
+	case <-finished:
+	case <-time.After(shutdownGrace):
+		m.logger.Warn("operations still running at shutdown: reconcile will settle them on the next start")
+	}
 }

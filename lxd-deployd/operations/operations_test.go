@@ -93,3 +93,37 @@ func TestShutdownCancelsAfterGrace(t *testing.T) {
 		t.Fatal("shutdown must end running operations once its grace period is over")
 	}
 }
+
+func TestUncancellableOperation(t *testing.T) {
+	m := newManager()
+	release := make(chan struct{})
+	op := m.Start(Args{Uncancellable: true, Run: func(ctx context.Context, op *Operation) error {
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}})
+
+	if op.API().MayCancel {
+		t.Fatal("an uncancellable operation must not offer cancel")
+	}
+
+	if code, _ := lxdapi.StatusErrorMatch(op.Cancel()); code != 400 {
+		t.Fatal("cancel must be refused with 400")
+	}
+
+	// Shutdown's cancel does not reach it either.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		close(release)
+	}()
+
+	m.Shutdown(ctx)
+	if state := op.API(); state.StatusCode != lxdapi.Success {
+		t.Fatalf("the operation must run to its end: %+v", state)
+	}
+}
