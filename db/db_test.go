@@ -322,7 +322,7 @@ func TestWebhookQueue(t *testing.T) {
 			t.Fatalf("next due %v, %v", next, err)
 		}
 
-		err = RecordDeliveryAttempt(ctx, tx, due[0].ID, DeliveryAttempt{Status: DeliveryDelivered, ResponseCode: 200, At: now, NextAttempt: now})
+		err = RecordDeliveryAttempt(ctx, tx, due[0].ID, "node1", DeliveryAttempt{Status: DeliveryDelivered, ResponseCode: 200, At: now, NextAttempt: now})
 		if err != nil {
 			return err
 		}

@@ -154,8 +154,15 @@ type DeliveryAttempt struct {
 	At           time.Time
 }
 
-// RecordDeliveryAttempt stores an attempt's outcome and releases the claim.
-func RecordDeliveryAttempt(ctx context.Context, tx *sql.Tx, id int64, attempt DeliveryAttempt) error {
+// ReleaseDeliveryClaims drops the claims an owner holds (after its restart).
+func ReleaseDeliveryClaims(ctx context.Context, tx *sql.Tx, owner string) error {
+	_, err := tx.ExecContext(ctx, "UPDATE webhook_deliveries SET claimed_by = '', claimed_until = NULL WHERE claimed_by = ? AND status = 'pending'", owner)
+	return err
+}
+
+// RecordDeliveryAttempt stores an attempt's outcome and releases the claim, if owner still
+// holds it (a lapsed lease may have passed the delivery to another daemon).
+func RecordDeliveryAttempt(ctx context.Context, tx *sql.Tx, id int64, owner string, attempt DeliveryAttempt) error {
 	var delivered any
 	if attempt.Status == DeliveryDelivered {
 		delivered = attempt.At.UTC()
@@ -164,7 +171,7 @@ func RecordDeliveryAttempt(ctx context.Context, tx *sql.Tx, id int64, attempt De
 	_, err := tx.ExecContext(ctx, `
 UPDATE webhook_deliveries
    SET status = ?, attempts = attempts + 1, last_response_code = ?, last_error = ?, next_attempt_at = ?, delivered_at = ?, claimed_by = '', claimed_until = NULL
- WHERE id = ?`, attempt.Status, attempt.ResponseCode, attempt.Error, attempt.NextAttempt.UTC(), delivered, id)
+ WHERE id = ? AND claimed_by = ?`, attempt.Status, attempt.ResponseCode, attempt.Error, attempt.NextAttempt.UTC(), delivered, id, owner)
 	if err != nil {
 		return fmt.Errorf("record webhook attempt: %w", err)
 	}

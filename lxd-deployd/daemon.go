@@ -96,7 +96,7 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 
-	d.webhooks = webhooks.NewDispatcher(d.db, fmt.Sprintf("%s/%d", location, os.Getpid()), d.logger)
+	d.webhooks = webhooks.NewDispatcher(d.db, d.db.Address(), d.logger)
 	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, lifecycle{events: d.events, webhooks: d.webhooks}, d.logger, d.db.Address())
 	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
 	d.goBackground(func() { d.webhooks.Run(runCtx) })

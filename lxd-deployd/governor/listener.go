@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
 // Conn is a governor connection and what the transport tells about its origin.
@@ -116,18 +117,29 @@ func (l *Listener) Add(name string, sub net.Listener, tag func(net.Conn) net.Con
 	go l.accept(sub, tag)
 }
 
-// accept feeds a sub-listener's connections into Accept until it closes.
+// accept feeds a sub-listener's connections into Accept until it closes. Other errors
+// (out of file descriptors, say) are waited out, as net/http does, rather than ending the
+// socket for good.
 func (l *Listener) accept(sub net.Listener, tag func(net.Conn) net.Conn) {
+	delay := 5 * time.Millisecond
 	for {
 		c, err := sub.Accept()
-		if err != nil {
-			var netErr net.Error
-			if errors.As(err, &netErr) && netErr.Timeout() {
-				continue
-			}
-
+		if errors.Is(err, net.ErrClosed) {
 			return
 		}
+
+		if err != nil {
+			select {
+			case <-l.closed:
+				return
+			case <-time.After(delay):
+			}
+
+			delay = min(2*delay, time.Second)
+			continue
+		}
+
+		delay = 5 * time.Millisecond
 
 		select {
 		case l.conns <- tag(c):

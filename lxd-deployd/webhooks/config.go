@@ -57,12 +57,16 @@ func ConfigFrom(config map[string]string) Config {
 // max, with jitter so that many failing deliveries do not retry in lockstep (half the
 // delay fixed, half random).
 func Backoff(attempts int, initial time.Duration, max time.Duration) time.Duration {
-	delay := initial
+	// Doubling stops at max before it could overflow, whatever the configuration.
+	delay := min(initial, max)
 	for i := 1; i < attempts && delay < max; i++ {
+		if delay > max/2 {
+			delay = max
+			break
+		}
+
 		delay *= 2
 	}
-
-	delay = min(delay, max)
 	half := delay / 2
 	return half + time.Duration(rand.Int64N(int64(half)+1))
 }

@@ -38,6 +38,11 @@ type Dispatcher struct {
 	logger *slog.Logger
 	client *http.Client
 	wake   chan struct{}
+
+	// slots holds one token per delivery in flight: a slow webhook occupies one slot, and
+	// the others keep flowing.
+	slots chan struct{}
+	wg    sync.WaitGroup
 }
 
 // NewDispatcher returns a dispatcher; owner names this daemon in delivery claims.
@@ -49,6 +54,7 @@ func NewDispatcher(cluster *db.Cluster, owner string, logger *slog.Logger) *Disp
 		// Per-delivery timeouts come from the deployment's config, through the context.
 		client: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		wake:   make(chan struct{}, 1),
+		slots:  make(chan struct{}, parallel),
 	}
 }
 
@@ -112,8 +118,17 @@ func (d *Dispatcher) Poke() {
 	}
 }
 
-// Run sends due deliveries until ctx ends.
+// Run sends due deliveries until ctx ends. Claims this daemon held before a restart are
+// released first: their sends died with the old process.
 func (d *Dispatcher) Run(ctx context.Context) {
+	defer d.wg.Wait()
+	err := d.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return db.ReleaseDeliveryClaims(ctx, tx, d.owner)
+	})
+	if err != nil {
+		d.logger.Warn("release webhook claims", "err", err)
+	}
+
 	lastPurge := time.Time{}
 	for {
 		if time.Since(lastPurge) > time.Hour {
@@ -147,13 +162,19 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 }
 
-// sendDue claims what is due and sends it, a few at a time; it returns how many it sent.
+// sendDue claims as many due deliveries as there are free slots and sends each in the
+// background; it returns how many it started.
 func (d *Dispatcher) sendDue(ctx context.Context) int {
+	free := cap(d.slots) - len(d.slots)
+	if free == 0 {
+		return 0
+	}
+
 	var due []db.Delivery
 	err := d.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		// The lease outlasts the longest timeout a deployment may set plus the recording.
-		due, err = db.ClaimDueDeliveries(ctx, tx, d.owner, time.Now(), 10*time.Minute, 4*parallel)
+		// The lease outlasts the longest timeout a deployment may set (one minute).
+		due, err = db.ClaimDueDeliveries(ctx, tx, d.owner, time.Now(), 10*time.Minute, free)
 		return err
 	})
 	if err != nil {
@@ -164,17 +185,19 @@ func (d *Dispatcher) sendDue(ctx context.Context) int {
 		return 0
 	}
 
-	var wg sync.WaitGroup
-	limit := make(chan struct{}, parallel)
 	for _, delivery := range due {
-		wg.Add(1)
-		limit <- struct{}{}
+		d.slots <- struct{}{}
+		d.wg.Add(1)
 		go func(delivery db.Delivery) {
-			defer wg.Done()
-			defer func() { <-limit }()
+			defer d.wg.Done()
+			defer func() {
+				<-d.slots
+				d.Poke()
+			}()
+
 			attempt := d.attempt(ctx, delivery)
-			err := d.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
-				return db.RecordDeliveryAttempt(ctx, tx, delivery.ID, attempt)
+			err := d.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+				return db.RecordDeliveryAttempt(ctx, tx, delivery.ID, d.owner, attempt)
 			})
 			if err != nil {
 				d.logger.Warn("record webhook attempt", "delivery", delivery.UUID, "err", err)
@@ -182,7 +205,6 @@ func (d *Dispatcher) sendDue(ctx context.Context) int {
 		}(delivery)
 	}
 
-	wg.Wait()
 	return len(due)
 }
 
@@ -197,7 +219,8 @@ func (d *Dispatcher) attempt(ctx context.Context, delivery db.Delivery) db.Deliv
 		result.Status = db.DeliveryDelivered
 		d.logger.Debug("webhook delivered", "delivery", delivery.UUID, "type", delivery.Type, "code", code)
 		return result
-	case delivery.Attempts+1 >= cfg.MaxAttempts:
+	case delivery.Attempts+1 >= cfg.MaxAttempts, delivery.Type == api.WebhookMetrics:
+		// Metrics are not retried: the next round brings fresher ones.
 		result.Status = db.DeliveryFailed
 	default:
 		result.Status = db.DeliveryPending

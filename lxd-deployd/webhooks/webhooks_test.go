@@ -54,6 +54,15 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
+func TestBackoffNeverOverflows(t *testing.T) {
+	huge := time.Duration(1<<62 - 1)
+	for _, attempts := range []int{1, 45, 1000} {
+		if got := Backoff(attempts, time.Hour, huge); got <= 0 || got > huge {
+			t.Fatalf("Backoff(%d) with a huge maximum = %v", attempts, got)
+		}
+	}
+}
+
 func TestConfigFrom(t *testing.T) {
 	cfg := ConfigFrom(map[string]string{KeyMetricsInterval: "0", KeyRetryMaxAttempts: "3", KeyTimeout: "2s"})
 	if cfg.MetricsInterval != 0 || cfg.MaxAttempts != 3 || cfg.Timeout != 2*time.Second || cfg.InitialDelay != time.Second {

@@ -221,11 +221,11 @@ var DeploymentConfigKeys = map[string]string{
 var configValueRules = map[string]func(string) error{
 	"governor.socket":             boolean,
 	"governor.external":           boolean,
-	"webhook.metrics_interval":    durationAtLeast(0),
-	"webhook.timeout":             durationAtLeast(time.Millisecond),
-	"webhook.retry_initial_delay": durationAtLeast(time.Millisecond),
-	"webhook.retry_max_delay":     durationAtLeast(time.Millisecond),
-	"webhook.retry_max_attempts":  positiveInteger,
+	"webhook.metrics_interval":    durationBetween(0, time.Second, 24*time.Hour),
+	"webhook.timeout":             durationBetween(time.Millisecond, time.Millisecond, time.Minute),
+	"webhook.retry_initial_delay": durationBetween(time.Millisecond, time.Millisecond, time.Hour),
+	"webhook.retry_max_delay":     durationBetween(time.Millisecond, time.Millisecond, 24*time.Hour),
+	"webhook.retry_max_attempts":  integerBetween(1, 100),
 }
 
 func boolean(value string) error {
@@ -236,28 +236,31 @@ func boolean(value string) error {
 	return nil
 }
 
-func durationAtLeast(minimum time.Duration) func(string) error {
+// durationBetween accepts "0" when zero is 0 (meaning off), else a duration in [low, high].
+func durationBetween(zero time.Duration, low time.Duration, high time.Duration) func(string) error {
 	return func(value string) error {
 		d, err := time.ParseDuration(value)
-		if value == "0" {
-			d, err = 0, nil
+		if value == "0" && zero == 0 {
+			return nil
 		}
 
-		if err != nil || d < minimum {
-			return fmt.Errorf("must be a duration such as 30s or 5m (at least %s), got %q", minimum, value)
+		if err != nil || d < low || d > high {
+			return fmt.Errorf("must be a duration such as 30s or 5m, from %s to %s, got %q", low, high, value)
 		}
 
 		return nil
 	}
 }
 
-func positiveInteger(value string) error {
-	n, err := strconv.Atoi(value)
-	if err != nil || n < 1 {
-		return fmt.Errorf("must be a whole number of at least 1, got %q", value)
-	}
+func integerBetween(low int, high int) func(string) error {
+	return func(value string) error {
+		n, err := strconv.Atoi(value)
+		if err != nil || n < low || n > high {
+			return fmt.Errorf("must be a whole number from %d to %d, got %q", low, high, value)
+		}
 
-	return nil
+		return nil
+	}
 }
 
 // ShapeConfigKeys lists the config keys a shape understands besides user.*.
