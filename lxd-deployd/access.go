@@ -118,9 +118,15 @@ func (a access) filter(caller *auth.Caller) events.Filter {
 
 				audienceID := int64(0)
 				if caller.Audience != "" {
-					// A governor token is good for one deployment only.
+					// A governor token is good for one deployment only, and only from
+					// inside it (unless a shape lets outsiders in), as on the other routes.
 					project, name, _ := strings.Cut(strings.TrimPrefix(caller.Audience, auth.TokenAudiencePrefix), "/")
 					audienceID, err = db.GetDeploymentID(ctx, tx, project, name)
+					if err != nil {
+						return err
+					}
+
+					err = checkGovernorScope(ctx, tx, caller, deploymentRef{project: project, name: name}, "")
 					if err != nil {
 						return err
 					}

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"time"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 
@@ -52,6 +53,9 @@ type templateApply struct {
 	manifest string
 }
 
+// expansionBudget is the most time one request may spend expanding a config.
+const expansionBudget = 30 * time.Second
+
 // expandTemplate expands a config for a deployment and turns it into shapes. Any failure is
 // a 400 carrying the engine's message, before anything was changed. The daemon never
 // fetches (Options.Fetch is nil): URL and registry types must come embedded in the
@@ -62,6 +66,10 @@ func expandTemplate(ctx context.Context, project string, deployment string, inpu
 		files[name] = []byte(content)
 	}
 
+	// The engine's limits hold per template; this bounds the whole expansion, so that a
+	// config of many slow templates cannot hold a request (and a core) for long.
+	ctx, cancel := context.WithTimeout(ctx, expansionBudget)
+	defer cancel()
 	exp, err := templates.Expand(ctx, []byte(input), files, templates.Options{
 		Env: templates.Env{Deployment: deployment, Project: project},
 	})

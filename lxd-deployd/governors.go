@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/pem"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -73,6 +74,7 @@ func restoreGovernorSockets(ctx context.Context, cluster *db.Cluster, sockets go
 		return err
 	}
 
+	// One socket that cannot come back must not keep the daemon down.
 	for _, row := range rows {
 		if !row.GovernorSocket {
 			continue
@@ -80,7 +82,7 @@ func restoreGovernorSockets(ctx context.Context, cluster *db.Cluster, sockets go
 
 		_, err = sockets.AddInstance(row.Project, row.Name)
 		if err != nil {
-			return err
+			slog.Warn("governor socket not restored", "instance", row.Name, "project", row.Project, "err", err)
 		}
 	}
 
@@ -153,14 +155,20 @@ func instanceByVsockID(lxdConn *backend.LXD, cid uint32) (string, string, error)
 		}
 	}
 
+	// Only a running VM can be calling; two with the same id would make the answer a guess.
 	want := strconv.FormatUint(uint64(cid), 10)
+	var found []lxdapi.Instance
 	for _, instance := range instances {
-		if instance.Config["volatile.vsock_id"] == want {
-			return instance.Name, instance.Project, nil
+		if instance.Config["volatile.vsock_id"] == want && instance.StatusCode == lxdapi.Running {
+			found = append(found, instance)
 		}
 	}
 
-	return "", "", lxdapi.StatusErrorf(http.StatusForbidden, "no LXD instance has vsock context id %d", cid)
+	if len(found) != 1 {
+		return "", "", lxdapi.StatusErrorf(http.StatusForbidden, "%d running LXD instances have vsock context id %d: cannot tell which is calling", len(found), cid)
+	}
+
+	return found[0].Name, found[0].Project, nil
 }
 
 // checkGovernorScope holds a governor's request to the one deployment its token is for, and

@@ -45,8 +45,9 @@ type TokenCertificate struct {
 // It remembers the jti of every token it accepted until the token expires, so a token can
 // be used once only.
 type TokenVerifier struct {
-	mu   sync.Mutex
-	seen map[string]time.Time // jti -> expiry
+	mu       sync.Mutex
+	seen     map[string]time.Time // issuer + jti -> expiry
+	prunedAt time.Time
 }
 
 // NewTokenVerifier returns a verifier with an empty replay cache.
@@ -184,7 +185,7 @@ func (v *TokenVerifier) checkClaims(claims *jwt.RegisteredClaims, cert *TokenCer
 		return nil, unauthorized("jti is required: a unique id per token")
 	}
 
-	err := v.remember(claims.ID, claims.ExpiresAt.Add(TokenLeeway), now)
+	err := v.remember(cert.Fingerprint+"/"+claims.ID, claims.ExpiresAt.Add(TokenLeeway), now)
 	if err != nil {
 		return nil, err
 	}
@@ -200,13 +201,19 @@ func (v *TokenVerifier) checkClaims(claims *jwt.RegisteredClaims, cert *TokenCer
 	}, nil
 }
 
-// remember records a jti until it expires, refusing one seen before.
+// remember records a token id until it expires, refusing one seen before. Expired ids are
+// dropped every few seconds rather than on every request. The cache is per daemon and in
+// memory: a token can be replayed once against another member or after a restart, within
+// its few minutes of life.
 func (v *TokenVerifier) remember(jti string, expires time.Time, now time.Time) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	for id, expiry := range v.seen {
-		if expiry.Before(now) {
-			delete(v.seen, id)
+	if now.Sub(v.prunedAt) > 10*time.Second {
+		v.prunedAt = now
+		for id, expiry := range v.seen {
+			if expiry.Before(now) {
+				delete(v.seen, id)
+			}
 		}
 	}
 
