@@ -10,6 +10,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/templates"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
@@ -20,6 +21,9 @@ type deploymentsAPI struct {
 	sockets    governorSockets
 	lifecycle  lifecycle
 	reconciler *reconciler
+
+	// fetcher reaches the template registries the daemon is configured with (nil: none).
+	fetcher templates.Fetcher
 }
 
 // deploymentRef is the deployment a request is about, from its path and ?project=.

@@ -57,10 +57,10 @@ type templateApply struct {
 const expansionBudget = 30 * time.Second
 
 // expandTemplate expands a config for a deployment and turns it into shapes. Any failure is
-// a 400 carrying the engine's message, before anything was changed. The daemon never
-// fetches (Options.Fetch is nil): URL and registry types must come embedded in the
-// imports, as the CLI sends them.
-func expandTemplate(ctx context.Context, project string, deployment string, input string, imports map[string]string, cause string) (*templateApply, error) {
+// a 400 carrying the engine's message, before anything was changed. fetch, when not nil,
+// reaches only the registries listed in the daemon's configuration (--template-registry);
+// other URL and registry types must come embedded in the imports, as the CLI sends them.
+func expandTemplate(ctx context.Context, fetch templates.Fetcher, project string, deployment string, input string, imports map[string]string, cause string) (*templateApply, error) {
 	files := make(map[string][]byte, len(imports))
 	for name, content := range imports {
 		files[name] = []byte(content)
@@ -71,7 +71,8 @@ func expandTemplate(ctx context.Context, project string, deployment string, inpu
 	ctx, cancel := context.WithTimeout(ctx, expansionBudget)
 	defer cancel()
 	exp, err := templates.Expand(ctx, []byte(input), files, templates.Options{
-		Env: templates.Env{Deployment: deployment, Project: project},
+		Env:   templates.Env{Deployment: deployment, Project: project},
+		Fetch: fetch,
 	})
 	if err != nil {
 		return nil, badRequest(err)
@@ -413,7 +414,7 @@ func (a deploymentsAPI) templateForCreate(r *http.Request, project string, req a
 		return nil, response.SmartError(badRequest(err))
 	}
 
-	t, err := expandTemplate(r.Context(), project, req.Name, req.Template, req.TemplateImports, causeCreate)
+	t, err := expandTemplate(r.Context(), a.fetcher, project, req.Name, req.Template, req.TemplateImports, causeCreate)
 	if err != nil {
 		return nil, response.SmartError(err)
 	}
@@ -475,7 +476,7 @@ func (a deploymentsAPI) templateForUpdate(r *http.Request, ref deploymentRef, bo
 		return nil, response.SmartError(badRequest(errNoTemplate))
 	}
 
-	t, err := expandTemplate(r.Context(), ref.project, ref.name, probe.Template, probe.TemplateImports, causeUpdate)
+	t, err := expandTemplate(r.Context(), a.fetcher, ref.project, ref.name, probe.Template, probe.TemplateImports, causeUpdate)
 	if err != nil {
 		return nil, response.SmartError(err)
 	}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"github.com/lxd-deployd/lxd-deployd/shared/templates/registry"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -400,7 +403,7 @@ func TestApplyRefusesShapesWithInstances(t *testing.T) {
 
 	t.Cleanup(func() { _ = cluster.Close(ctx) })
 	imports := map[string]string{"app.jinja": appJinja}
-	first, err := expandTemplate(ctx, "default", "shop", appConfig("busybox", "web:3", "db:1"), imports, causeCreate)
+	first, err := expandTemplate(ctx, nil, "default", "shop", appConfig("busybox", "web:3", "db:1"), imports, causeCreate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +432,7 @@ func TestApplyRefusesShapesWithInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	second, err := expandTemplate(ctx, "default", "shop", appConfig("busybox", "web:4"), imports, causeUpdate)
+	second, err := expandTemplate(ctx, nil, "default", "shop", appConfig("busybox", "web:4"), imports, causeUpdate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,5 +468,44 @@ func TestApplyRefusesShapesWithInstances(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDaemonFetchesFromConfiguredRegistries: a config may name a template of a registry the
+// daemon is configured with (--template-registry); nothing else is fetched.
+func TestDaemonFetchesFromConfiguredRegistries(t *testing.T) {
+	dir := t.TempDir()
+	err := os.MkdirAll(filepath.Join(dir, "web", "v1.0.2"), 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	template := "resources:\n- name: {{ env['name'] }}\n  type: shape\n  properties:\n    scaling_maximum: 2\n    instance_template:\n      source: {type: image, alias: busybox}\n"
+	err = os.WriteFile(filepath.Join(dir, "web", "v1.0.2", "web.jinja"), []byte(template), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	fetcher := &registry.Fetcher{Registries: map[string]string{"github.com/acme/templates": dir}}
+	config := "resources:\n- name: front\n  type: github.com/acme/templates/web:v1.0\n"
+	applied, err := expandTemplate(context.Background(), fetcher, "default", "shop", config, nil, causeCreate)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if _, ok := applied.shapes["front"]; !ok {
+		t.Fatalf("shapes from the registry template: %+v", applied.shapes)
+	}
+
+	// Without the registry configured, the same config is refused.
+	_, err = expandTemplate(context.Background(), nil, "default", "shop", config, nil, causeCreate)
+	if err == nil {
+		t.Fatal("a registry reference must not be fetched when no registry is configured")
+	}
+
+	other := "resources:\n- name: front\n  type: github.com/evil/templates/web:v1\n"
+	_, err = expandTemplate(context.Background(), fetcher, "default", "shop", other, nil, causeCreate)
+	if err == nil {
+		t.Fatal("an unlisted registry must be refused")
 	}
 }

@@ -24,6 +24,8 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
+	"github.com/lxd-deployd/lxd-deployd/shared/templates"
+	"github.com/lxd-deployd/lxd-deployd/shared/templates/registry"
 )
 
 // config is the daemon's configuration, from flags.
@@ -36,6 +38,11 @@ type config struct {
 	lxdPollInterval   time.Duration
 	reconcileInterval time.Duration
 	vsockPort         uint32
+
+	// templateRegistries maps "<host>/<owner>/<repo>" to an http(s) base URL or a directory:
+	// the only places the daemon fetches templates from.
+	templateRegistries map[string]string
+	templateDefault    string
 }
 
 // daemon wires the database, the LXD connection and the API listeners together.
@@ -173,13 +180,27 @@ func (d *daemon) apis() apis {
 			members:         d.db.Members,
 		},
 		certificates: certificatesAPI{db: d.db, serverFingerprint: d.cert.Fingerprint(), addresses: d.addresses},
-		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, reconciler: d.reconciler},
+		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, reconciler: d.reconciler, fetcher: d.templateFetcher()},
 		keys:         keysAPI{db: d.db, lifecycle: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: l, owner: d.db.Address()},
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks},
 		access:       access,
+	}
+}
+
+// templateFetcher returns the fetcher for the configured template registries, or nil: the
+// daemon fetches from nowhere else (no GitHub fallback, no plain URLs outside them).
+func (d *daemon) templateFetcher() templates.Fetcher {
+	if len(d.config.templateRegistries) == 0 {
+		return nil
+	}
+
+	return &registry.Fetcher{
+		Registries: d.config.templateRegistries,
+		Default:    d.config.templateDefault,
+		Client:     &http.Client{Timeout: 30 * time.Second},
 	}
 }
 
