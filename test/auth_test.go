@@ -4,6 +4,9 @@ import (
 	"crypto/tls"
 	"encoding/pem"
 	"net/http"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	lxd "github.com/canonical/lxd/client"
@@ -213,5 +216,38 @@ func TestTLSChainCannotBorrowTrust(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("a borrowed certificate in the chain got HTTP %d, want 403", resp.StatusCode)
+	}
+}
+
+// TestLXCRemoteAddWithOurToken: LXD's own client adds lxd-deployd as a remote with one of
+// our trust tokens, then reads the management API through it.
+func TestLXCRemoteAddWithOurToken(t *testing.T) {
+	lxcPath, err := exec.LookPath("lxc")
+	if err != nil {
+		t.Skip("lxc is not installed (apt-get install lxd): cannot check LXD's own client")
+	}
+
+	d := startDaemon(t, daemonOptions{})
+	token, err := d.Unix(t).CreateCertificateToken("lxc-user", "client")
+	must(t, err)
+
+	conf := t.TempDir()
+	lxc := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(lxcPath, args...)
+		cmd.Env = append(os.Environ(), "LXD_CONF="+conf)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("lxc %v: %v\n%s", args, err, out)
+		}
+
+		return string(out)
+	}
+
+	lxc("remote", "add", "deployd", token.Token)
+	must(t, d.Unix(t).CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "seen-by-lxc"}}))
+	out := lxc("query", "deployd:/1.0/deployments")
+	if !strings.Contains(out, "/1.0/deployments/seen-by-lxc") {
+		t.Fatalf("lxc query through the added remote: %s", out)
 	}
 }
