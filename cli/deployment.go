@@ -67,137 +67,90 @@ func deploymentRows(deployments []api.Deployment) [][]string {
 }
 
 func (a *app) deploymentListCommand() *cobra.Command {
-	var format string
-	cmd := &cobra.Command{
+	return a.listCommand(&cobra.Command{
 		Use:     "list [<remote>:]",
 		Aliases: []string{"ls"},
 		Short:   "List deployments",
 		Args:    rangeArgs(0, 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			err := checkFormat(format)
-			if err != nil {
-				return err
-			}
+	}, func(args []string) (listing, error) {
+		server, err := a.connectRemoteArg(args)
+		if err != nil {
+			return listing{}, err
+		}
 
-			server, err := a.connectRemoteArg(args)
-			if err != nil {
-				return err
-			}
+		deployments, err := server.GetDeployments()
+		return newListing([]string{"NAME", "DESCRIPTION", "SHAPES", "WEBHOOK"}, deployments, deploymentRows), err
+	})
+}
 
-			deployments, err := server.GetDeployments()
-			if err != nil {
-				return err
-			}
-
-			if deployments == nil {
-				deployments = []api.Deployment{}
-			}
-
-			l := listing{header: []string{"NAME", "DESCRIPTION", "SHAPES", "WEBHOOK"}, rows: deploymentRows(deployments), data: deployments}
-			return l.render(a.stdout, format)
+// deploymentObject reaches a deployment, "[<remote>:]<deployment>", for show, get, set and unset.
+func (a *app) deploymentObject() object[api.Deployment] {
+	return object[api.Deployment]{
+		fields: deploymentFields(),
+		names:  1,
+		read: func(args []string) (*api.Deployment, error) {
+			_, deployment, _, err := a.readDeployment(args[0])
+			return deployment, err
+		},
+		update: func(args []string, change func(d *api.Deployment) error) error {
+			return a.updateDeployment(args[0], change)
 		},
 	}
-
-	addFormatFlag(cmd, &format)
-	return cmd
 }
 
 func (a *app) deploymentShowCommand() *cobra.Command {
-	return &cobra.Command{
+	return showCommand(a, a.deploymentObject(), &cobra.Command{
 		Use:   "show [<remote>:]<deployment>",
 		Short: "Show a deployment",
 		Args:  exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := a.connectArg(args[0], "deployment")
-			if err != nil {
-				return err
-			}
-
-			deployment, _, err := t.server.GetDeployment(t.name)
-			if err != nil {
-				return err
-			}
-
-			return writeYAML(a.stdout, deployment)
-		},
-	}
+	})
 }
 
 func (a *app) deploymentGetCommand() *cobra.Command {
-	var isProperty bool
-	cmd := &cobra.Command{
+	return getCommand(a, a.deploymentObject(), &cobra.Command{
 		Use:   "get [<remote>:]<deployment> <key>",
 		Short: "Get a deployment config key, or with --property a property",
 		Args:  exactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := a.connectArg(args[0], "deployment")
-			if err != nil {
-				return err
-			}
-
-			deployment, _, err := t.server.GetDeployment(t.name)
-			if err != nil {
-				return err
-			}
-
-			value, err := deploymentFields().getValue(deployment, args[1], isProperty)
-			if err != nil {
-				return err
-			}
-
-			_, err = fmt.Fprintln(a.stdout, value)
-			return err
-		},
-	}
-
-	cmd.Flags().BoolVarP(&isProperty, "property", "p", false, "get a property (description, governor_webhook_url, ...) instead of a config key")
-	return cmd
+	}, "get a property (description, governor_webhook_url, ...) instead of a config key")
 }
 
 func (a *app) deploymentSetCommand() *cobra.Command {
-	var isProperty bool
-	cmd := &cobra.Command{
+	return setCommand(a.deploymentObject(), &cobra.Command{
 		Use:   "set [<remote>:]<deployment> <key>=<value>...",
 		Short: "Set deployment config keys, or with --property properties",
 		Long:  "Set deployment config keys, or with --property the properties description and governor_webhook_url.\nAn empty value removes a config key.",
 		Args:  rangeArgs(2, -1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.updateDeployment(args[0], func(d *api.Deployment) error {
-				return deploymentFields().applySet(d, args[1:], isProperty)
-			})
-		},
-	}
-
-	cmd.Flags().BoolVarP(&isProperty, "property", "p", false, "set properties (description, governor_webhook_url) instead of config keys")
-	return cmd
+	}, "set properties (description, governor_webhook_url) instead of config keys")
 }
 
 func (a *app) deploymentUnsetCommand() *cobra.Command {
-	var isProperty bool
-	cmd := &cobra.Command{
+	return unsetCommand(a.deploymentObject(), &cobra.Command{
 		Use:   "unset [<remote>:]<deployment> <key>...",
 		Short: "Unset deployment config keys, or with --property properties",
 		Args:  rangeArgs(2, -1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.updateDeployment(args[0], func(d *api.Deployment) error {
-				return deploymentFields().applyUnset(d, args[1:], isProperty)
-			})
-		},
+	}, "unset properties (description, governor_webhook_url) instead of config keys")
+}
+
+// readDeployment connects for "[<remote>:]<deployment>" and reads the deployment with
+// its ETag, which a write sends back so that a concurrent change is refused.
+func (a *app) readDeployment(arg string) (*target, *api.Deployment, string, error) {
+	t, err := a.connectArg(arg, "deployment")
+	if err != nil {
+		return nil, nil, "", err
 	}
 
-	cmd.Flags().BoolVarP(&isProperty, "property", "p", false, "unset properties (description, governor_webhook_url) instead of config keys")
-	return cmd
+	deployment, etag, err := t.server.GetDeployment(t.name)
+	if err != nil {
+		return nil, nil, "", err
+	}
+
+	return t, deployment, etag, nil
 }
 
 // updateDeployment reads a deployment, changes it and writes it back with the ETag of the
 // read, so that a concurrent change is refused rather than overwritten.
 func (a *app) updateDeployment(arg string, change func(d *api.Deployment) error) error {
-	t, err := a.connectArg(arg, "deployment")
-	if err != nil {
-		return err
-	}
-
-	deployment, etag, err := t.server.GetDeployment(t.name)
+	t, deployment, etag, err := a.readDeployment(arg)
 	if err != nil {
 		return err
 	}
@@ -274,12 +227,7 @@ func (a *app) deploymentEditCommand() *cobra.Command {
 		Long:  "Edit a deployment's writable fields as YAML in $VISUAL or $EDITOR, or, when stdin is not a terminal,\nreplace them with the YAML read from stdin:\n\n  lxd-deploy deployment show dep1 > dep1.yaml; (edit it); lxd-deploy deployment edit dep1 < dep1.yaml",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := a.connectArg(args[0], "deployment")
-			if err != nil {
-				return err
-			}
-
-			deployment, etag, err := t.server.GetDeployment(t.name)
+			t, deployment, etag, err := a.readDeployment(args[0])
 			if err != nil {
 				return err
 			}

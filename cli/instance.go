@@ -106,40 +106,21 @@ func createdAt(t time.Time) string {
 }
 
 func (a *app) instanceListCommand() *cobra.Command {
-	var format string
-	cmd := &cobra.Command{
+	return a.listCommand(&cobra.Command{
 		Use:     "list [<remote>:]<deployment> <shape>",
 		Aliases: []string{"ls"},
 		Short:   "List the instances of a shape",
 		Long:    "List the instances of a shape with LXD's status (Running, Stopped, ...), the state lxd-deployd\nrecorded (creating, created, deleting, missing) and the hash of the template each was created from.",
 		Args:    exactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			err := checkFormat(format)
-			if err != nil {
-				return err
-			}
+	}, func(args []string) (listing, error) {
+		t, err := a.instanceTarget(args[0], args[1], "")
+		if err != nil {
+			return listing{}, err
+		}
 
-			t, err := a.instanceTarget(args[0], args[1], "")
-			if err != nil {
-				return err
-			}
-
-			instances, err := t.server.GetDeploymentShapeInstances(t.name, args[1])
-			if err != nil {
-				return err
-			}
-
-			if instances == nil {
-				instances = []api.DeploymentInstance{}
-			}
-
-			l := listing{header: []string{"NAME", "STATUS", "STATE", "CREATED", "TEMPLATE"}, rows: instanceRows(instances), data: instances}
-			return l.render(a.stdout, format)
-		},
-	}
-
-	addFormatFlag(cmd, &format)
-	return cmd
+		instances, err := t.server.GetDeploymentShapeInstances(t.name, args[1])
+		return newListing([]string{"NAME", "STATUS", "STATE", "CREATED", "TEMPLATE"}, instances, instanceRows), err
+	})
 }
 
 func (a *app) instanceShowCommand() *cobra.Command {

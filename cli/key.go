@@ -71,92 +71,49 @@ func (a *app) keyTarget(deploymentArg string, key string) (*target, error) {
 }
 
 func (a *app) keyListCommand() *cobra.Command {
-	var format string
-	cmd := &cobra.Command{
+	return a.listCommand(&cobra.Command{
 		Use:     "list [<remote>:]<deployment>",
 		Aliases: []string{"ls"},
 		Short:   "List the keys of a deployment",
 		Args:    exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			err := checkFormat(format)
+	}, a.inDeployment(func(t *target) (listing, error) {
+		keys, err := t.server.GetDeploymentKeys(t.name)
+		return newListing([]string{"NAME", "ROLE", "FINGERPRINT", "DESCRIPTION"}, keys, keyRows), err
+	}))
+}
+
+// keyObject reaches a deployment key, "[<remote>:]<deployment> <key>", for show and get; keys
+// are changed with edit only.
+func (a *app) keyObject() object[api.DeploymentKey] {
+	return object[api.DeploymentKey]{
+		fields: keyFields(),
+		names:  2,
+		read: func(args []string) (*api.DeploymentKey, error) {
+			t, err := a.keyTarget(args[0], args[1])
 			if err != nil {
-				return err
+				return nil, err
 			}
 
-			t, err := a.connectArg(args[0], "deployment")
-			if err != nil {
-				return err
-			}
-
-			keys, err := t.server.GetDeploymentKeys(t.name)
-			if err != nil {
-				return err
-			}
-
-			if keys == nil {
-				keys = []api.DeploymentKey{}
-			}
-
-			l := listing{header: []string{"NAME", "ROLE", "FINGERPRINT", "DESCRIPTION"}, rows: keyRows(keys), data: keys}
-			return l.render(a.stdout, format)
+			key, _, err := t.server.GetDeploymentKey(t.name, args[1])
+			return key, err
 		},
 	}
-
-	addFormatFlag(cmd, &format)
-	return cmd
 }
 
 func (a *app) keyShowCommand() *cobra.Command {
-	return &cobra.Command{
+	return showCommand(a, a.keyObject(), &cobra.Command{
 		Use:   "show [<remote>:]<deployment> <key>",
 		Short: "Show a deployment key",
 		Args:  exactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := a.keyTarget(args[0], args[1])
-			if err != nil {
-				return err
-			}
-
-			key, _, err := t.server.GetDeploymentKey(t.name, args[1])
-			if err != nil {
-				return err
-			}
-
-			return writeYAML(a.stdout, key)
-		},
-	}
+	})
 }
 
 func (a *app) keyGetCommand() *cobra.Command {
-	var isProperty bool
-	cmd := &cobra.Command{
+	return getCommand(a, a.keyObject(), &cobra.Command{
 		Use:   "get [<remote>:]<deployment> <key> <property>",
 		Short: "Get a deployment key property (name, description, role, certificate_fingerprint)",
 		Args:  exactArgs(3),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := a.keyTarget(args[0], args[1])
-			if err != nil {
-				return err
-			}
-
-			key, _, err := t.server.GetDeploymentKey(t.name, args[1])
-			if err != nil {
-				return err
-			}
-
-			// Keys have no config map: what is asked for is always a property.
-			value, err := keyFields().getValue(key, args[2], true)
-			if err != nil {
-				return err
-			}
-
-			_, err = fmt.Fprintln(a.stdout, value)
-			return err
-		},
-	}
-
-	cmd.Flags().BoolVarP(&isProperty, "property", "p", false, "accepted for symmetry with shapes and deployments: keys only have properties")
-	return cmd
+	}, "accepted for symmetry with shapes and deployments: keys only have properties")
 }
 
 func (a *app) keyCreateCommand() *cobra.Command {

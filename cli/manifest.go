@@ -58,12 +58,7 @@ error unless --force, which deletes them. Shapes no manifest made are left alone
 With --diff, nothing changes: the daemon shows what applying would do.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := a.connectArg(args[0], "deployment")
-			if err != nil {
-				return err
-			}
-
-			deployment, etag, err := t.server.GetDeployment(t.name)
+			t, deployment, etag, err := a.readDeployment(args[0])
 			if err != nil {
 				return err
 			}
@@ -154,39 +149,15 @@ func manifestRows(manifests []api.DeploymentManifest) [][]string {
 }
 
 func (a *app) manifestListCommand() *cobra.Command {
-	var format string
-	cmd := &cobra.Command{
+	return a.listCommand(&cobra.Command{
 		Use:     "list [<remote>:]<deployment>",
 		Aliases: []string{"ls"},
 		Short:   "List a deployment's manifests, oldest first",
 		Args:    exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			err := checkFormat(format)
-			if err != nil {
-				return err
-			}
-
-			t, err := a.connectArg(args[0], "deployment")
-			if err != nil {
-				return err
-			}
-
-			manifests, err := t.server.GetDeploymentManifests(t.name)
-			if err != nil {
-				return err
-			}
-
-			if manifests == nil {
-				manifests = []api.DeploymentManifest{}
-			}
-
-			l := listing{header: []string{"NAME", "CAUSE", "CREATED AT", "SHAPES"}, rows: manifestRows(manifests), data: manifests}
-			return l.render(a.stdout, format)
-		},
-	}
-
-	addFormatFlag(cmd, &format)
-	return cmd
+	}, a.inDeployment(func(t *target) (listing, error) {
+		manifests, err := t.server.GetDeploymentManifests(t.name)
+		return newListing([]string{"NAME", "CAUSE", "CREATED AT", "SHAPES"}, manifests, manifestRows), err
+	}))
 }
 
 func (a *app) manifestShowCommand() *cobra.Command {

@@ -63,29 +63,19 @@ func remoteListing(c *config) listing {
 }
 
 func (a *app) remoteListCommand() *cobra.Command {
-	var format string
-	cmd := &cobra.Command{
+	return a.listCommand(&cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List the remotes",
 		Args:    exactArgs(0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			err := checkFormat(format)
-			if err != nil {
-				return err
-			}
+	}, func(args []string) (listing, error) {
+		c, err := a.loadConfig()
+		if err != nil {
+			return listing{}, err
+		}
 
-			c, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
-
-			return remoteListing(c).render(a.stdout, format)
-		},
-	}
-
-	addFormatFlag(cmd, &format)
-	return cmd
+		return remoteListing(c), nil
+	})
 }
 
 // removeRemote drops a remote from the configuration; local and the default remote stay.

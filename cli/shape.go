@@ -118,136 +118,84 @@ func (a *app) shapeTarget(deploymentArg string, shape string) (*target, error) {
 }
 
 func (a *app) shapeListCommand() *cobra.Command {
-	var format string
-	cmd := &cobra.Command{
+	return a.listCommand(&cobra.Command{
 		Use:     "list [<remote>:]<deployment>",
 		Aliases: []string{"ls"},
 		Short:   "List the shapes of a deployment",
 		Args:    exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			err := checkFormat(format)
-			if err != nil {
-				return err
-			}
+	}, a.inDeployment(func(t *target) (listing, error) {
+		shapes, err := t.server.GetDeploymentShapes(t.name)
+		return newListing([]string{"NAME", "MIN", "MAX", "CURRENT", "SOURCE", "DESCRIPTION"}, shapes, shapeRows), err
+	}))
+}
 
-			t, err := a.connectArg(args[0], "deployment")
-			if err != nil {
-				return err
-			}
-
-			shapes, err := t.server.GetDeploymentShapes(t.name)
-			if err != nil {
-				return err
-			}
-
-			if shapes == nil {
-				shapes = []api.DeploymentShape{}
-			}
-
-			l := listing{header: []string{"NAME", "MIN", "MAX", "CURRENT", "SOURCE", "DESCRIPTION"}, rows: shapeRows(shapes), data: shapes}
-			return l.render(a.stdout, format)
+// shapeObject reaches a shape, "[<remote>:]<deployment> <shape>", for show, get, set and unset.
+func (a *app) shapeObject() object[api.DeploymentShape] {
+	return object[api.DeploymentShape]{
+		fields: shapeFields(),
+		names:  2,
+		read: func(args []string) (*api.DeploymentShape, error) {
+			_, shape, _, err := a.readShape(args[0], args[1])
+			return shape, err
+		},
+		update: func(args []string, change func(s *api.DeploymentShape) error) error {
+			return a.updateShape(args[0], args[1], change)
 		},
 	}
-
-	addFormatFlag(cmd, &format)
-	return cmd
 }
 
 func (a *app) shapeShowCommand() *cobra.Command {
-	return &cobra.Command{
+	return showCommand(a, a.shapeObject(), &cobra.Command{
 		Use:   "show [<remote>:]<deployment> <shape>",
 		Short: "Show a shape",
 		Args:  exactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := a.shapeTarget(args[0], args[1])
-			if err != nil {
-				return err
-			}
-
-			shape, _, err := t.server.GetDeploymentShape(t.name, args[1])
-			if err != nil {
-				return err
-			}
-
-			return writeYAML(a.stdout, shape)
-		},
-	}
+	})
 }
 
 func (a *app) shapeGetCommand() *cobra.Command {
-	var isProperty bool
-	cmd := &cobra.Command{
+	return getCommand(a, a.shapeObject(), &cobra.Command{
 		Use:   "get [<remote>:]<deployment> <shape> <key>",
 		Short: "Get a shape config key, or with --property a property",
 		Args:  exactArgs(3),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := a.shapeTarget(args[0], args[1])
-			if err != nil {
-				return err
-			}
-
-			shape, _, err := t.server.GetDeploymentShape(t.name, args[1])
-			if err != nil {
-				return err
-			}
-
-			value, err := shapeFields().getValue(shape, args[2], isProperty)
-			if err != nil {
-				return err
-			}
-
-			_, err = fmt.Fprintln(a.stdout, value)
-			return err
-		},
-	}
-
-	cmd.Flags().BoolVarP(&isProperty, "property", "p", false, "get a property (description, scaling_minimum, scaling_maximum, ...) instead of a config key")
-	return cmd
+	}, "get a property (description, scaling_minimum, scaling_maximum, ...) instead of a config key")
 }
 
 func (a *app) shapeSetCommand() *cobra.Command {
-	var isProperty bool
-	cmd := &cobra.Command{
+	return setCommand(a.shapeObject(), &cobra.Command{
 		Use:   "set [<remote>:]<deployment> <shape> <key>=<value>...",
 		Short: "Set shape config keys, or with --property properties",
 		Long:  "Set shape config keys, or with --property the properties description, scaling_minimum and scaling_maximum.\nAn empty value removes a config key.",
 		Args:  rangeArgs(3, -1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.updateShape(args[0], args[1], func(s *api.DeploymentShape) error {
-				return shapeFields().applySet(s, args[2:], isProperty)
-			})
-		},
-	}
-
-	cmd.Flags().BoolVarP(&isProperty, "property", "p", false, "set properties (description, scaling_minimum, scaling_maximum) instead of config keys")
-	return cmd
+	}, "set properties (description, scaling_minimum, scaling_maximum) instead of config keys")
 }
 
 func (a *app) shapeUnsetCommand() *cobra.Command {
-	var isProperty bool
-	cmd := &cobra.Command{
+	return unsetCommand(a.shapeObject(), &cobra.Command{
 		Use:   "unset [<remote>:]<deployment> <shape> <key>...",
 		Short: "Unset shape config keys, or with --property properties",
 		Args:  rangeArgs(3, -1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.updateShape(args[0], args[1], func(s *api.DeploymentShape) error {
-				return shapeFields().applyUnset(s, args[2:], isProperty)
-			})
-		},
+	}, "unset properties (description, scaling_minimum, scaling_maximum) instead of config keys")
+}
+
+// readShape connects for "[<remote>:]<deployment> <shape>" and reads the shape with its
+// ETag, which a write sends back so that a concurrent change is refused.
+func (a *app) readShape(deploymentArg string, name string) (*target, *api.DeploymentShape, string, error) {
+	t, err := a.shapeTarget(deploymentArg, name)
+	if err != nil {
+		return nil, nil, "", err
 	}
 
-	cmd.Flags().BoolVarP(&isProperty, "property", "p", false, "unset properties (description, scaling_minimum, scaling_maximum) instead of config keys")
-	return cmd
+	shape, etag, err := t.server.GetDeploymentShape(t.name, name)
+	if err != nil {
+		return nil, nil, "", err
+	}
+
+	return t, shape, etag, nil
 }
 
 // updateShape reads a shape, changes it and writes it back with the ETag of the read.
 func (a *app) updateShape(deploymentArg string, name string, change func(s *api.DeploymentShape) error) error {
-	t, err := a.shapeTarget(deploymentArg, name)
-	if err != nil {
-		return err
-	}
-
-	shape, etag, err := t.server.GetDeploymentShape(t.name, name)
+	t, shape, etag, err := a.readShape(deploymentArg, name)
 	if err != nil {
 		return err
 	}
@@ -272,12 +220,7 @@ func (a *app) shapeEditCommand() *cobra.Command {
 		Long:  "Edit a shape's writable fields as YAML in $VISUAL or $EDITOR, or, when stdin is not a terminal,\nreplace them with the YAML read from stdin. A new instance_template applies to instances created afterwards.",
 		Args:  exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := a.shapeTarget(args[0], args[1])
-			if err != nil {
-				return err
-			}
-
-			shape, etag, err := t.server.GetDeploymentShape(t.name, args[1])
+			t, shape, etag, err := a.readShape(args[0], args[1])
 			if err != nil {
 				return err
 			}

@@ -65,39 +65,20 @@ func certificateRows(certs []lxdapi.Certificate) [][]string {
 }
 
 func (a *app) trustListCommand() *cobra.Command {
-	var format string
-	cmd := &cobra.Command{
+	return a.listCommand(&cobra.Command{
 		Use:     "list [<remote>:]",
 		Aliases: []string{"ls"},
 		Short:   "List trusted certificates",
 		Args:    rangeArgs(0, 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			err := checkFormat(format)
-			if err != nil {
-				return err
-			}
+	}, func(args []string) (listing, error) {
+		server, err := a.connectRemoteArg(args)
+		if err != nil {
+			return listing{}, err
+		}
 
-			server, err := a.connectRemoteArg(args)
-			if err != nil {
-				return err
-			}
-
-			certs, err := server.GetCertificates()
-			if err != nil {
-				return err
-			}
-
-			if certs == nil {
-				certs = []lxdapi.Certificate{}
-			}
-
-			l := listing{header: []string{"NAME", "TYPE", "FINGERPRINT"}, rows: certificateRows(certs), data: certs}
-			return l.render(a.stdout, format)
-		},
-	}
-
-	addFormatFlag(cmd, &format)
-	return cmd
+		certs, err := server.GetCertificates()
+		return newListing([]string{"NAME", "TYPE", "FINGERPRINT"}, certs, certificateRows), err
+	})
 }
 
 // trustAddArgs splits "[<remote>:] [<cert.crt>]": a lone argument ending in ':' is a

@@ -51,46 +51,33 @@ func (a *app) webhookSecretCommand() *cobra.Command {
 	return cmd
 }
 
+// deliveryRows turns webhook deliveries into list rows, in the server's order (newest first).
+func deliveryRows(deliveries []api.WebhookDelivery) [][]string {
+	rows := make([][]string, 0, len(deliveries))
+	for _, d := range deliveries {
+		code := ""
+		if d.LastResponseCode != 0 {
+			code = strconv.Itoa(d.LastResponseCode)
+		}
+
+		rows = append(rows, []string{d.ID, d.Type, d.Status, strconv.Itoa(d.Attempts), code, d.CreatedAt.Local().Format(time.DateTime), d.LastError})
+	}
+
+	return rows
+}
+
 func (a *app) webhookDeliveriesCommand() *cobra.Command {
-	var format string
-	cmd := &cobra.Command{
+	return a.listCommand(&cobra.Command{
 		Use:     "deliveries [<remote>:]<deployment>",
 		Aliases: []string{"list", "ls"},
 		Short:   "List recent webhook deliveries, newest first",
 		Args:    exactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			err := checkFormat(format)
-			if err != nil {
-				return err
-			}
-
-			t, err := a.connectArg(args[0], "deployment")
-			if err != nil {
-				return err
-			}
-
-			deliveries, err := t.server.GetWebhookDeliveries(t.name)
-			if err != nil {
-				return err
-			}
-
-			rows := make([][]string, 0, len(deliveries))
-			for _, d := range deliveries {
-				code := ""
-				if d.LastResponseCode != 0 {
-					code = strconv.Itoa(d.LastResponseCode)
-				}
-
-				rows = append(rows, []string{d.ID, d.Type, d.Status, strconv.Itoa(d.Attempts), code, d.CreatedAt.Local().Format(time.DateTime), d.LastError})
-			}
-
-			l := listing{header: []string{"ID", "TYPE", "STATUS", "ATTEMPTS", "CODE", "CREATED", "LAST ERROR"}, rows: rows, data: deliveries}
-			return l.render(a.stdout, format)
-		},
-	}
-
-	addFormatFlag(cmd, &format)
-	return cmd
+	}, a.inDeployment(func(t *target) (listing, error) {
+		// Not newListing: a nil answer keeps printing null in json and yaml, as it always has.
+		deliveries, err := t.server.GetWebhookDeliveries(t.name)
+		header := []string{"ID", "TYPE", "STATUS", "ATTEMPTS", "CODE", "CREATED", "LAST ERROR"}
+		return listing{header: header, rows: deliveryRows(deliveries), data: deliveries}, err
+	}))
 }
 
 func (a *app) webhookRedeliverCommand() *cobra.Command {
