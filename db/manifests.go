@@ -74,8 +74,21 @@ func CreateManifest(ctx context.Context, tx *sql.Tx, deploymentID int64, m api.D
 		return "", fmt.Errorf("add manifest: %w", err)
 	}
 
+	// Keep the history bounded: the newest ManifestsKept manifests stay, enough to roll back
+	// a long way, without letting every apply grow the database for ever.
+	_, err = tx.ExecContext(ctx, `
+DELETE FROM deployments_manifests
+ WHERE deployment_id = ? AND id NOT IN (
+       SELECT id FROM deployments_manifests WHERE deployment_id = ? ORDER BY id DESC LIMIT ?)`, deploymentID, deploymentID, ManifestsKept)
+	if err != nil {
+		return "", fmt.Errorf("prune manifests: %w", err)
+	}
+
 	return name, nil
 }
+
+// ManifestsKept is how many manifests a deployment keeps.
+const ManifestsKept = 100
 
 const manifestColumns = "id, deployment_id, name, input_config, imports, expanded_config, layout, cause, created_at"
 

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"net/http"
 	"reflect"
 	"testing"
@@ -129,5 +130,45 @@ func TestManifests(t *testing.T) {
 		}
 
 		return err
+	})
+}
+
+func TestManifestsArePruned(t *testing.T) {
+	c := newTestCluster(t)
+	var deploymentID int64
+	tx(t, c, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		deploymentID, err = CreateDeployment(ctx, tx, "default", api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}})
+		if err != nil {
+			return err
+		}
+
+		for i := 0; i < ManifestsKept+5; i++ {
+			_, err = CreateManifest(ctx, tx, deploymentID, api.DeploymentManifest{InputConfig: "resources: []", Cause: "update"})
+			if err != nil {
+				return err
+			}
+		}
+
+		return nil
+	})
+
+	tx(t, c, func(ctx context.Context, tx *sql.Tx) error {
+		names, err := GetManifestNames(ctx, tx, deploymentID)
+		if err != nil {
+			return err
+		}
+
+		if len(names) != ManifestsKept {
+			t.Fatalf("%d manifests kept, want %d", len(names), ManifestsKept)
+		}
+
+		// Numbering continues after pruning.
+		name, err := CreateManifest(ctx, tx, deploymentID, api.DeploymentManifest{InputConfig: "resources: []"})
+		if err != nil || name != fmt.Sprintf("manifest-%d", ManifestsKept+6) {
+			t.Fatalf("next manifest %q, %v", name, err)
+		}
+
+		return nil
 	})
 }
