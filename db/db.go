@@ -6,6 +6,8 @@ package db
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"encoding/hex"
 	"errors"
@@ -36,6 +38,10 @@ type Options struct {
 
 	// Logger receives dqlite's own log lines.
 	Logger *slog.Logger
+
+	// TLS, when set, encrypts and authenticates traffic between members: every member holds
+	// the same cluster key pair, as LXD's cluster.crt.
+	TLS *tls.Certificate
 }
 
 // Cluster is the handle to the database shared by every daemon of a cluster.
@@ -83,7 +89,7 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 		logger = slog.Default()
 	}
 
-	dqliteApp, err := app.New(dir,
+	options := []app.Option{
 		app.WithAddress(address),
 		app.WithCluster(opts.Cluster),
 		app.WithLogFunc(func(level client.LogLevel, format string, a ...any) {
@@ -91,7 +97,21 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 				logger.Warn(fmt.Sprintf(format, a...), "component", "dqlite")
 			}
 		}),
-	)
+	}
+
+	if opts.TLS != nil {
+		leaf, err := x509.ParseCertificate(opts.TLS.Certificate[0])
+		if err != nil {
+			return nil, fmt.Errorf("parse cluster certificate: %w", err)
+		}
+
+		// The members trust exactly the shared cluster certificate.
+		pool := x509.NewCertPool()
+		pool.AddCert(leaf)
+		options = append(options, app.WithTLS(app.SimpleTLSConfig(*opts.TLS, pool)))
+	}
+
+	dqliteApp, err := app.New(dir, options...)
 	if err != nil {
 		return nil, fmt.Errorf("start dqlite node in %q: %w", dir, err)
 	}

@@ -81,10 +81,16 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 
+	clusterTLS, err := clusterCertificate(d.config)
+	if err != nil {
+		return err
+	}
+
 	d.db, err = db.Open(ctx, filepath.Join(d.config.dataDir, "database"), db.Options{
 		Address: d.config.clusterAddress,
 		Cluster: d.config.clusterJoin,
 		Logger:  d.logger,
+		TLS:     clusterTLS,
 	})
 	if err != nil {
 		return err

@@ -1,20 +1,54 @@
 package test
 
 import (
+	"crypto/tls"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
-// TestClusteredDaemons joins two more daemons to a first one's dqlite: what one writes, the
-// others read, and the cluster outlives the member that started it.
+// TestClusteredDaemons joins two more daemons to a first one's dqlite, over TLS with the
+// cluster certificate the first one made: what one writes, the others read, and the cluster
+// outlives the member that started it.
 func TestClusteredDaemons(t *testing.T) {
 	first := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	a := startDaemon(t, daemonOptions{ExtraArgs: []string{"--cluster-address", first}})
-	b := startDaemon(t, daemonOptions{ExtraArgs: []string{"--cluster-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cluster-join", first}})
-	c := startDaemon(t, daemonOptions{ExtraArgs: []string{"--cluster-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cluster-join", first}})
+
+	// Without the cluster certificate a daemon cannot join, and says what to do.
+	out, err := exec.Command(daemonBinary, "--data-dir", t.TempDir(), "--https-address", "", "--vsock-port", "0",
+		"--cluster-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cluster-join", first).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "copy cluster.crt and cluster.key") {
+		t.Fatalf("joining without the cluster certificate: %v\n%s", err, out)
+	}
+
+	files := map[string][]byte{}
+	for _, name := range []string{"cluster.crt", "cluster.key"} {
+		files[name], err = os.ReadFile(filepath.Join(a.DataDir, name))
+		must(t, err)
+	}
+
+	b := startDaemon(t, daemonOptions{Files: files, ExtraArgs: []string{"--cluster-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cluster-join", first}})
+	c := startDaemon(t, daemonOptions{Files: files, ExtraArgs: []string{"--cluster-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cluster-join", first}})
+
+	// The cluster address takes only members: a TLS client without the cluster
+	// certificate is turned away (with TLS 1.3 the refusal arrives on the first read).
+	conn, err := tls.Dial("tcp", first, &tls.Config{InsecureSkipVerify: true})
+	if err == nil {
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		_, _ = conn.Write([]byte{0, 0, 0, 0, 0, 0, 0, 1})
+		_, err = conn.Read(make([]byte, 8))
+		_ = conn.Close()
+	}
+
+	if err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("a client without the cluster certificate must be refused, got %v", err)
+	}
 
 	must(t, a.Unix(t).CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "shared"}}))
 	for _, member := range []*daemon{b, c} {
@@ -23,7 +57,7 @@ func TestClusteredDaemons(t *testing.T) {
 	}
 
 	must(t, b.Unix(t).CreateDeploymentShape("shared", webShape("web", 0, 2)))
-	_, _, err := c.Unix(t).GetDeploymentShape("shared", "web")
+	_, _, err = c.Unix(t).GetDeploymentShape("shared", "web")
 	must(t, err)
 
 	if !serverEnvironment(t, b).ServerClustered {

@@ -40,6 +40,9 @@ type daemonOptions struct {
 
 	// ExtraArgs are added to the command line.
 	ExtraArgs []string
+
+	// Files are written into the data directory before the first start.
+	Files map[string][]byte
 }
 
 // startDaemon starts lxd-deployd on a fresh data directory and waits until it answers.
@@ -64,6 +67,13 @@ func startDaemon(t testing.TB, opts daemonOptions) *daemon {
 		HTTPSAddress: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		LXDSocket:    lxdSocket,
 		log:          filepath.Join(dir, "daemon.log"),
+	}
+
+	for name, content := range opts.Files {
+		err = os.WriteFile(filepath.Join(dir, name), content, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	d.start(t, opts.ExtraArgs...)
