@@ -42,7 +42,7 @@ func TestCLIInstanceFlow(t *testing.T) {
 	}
 
 	var listed []api.DeploymentInstance
-	cliMust(t, json.Unmarshal([]byte(u.ok(instance("list", "local:dep1", "web", "-f", "json")...)), &listed))
+	must(t, json.Unmarshal([]byte(u.ok(instance("list", "local:dep1", "web", "-f", "json")...)), &listed))
 	if len(listed) != 2 {
 		t.Fatalf("instance list json: %+v", listed)
 	}
@@ -60,7 +60,7 @@ func TestCLIInstanceFlow(t *testing.T) {
 	// Show carries LXD's live state.
 	shown := u.ok(instance("show", "dep1", "web", web1)...)
 	var one api.DeploymentInstance
-	cliMust(t, yaml.Unmarshal([]byte(shown), &one))
+	must(t, yaml.Unmarshal([]byte(shown), &one))
 	if one.Name != web1 || one.Status != "Running" || one.LiveState == nil || one.LiveState.Processes < 1 || !strings.Contains(shown, "live_state:") {
 		t.Errorf("instance show:\n%s", shown)
 	}

@@ -3,11 +3,9 @@ package test
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,21 +93,6 @@ func (u *cliUser) fails(want []string, args ...string) {
 	}
 }
 
-func cliMust(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// cliExpectNotFound checks that a read through the client answers 404.
-func cliExpectNotFound(t *testing.T, err error, what string) {
-	t.Helper()
-	if !lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
-		t.Fatalf("%s: want 404, got %v", what, err)
-	}
-}
-
 // TestCLIDeploymentFlow is the acceptance flow of the CLI over the local unix socket:
 // deployments, shapes, the trust store and keys, in every output format, then the error
 // cases, with every change checked through the Go client.
@@ -127,7 +110,7 @@ func TestCLIDeploymentFlow(t *testing.T) {
 
 	gov := newIdentity(t)
 	govCert := filepath.Join(t.TempDir(), "gov.crt")
-	cliMust(t, os.WriteFile(govCert, []byte(gov.CertPEM), 0o600))
+	must(t, os.WriteFile(govCert, []byte(gov.CertPEM), 0o600))
 	out := u.ok("config", "trust", "add", govCert, "--type", "deployments")
 	if !contains(out, gov.Fingerprint) {
 		t.Errorf("trust add printed %q, want the fingerprint", out)
@@ -136,26 +119,26 @@ func TestCLIDeploymentFlow(t *testing.T) {
 	u.ok("deployment", "key", "create", "dep1", "k1", gov.Fingerprint, "--role", "admin")
 
 	deployment, _, err := admin.GetDeployment("dep1")
-	cliMust(t, err)
+	must(t, err)
 	if deployment.Description != "My app" || deployment.Config["user.team"] != "web" {
 		t.Errorf("created deployment: %+v", deployment)
 	}
 
 	shape, _, err := admin.GetDeploymentShape("dep1", "web")
-	cliMust(t, err)
+	must(t, err)
 	source := shape.InstanceTemplate.Source
 	if shape.ScalingMinimum != 1 || shape.ScalingMaximum != 3 || source.Type != "image" || source.Alias != "busybox" || shape.InstanceTemplate.Type != lxdapi.InstanceTypeContainer {
 		t.Errorf("created shape: %+v", shape)
 	}
 
 	cert, _, err := admin.GetCertificate(gov.Fingerprint)
-	cliMust(t, err)
+	must(t, err)
 	if cert.Type != api.CertificateTypeDeployments {
 		t.Errorf("trusted certificate has type %q", cert.Type)
 	}
 
 	key, _, err := admin.GetDeploymentKey("dep1", "k1")
-	cliMust(t, err)
+	must(t, err)
 	if key.Role != api.DeploymentKeyRoleAdmin || key.CertificateFingerprint != gov.Fingerprint {
 		t.Errorf("created key: %+v", key)
 	}
@@ -172,13 +155,13 @@ func TestCLIDeploymentFlow(t *testing.T) {
 	}
 
 	var listed []api.Deployment
-	cliMust(t, json.Unmarshal([]byte(u.ok("deployment", "list", "-f", "json")), &listed))
+	must(t, json.Unmarshal([]byte(u.ok("deployment", "list", "-f", "json")), &listed))
 	if len(listed) != 1 || listed[0].Name != "dep1" || listed[0].DeploymentShapes["web"].ScalingMaximum != 3 {
 		t.Errorf("deployment list json: %+v", listed)
 	}
 
 	listed = nil
-	cliMust(t, yaml.Unmarshal([]byte(u.ok("deployment", "list", "-f", "yaml")), &listed))
+	must(t, yaml.Unmarshal([]byte(u.ok("deployment", "list", "-f", "yaml")), &listed))
 	if len(listed) != 1 || listed[0].Description != "My app" {
 		t.Errorf("deployment list yaml: %+v", listed)
 	}
@@ -197,7 +180,7 @@ func TestCLIDeploymentFlow(t *testing.T) {
 	}
 
 	var shapes []api.DeploymentShape
-	cliMust(t, json.Unmarshal([]byte(u.ok("deployment", "shape", "list", "dep1", "-f", "json")), &shapes))
+	must(t, json.Unmarshal([]byte(u.ok("deployment", "shape", "list", "dep1", "-f", "json")), &shapes))
 	if len(shapes) != 1 || shapes[0].Name != "web" {
 		t.Errorf("shape list json: %+v", shapes)
 	}
@@ -207,7 +190,7 @@ func TestCLIDeploymentFlow(t *testing.T) {
 	}
 
 	var keys []api.DeploymentKey
-	cliMust(t, yaml.Unmarshal([]byte(u.ok("deployment", "key", "list", "dep1", "-f", "yaml")), &keys))
+	must(t, yaml.Unmarshal([]byte(u.ok("deployment", "key", "list", "dep1", "-f", "yaml")), &keys))
 	if len(keys) != 1 || keys[0].CertificateFingerprint != gov.Fingerprint {
 		t.Errorf("key list yaml: %+v", keys)
 	}
@@ -218,13 +201,13 @@ func TestCLIDeploymentFlow(t *testing.T) {
 
 	// Show.
 	var shown api.Deployment
-	cliMust(t, yaml.Unmarshal([]byte(u.ok("deployment", "show", "dep1")), &shown))
+	must(t, yaml.Unmarshal([]byte(u.ok("deployment", "show", "dep1")), &shown))
 	if shown.Name != "dep1" || shown.Config["user.team"] != "web" || shown.Project != "default" {
 		t.Errorf("deployment show: %+v", shown)
 	}
 
 	var shownShape api.DeploymentShape
-	cliMust(t, yaml.Unmarshal([]byte(u.ok("deployment", "shape", "show", "dep1", "web")), &shownShape))
+	must(t, yaml.Unmarshal([]byte(u.ok("deployment", "shape", "show", "dep1", "web")), &shownShape))
 	if shownShape.InstanceTemplate.Source.Alias != "busybox" {
 		t.Errorf("shape show: %+v", shownShape)
 	}
@@ -259,7 +242,7 @@ func testCLIGetSetUnset(t *testing.T, d *daemon, u *cliUser) {
 	u.ok("deployment", "unset", "dep1", "user.a")
 	u.ok("deployment", "set", "dep1", "--property", "governor_webhook_url=https://gov.example/scale", "description=Renamed app")
 	deployment, _, err := admin.GetDeployment("dep1")
-	cliMust(t, err)
+	must(t, err)
 	if deployment.Config["user.b"] != "2" || deployment.Config["user.c"] != "3" || deployment.Config["user.team"] != "web" || deployment.Config["user.a"] != "" {
 		t.Errorf("config after set/unset: %v", deployment.Config)
 	}
@@ -270,7 +253,7 @@ func testCLIGetSetUnset(t *testing.T, d *daemon, u *cliUser) {
 
 	u.ok("deployment", "unset", "dep1", "governor_webhook_url", "-p")
 	deployment, _, err = admin.GetDeployment("dep1")
-	cliMust(t, err)
+	must(t, err)
 	if deployment.GovernorWebhookURL != "" {
 		t.Errorf("webhook after unset: %q", deployment.GovernorWebhookURL)
 	}
@@ -287,7 +270,7 @@ func testCLIGetSetUnset(t *testing.T, d *daemon, u *cliUser) {
 
 	u.ok("deployment", "shape", "unset", "dep1", "web", "user.tier")
 	shape, _, err := admin.GetDeploymentShape("dep1", "web")
-	cliMust(t, err)
+	must(t, err)
 	if shape.ScalingMaximum != 5 || len(shape.Config) != 0 {
 		t.Errorf("shape after set/unset: max %d config %v", shape.ScalingMaximum, shape.Config)
 	}
@@ -310,14 +293,14 @@ func testCLIEdit(t *testing.T, d *daemon, u *cliUser) {
 	shown := u.ok("deployment", "show", "dep1")
 	u.okWithStdin(strings.Replace(shown, "description: Renamed app", "description: Edited app", 1), "deployment", "edit", "dep1")
 	deployment, _, err := admin.GetDeployment("dep1")
-	cliMust(t, err)
+	must(t, err)
 	if deployment.Description != "Edited app" || deployment.Config["user.team"] != "web" {
 		t.Errorf("after edit: %+v", deployment.DeploymentPut)
 	}
 
 	u.okWithStdin("description: Only writable fields\nconfig:\n  user.x: \"1\"\n", "deployment", "edit", "dep1")
 	deployment, _, err = admin.GetDeployment("dep1")
-	cliMust(t, err)
+	must(t, err)
 	if deployment.Description != "Only writable fields" || len(deployment.Config) != 1 || deployment.Config["user.x"] != "1" {
 		t.Errorf("after edit with writable fields: %+v", deployment.DeploymentPut)
 	}
@@ -325,14 +308,14 @@ func testCLIEdit(t *testing.T, d *daemon, u *cliUser) {
 	shapeYAML := u.ok("deployment", "shape", "show", "dep1", "web")
 	u.okWithStdin(strings.Replace(shapeYAML, "scaling_maximum: 5", "scaling_maximum: 4", 1), "deployment", "shape", "edit", "dep1", "web")
 	shape, _, err := admin.GetDeploymentShape("dep1", "web")
-	cliMust(t, err)
+	must(t, err)
 	if shape.ScalingMaximum != 4 || shape.InstanceTemplate.Source.Alias != "busybox" {
 		t.Errorf("after shape edit: %+v", shape.DeploymentShapePut)
 	}
 
 	u.okWithStdin("description: governor key\nrole: read-only\n", "deployment", "key", "edit", "dep1", "k1")
 	key, _, err := admin.GetDeploymentKey("dep1", "k1")
-	cliMust(t, err)
+	must(t, err)
 	if key.Role != api.DeploymentKeyRoleReadOnly || key.Description != "governor key" {
 		t.Errorf("after key edit: %+v", key)
 	}
@@ -354,10 +337,10 @@ func testCLIEdit(t *testing.T, d *daemon, u *cliUser) {
 	cmd := exec.CommandContext(ctx, cliBinary, "--debug", "deployment", "edit", "dep1")
 	cmd.Env = u.env
 	stdin, err := cmd.StdinPipe()
-	cliMust(t, err)
+	must(t, err)
 	stderr, err := cmd.StderrPipe()
-	cliMust(t, err)
-	cliMust(t, cmd.Start())
+	must(t, err)
+	must(t, cmd.Start())
 	lines := bufio.NewReader(stderr)
 	for {
 		line, err := lines.ReadString('\n')
@@ -370,10 +353,10 @@ func testCLIEdit(t *testing.T, d *daemon, u *cliUser) {
 		}
 	}
 
-	cliMust(t, admin.UpdateDeployment("dep1", api.DeploymentPut{Description: "changed meanwhile", Config: map[string]string{}}, ""))
+	must(t, admin.UpdateDeployment("dep1", api.DeploymentPut{Description: "changed meanwhile", Config: map[string]string{}}, ""))
 	_, err = io.WriteString(stdin, "description: lost update\n")
-	cliMust(t, err)
-	cliMust(t, stdin.Close())
+	must(t, err)
+	must(t, stdin.Close())
 	rest, _ := io.ReadAll(lines)
 	err = cmd.Wait()
 	var exitErr *exec.ExitError
@@ -382,7 +365,7 @@ func testCLIEdit(t *testing.T, d *daemon, u *cliUser) {
 	}
 
 	deployment, _, err = admin.GetDeployment("dep1")
-	cliMust(t, err)
+	must(t, err)
 	if deployment.Description != "changed meanwhile" {
 		t.Errorf("the concurrent change was overwritten: %q", deployment.Description)
 	}
@@ -417,164 +400,34 @@ func testCLIRenameDelete(t *testing.T, d *daemon, u *cliUser, govFingerprint str
 	u.ok("deployment", "shape", "rename", "dep2", "web", "front")
 	u.ok("deployment", "key", "rename", "dep2", "k1", "gov")
 	_, _, err := admin.GetDeployment("dep1")
-	cliExpectNotFound(t, err, "renamed deployment")
+	expectCode(t, err, 404, "renamed deployment")
 	_, _, err = admin.GetDeploymentShape("dep2", "front")
-	cliMust(t, err)
+	must(t, err)
 	_, _, err = admin.GetDeploymentKey("dep2", "gov")
-	cliMust(t, err)
+	must(t, err)
 
 	u.ok("deployment", "key", "delete", "dep2", "gov")
 	_, _, err = admin.GetDeploymentKey("dep2", "gov")
-	cliExpectNotFound(t, err, "deleted key")
+	expectCode(t, err, 404, "deleted key")
 
 	u.ok("deployment", "shape", "delete", "dep2", "front")
 	_, _, err = admin.GetDeploymentShape("dep2", "front")
-	cliExpectNotFound(t, err, "deleted shape")
+	expectCode(t, err, 404, "deleted shape")
 
 	if out := u.ok("deployment", "delete", "dep2"); out != "Deployment dep2 deleted\n" {
 		t.Errorf("delete printed %q", out)
 	}
 
 	_, _, err = admin.GetDeployment("dep2")
-	cliExpectNotFound(t, err, "deleted deployment")
+	expectCode(t, err, 404, "deleted deployment")
 	if out := u.ok("deployment", "list", "-f", "json"); out != "[]\n" {
 		t.Errorf("empty list json: %q", out)
 	}
 
 	u.ok("config", "trust", "remove", govFingerprint[:12])
 	_, _, err = admin.GetCertificate(govFingerprint)
-	cliExpectNotFound(t, err, "removed certificate")
+	expectCode(t, err, 404, "removed certificate")
 	u.fails([]string{"not found"}, "deployment", "delete", "dep2")
-}
-
-// TestCLIRemoteOverHTTPS adds the daemon as a remote of another user with a trust token,
-// in both forms (token alone, address and --token), and uses it over HTTPS.
-func TestCLIRemoteOverHTTPS(t *testing.T) {
-	d := startDaemon(t, daemonOptions{})
-	admin := d.Unix(t)
-	local := newCLIUser(t, d)
-	cliMust(t, admin.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}}))
-
-	issue := func(name string) string {
-		out := local.ok("config", "trust", "add", "--name", name)
-		header, token, found := strings.Cut(strings.TrimSpace(out), "\n")
-		if !found || header != "Client "+name+" certificate add token:" {
-			t.Fatalf("trust add --name printed %q", out)
-		}
-
-		return token
-	}
-
-	// "remote add NAME TOKEN": addresses from the token.
-	laptop := newCLIUser(t, d)
-	token := issue("laptop")
-	if out := laptop.ok("remote", "add", "prod", token); out != "Remote prod added (https://"+d.HTTPSAddress+")\n" {
-		t.Errorf("remote add printed %q", out)
-	}
-
-	laptopCert, err := os.ReadFile(filepath.Join(laptop.confDir, "client.crt"))
-	cliMust(t, err)
-	pinned, err := os.ReadFile(filepath.Join(laptop.confDir, "servercerts", "prod.crt"))
-	cliMust(t, err)
-	if string(pinned) != d.ServerCert {
-		t.Errorf("pinned certificate differs from the server's")
-	}
-
-	certs, err := admin.GetCertificates()
-	cliMust(t, err)
-	found := false
-	for _, c := range certs {
-		if c.Name == "laptop" && c.Type == api.CertificateTypeClient && strings.TrimSpace(c.Certificate) == strings.TrimSpace(string(laptopCert)) {
-			found = true
-		}
-	}
-
-	if !found {
-		t.Errorf("laptop's certificate is not trusted: %+v", certs)
-	}
-
-	if out := laptop.ok("deployment", "list", "prod:", "-f", "csv"); out != "dep1,,,\n" {
-		t.Errorf("deployment list prod: %q", out)
-	}
-
-	laptop.ok("deployment", "create", "prod:dep2", "--description", "over HTTPS")
-	deployment, _, err := admin.GetDeployment("dep2")
-	cliMust(t, err)
-	if deployment.Description != "over HTTPS" {
-		t.Errorf("deployment created over HTTPS: %+v", deployment)
-	}
-
-	// switch, list, get-default, remove.
-	laptop.ok("remote", "switch", "prod")
-	if out := laptop.ok("remote", "get-default"); out != "prod\n" {
-		t.Errorf("get-default: %q", out)
-	}
-
-	if out := laptop.ok("deployment", "list", "-f", "csv"); !contains(out, "dep1,", "dep2,over HTTPS") {
-		t.Errorf("deployment list on the default remote: %q", out)
-	}
-
-	if out := laptop.ok("remote", "list", "-f", "csv"); !contains(out, "prod (current),https://"+d.HTTPSAddress+"\n", "local,unix://") {
-		t.Errorf("remote list csv: %q", out)
-	}
-
-	if out := laptop.ok("remote", "list"); !contains(out, "| NAME", "| prod (current) | https://"+d.HTTPSAddress) {
-		t.Errorf("remote list:\n%s", out)
-	}
-
-	laptop.fails([]string{"default remote", "remote switch"}, "remote", "remove", "prod")
-	laptop.fails([]string{"cannot be removed"}, "remote", "remove", "local")
-	laptop.ok("remote", "switch", "local")
-	laptop.ok("remote", "remove", "prod")
-	if out := laptop.ok("remote", "list", "-f", "csv"); strings.Contains(out, "prod") {
-		t.Errorf("remote list after remove: %q", out)
-	}
-
-	_, err = os.Stat(filepath.Join(laptop.confDir, "servercerts", "prod.crt"))
-	if !os.IsNotExist(err) {
-		t.Errorf("pinned certificate left after remove: %v", err)
-	}
-
-	laptop.fails([]string{`remote "prod" does not exist`}, "deployment", "list", "prod:")
-
-	// "remote add NAME https://addr --token TOKEN", for another user.
-	desktop := newCLIUser(t, d)
-	desktop.ok("remote", "add", "prod", "https://"+d.HTTPSAddress, "--token", issue("desktop"))
-	if out := desktop.ok("deployment", "show", "prod:dep2"); !contains(out, "description: over HTTPS") {
-		t.Errorf("show over HTTPS:\n%s", out)
-	}
-
-	// A used token, and a token whose fingerprint is not the server's, are refused and
-	// leave nothing behind.
-	stranger := newCLIUser(t, d)
-	stranger.fails([]string{"trust token"}, "remote", "add", "prod", token)
-	forged := forgeTokenFingerprint(t, issue("stranger"))
-	stranger.fails([]string{"does not match the trust token", "refusing"}, "remote", "add", "prod", forged)
-	if out := stranger.ok("remote", "list", "-f", "csv"); strings.Contains(out, "prod") {
-		t.Errorf("failed remote add left a remote: %q", out)
-	}
-
-	_, err = os.Stat(filepath.Join(stranger.confDir, "servercerts", "prod.crt"))
-	if !os.IsNotExist(err) {
-		t.Errorf("failed remote add left a pinned certificate: %v", err)
-	}
-
-	stranger.fails([]string{"without a trust token"}, "remote", "add", "prod", "https://"+d.HTTPSAddress)
-	stranger.fails([]string{"does not trust this client"}, "remote", "add", "prod", "https://"+d.HTTPSAddress, "--accept-certificate")
-}
-
-// forgeTokenFingerprint returns the token with another server fingerprint, as a token
-// pointing at an impostor would have.
-func forgeTokenFingerprint(t *testing.T, token string) string {
-	t.Helper()
-	data, err := base64.StdEncoding.DecodeString(token)
-	cliMust(t, err)
-	var fields map[string]any
-	cliMust(t, json.Unmarshal(data, &fields))
-	fields["fingerprint"] = strings.Repeat("0", 64)
-	data, err = json.Marshal(fields)
-	cliMust(t, err)
-	return base64.StdEncoding.EncodeToString(data)
 }
 
 // TestCLIBuildsWithoutCgo checks the promise of the architecture: lxd-deploy is a static
