@@ -26,26 +26,6 @@ type deploymentsAPI struct {
 	fetcher templates.Fetcher
 }
 
-// deploymentRef is the deployment a request is about, from its path and ?project=.
-type deploymentRef struct {
-	project string
-	name    string
-}
-
-func deploymentFromRequest(r *http.Request) (deploymentRef, error) {
-	project, err := projectParam(r)
-	if err != nil {
-		return deploymentRef{}, err
-	}
-
-	name, err := pathName(r, "deployment", "deployment")
-	if err != nil {
-		return deploymentRef{}, err
-	}
-
-	return deploymentRef{project: project, name: name}, nil
-}
-
 func (a deploymentsAPI) list(r *http.Request) response.Response {
 	project, err := projectParam(r)
 	if err != nil {
@@ -113,7 +93,7 @@ func (a deploymentsAPI) create(r *http.Request) response.Response {
 	}
 
 	url := api.DeploymentURL(project, req.Name)
-	a.lifecycle.emit(r, project, id, lifecycleDeploymentCreated, url)
+	a.lifecycle.emit(requestorFromContext(r.Context()), project, id, lifecycleDeploymentCreated, url)
 	a.announceTemplate(r, project, req.Name, id, tmpl)
 
 	// The webhook secret is shown once here, and on request (webhook/secret), never in GET.
@@ -251,7 +231,7 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.emit(r, ref.project, id, lifecycleDeploymentUpdated, api.DeploymentURL(ref.project, ref.name))
+	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, id, lifecycleDeploymentUpdated, api.DeploymentURL(ref.project, ref.name))
 	a.announceTemplate(r, ref.project, ref.name, id, tmpl)
 	return response.EmptySyncResponse()
 }
@@ -287,7 +267,7 @@ func (a deploymentsAPI) rename(r *http.Request) response.Response {
 	}
 
 	url := api.DeploymentURL(ref.project, req.Name)
-	a.lifecycle.emit(r, ref.project, id, lifecycleDeploymentRenamed, url)
+	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, id, lifecycleDeploymentRenamed, url)
 	return response.SyncResponseLocation(nil, url)
 }
 
@@ -315,6 +295,6 @@ func (a deploymentsAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.emit(r, ref.project, id, lifecycleDeploymentDeleted, api.DeploymentURL(ref.project, ref.name))
+	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, id, lifecycleDeploymentDeleted, api.DeploymentURL(ref.project, ref.name))
 	return response.EmptySyncResponse()
 }

@@ -102,7 +102,7 @@ func (a keysAPI) create(r *http.Request) response.Response {
 	}
 
 	url := api.DeploymentKeyURL(ref.project, ref.name, req.Name)
-	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleKeyCreated, url)
+	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, deploymentID, lifecycleKeyCreated, url)
 	return response.SyncResponseLocation(nil, url)
 }
 
@@ -212,7 +212,7 @@ func (a keysAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleKeyUpdated, api.DeploymentKeyURL(ref.project, ref.name, ref.key))
+	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, deploymentID, lifecycleKeyUpdated, api.DeploymentKeyURL(ref.project, ref.name, ref.key))
 	return response.EmptySyncResponse()
 }
 
@@ -243,7 +243,7 @@ func (a keysAPI) rename(r *http.Request) response.Response {
 	}
 
 	url := api.DeploymentKeyURL(ref.project, ref.name, req.Name)
-	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleKeyRenamed, url)
+	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, deploymentID, lifecycleKeyRenamed, url)
 	return response.SyncResponseLocation(nil, url)
 }
 
@@ -262,6 +262,6 @@ func (a keysAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleKeyDeleted, api.DeploymentKeyURL(ref.project, ref.name, ref.key))
+	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, deploymentID, lifecycleKeyDeleted, api.DeploymentKeyURL(ref.project, ref.name, ref.key))
 	return response.EmptySyncResponse()
 }

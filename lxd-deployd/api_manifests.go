@@ -13,21 +13,6 @@ import (
 // Manifests are served by deploymentsAPI: they are a part of a deployment, and a rollback
 // needs what a deployment's PUT needs (the database, and LXD for forced deletes).
 
-// manifestFromRequest returns the deployment and manifest a request is about.
-func manifestFromRequest(r *http.Request) (deploymentRef, string, error) {
-	ref, err := deploymentFromRequest(r)
-	if err != nil {
-		return deploymentRef{}, "", err
-	}
-
-	name, err := pathName(r, "manifest", "manifest")
-	if err != nil {
-		return deploymentRef{}, "", err
-	}
-
-	return ref, name, nil
-}
-
 func (a deploymentsAPI) listManifests(r *http.Request) response.Response {
 	ref, err := deploymentFromRequest(r)
 	if err != nil {

@@ -21,26 +21,6 @@ type shapesAPI struct {
 	lifecycle lifecycle
 }
 
-// shapeRef is the shape a request is about.
-type shapeRef struct {
-	deploymentRef
-	shape string
-}
-
-func shapeFromRequest(r *http.Request) (shapeRef, error) {
-	ref, err := deploymentFromRequest(r)
-	if err != nil {
-		return shapeRef{}, err
-	}
-
-	name, err := pathName(r, "shape", "shape")
-	if err != nil {
-		return shapeRef{}, err
-	}
-
-	return shapeRef{deploymentRef: ref, shape: name}, nil
-}
-
 func (a shapesAPI) list(r *http.Request) response.Response {
 	ref, err := deploymentFromRequest(r)
 	if err != nil {
@@ -88,19 +68,8 @@ func (a shapesAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	url := api.DeploymentShapeURL(ref.project, ref.name, req.Name)
-	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleShapeCreated, url)
-	if req.ScalingMinimum > 0 {
-		// A new shape starts below its minimum: the governor is asked to fill it.
-		a.lifecycle.notify(r.Context(), deploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
-			Shape:       req.Name,
-			Target:      req.ScalingMinimum,
-			Reason:      fmt.Sprintf("new shape: scaling_minimum is %d", req.ScalingMinimum),
-			RequestedBy: "lxd-deployd",
-		})
-	}
-
-	return response.SyncResponseLocation(nil, url)
+	a.lifecycle.shapeCreated(r.Context(), requestorFromContext(r.Context()), ref, deploymentID, req.Name, req.DeploymentShapePut)
+	return response.SyncResponseLocation(nil, api.DeploymentShapeURL(ref.project, ref.name, req.Name))
 }
 
 // createShape validates and stores a new shape in a deployment, and returns the
@@ -232,26 +201,8 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(ref.project, ref.name, ref.shape))
-	a.boundsChanged(r.Context(), deploymentID, before, after)
+	a.lifecycle.shapeUpdated(r.Context(), requestorFromContext(r.Context()), ref.deploymentRef, deploymentID, before, after.DeploymentShapePut)
 	return response.EmptySyncResponse()
-}
-
-// boundsChanged asks the governor to move a shape back within new bounds that left it
-// outside them: the platform reports, the governor scales.
-func (a shapesAPI) boundsChanged(ctx context.Context, deploymentID int64, before api.DeploymentShape, after api.DeploymentShape) {
-	boundsMoved := before.ScalingMinimum != after.ScalingMinimum || before.ScalingMaximum != after.ScalingMaximum
-	if !boundsMoved || after.Status != api.ShapeStatusOutOfBounds {
-		return
-	}
-
-	a.lifecycle.notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: lifecycleShapeOutOfBounds, Shape: after.Name})
-	a.lifecycle.notify(ctx, deploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
-		Shape:       after.Name,
-		Target:      min(max(after.ScalingCurrent, after.ScalingMinimum), after.ScalingMaximum),
-		Reason:      fmt.Sprintf("the bounds changed to [%d, %d] and the shape has %d instances", after.ScalingMinimum, after.ScalingMaximum, after.ScalingCurrent),
-		RequestedBy: "lxd-deployd",
-	})
 }
 
 func (a shapesAPI) rename(r *http.Request) response.Response {
@@ -290,7 +241,7 @@ func (a shapesAPI) rename(r *http.Request) response.Response {
 	}
 
 	url := api.DeploymentShapeURL(ref.project, ref.name, req.Name)
-	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleShapeRenamed, url)
+	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, deploymentID, lifecycleShapeRenamed, url)
 	return response.SyncResponseLocation(nil, url)
 }
 
@@ -319,6 +270,6 @@ func (a shapesAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.emit(r, ref.project, deploymentID, lifecycleShapeDeleted, api.DeploymentShapeURL(ref.project, ref.name, ref.shape))
+	a.lifecycle.shapeDeleted(requestorFromContext(r.Context()), ref.deploymentRef, deploymentID, ref.shape)
 	return response.EmptySyncResponse()
 }

@@ -53,7 +53,7 @@ func newTestAPI(t *testing.T) *testAPI {
 		deployments:  deploymentsAPI{db: cluster, lxd: lxdConn, sockets: sockets, reconciler: newReconciler(cluster, lxdConn, flight, sockets, lifecycle{}, logger, "test")},
 		keys:         keysAPI{db: cluster},
 		shapes:       shapesAPI{db: cluster, lxd: lxdConn, sockets: sockets},
-		instances:    instancesAPI{db: cluster, lxd: lxdConn, ops: ops, inflight: flight, sockets: sockets, owner: "test"},
+		instances:    instancesAPI{db: cluster, lxd: lxdConn, ops: ops, fleet: &fleet{db: cluster, lxd: lxdConn, ops: ops, inflight: flight, sockets: sockets, owner: "test"}},
 		operations:   operationsAPI{ops: ops, access: access},
 		webhooks:     webhooksAPI{db: cluster, dispatcher: webhooks.NewDispatcher(cluster, "test", logger)},
 		access:       access,
@@ -329,32 +329,6 @@ func TestShapeStatus(t *testing.T) {
 		if got := api.ShapeStatus(tt.current, tt.min, tt.max); got != tt.want {
 			t.Errorf("ShapeStatus(%d, %d, %d) = %s", tt.current, tt.min, tt.max, got)
 		}
-	}
-}
-
-func TestBoundChecks(t *testing.T) {
-	shape := func(current, min, max int) *db.Shape {
-		s := &db.Shape{}
-		s.Name, s.ScalingCurrent, s.ScalingMinimum, s.ScalingMaximum = "web", current, min, max
-		return s
-	}
-
-	if checkGrow(shape(2, 1, 3)) != nil || checkGrow(shape(3, 1, 3)) == nil || checkGrow(shape(5, 1, 3)) == nil {
-		t.Error("checkGrow must refuse at or above the maximum")
-	}
-
-	if checkShrink(shape(2, 1, 3)) != nil || checkShrink(shape(1, 1, 3)) == nil || checkShrink(shape(0, 1, 3)) == nil {
-		t.Error("checkShrink must refuse at or below the minimum")
-	}
-
-	// Out of bounds above the maximum: shrinking moves toward the bounds and is allowed.
-	if checkShrink(shape(5, 1, 3)) != nil {
-		t.Error("shrinking an oversize shape must be allowed")
-	}
-
-	// Out of bounds below the minimum: growing is allowed.
-	if checkGrow(shape(0, 2, 3)) != nil {
-		t.Error("growing an undersize shape must be allowed")
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"sort"
 	"strconv"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -163,7 +163,7 @@ func planShapes(current []db.Shape, instances map[int64]int, owned map[string]bo
 			continue
 		}
 
-		changes := shapeChanges(s.Writable(), put)
+		changes := shapes.Changes(s.Writable(), put)
 		if len(changes) == 0 {
 			p.unchanged = append(p.unchanged, name)
 			continue
@@ -186,94 +186,6 @@ func planShapes(current []db.Shape, instances map[int64]int, owned map[string]bo
 	sort.Slice(p.delete, func(i, j int) bool { return p.delete[i].name < p.delete[j].name })
 	sort.Strings(p.unmanaged)
 	return p
-}
-
-// shapeChanges lists the writable fields that differ between two versions of a shape:
-// description, each config key, each JSON leaf of the instance template, and the bounds.
-func shapeChanges(before api.DeploymentShapePut, after api.DeploymentShapePut) []api.DeploymentFieldChange {
-	changes := []api.DeploymentFieldChange{}
-	if before.Description != after.Description {
-		changes = append(changes, api.DeploymentFieldChange{Field: "description", Old: before.Description, New: after.Description})
-	}
-
-	changes = append(changes, mapChanges("config.", stringMap(before.Config), stringMap(after.Config))...)
-	changes = append(changes, mapChanges("instance_template.", jsonLeaves(before.InstanceTemplate), jsonLeaves(after.InstanceTemplate))...)
-	if before.ScalingMinimum != after.ScalingMinimum {
-		changes = append(changes, api.DeploymentFieldChange{Field: "scaling_minimum", Old: before.ScalingMinimum, New: after.ScalingMinimum})
-	}
-
-	if before.ScalingMaximum != after.ScalingMaximum {
-		changes = append(changes, api.DeploymentFieldChange{Field: "scaling_maximum", Old: before.ScalingMaximum, New: after.ScalingMaximum})
-	}
-
-	return changes
-}
-
-// mapChanges compares two flat maps key by key, in key order; an absent value is nil.
-func mapChanges(prefix string, before map[string]any, after map[string]any) []api.DeploymentFieldChange {
-	keys := make([]string, 0, len(before)+len(after))
-	for k := range before {
-		keys = append(keys, k)
-	}
-
-	for k := range after {
-		_, both := before[k]
-		if !both {
-			keys = append(keys, k)
-		}
-	}
-
-	sort.Strings(keys)
-	changes := []api.DeploymentFieldChange{}
-	for _, k := range keys {
-		if !reflect.DeepEqual(before[k], after[k]) {
-			changes = append(changes, api.DeploymentFieldChange{Field: prefix + k, Old: before[k], New: after[k]})
-		}
-	}
-
-	return changes
-}
-
-func stringMap(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-
-	return out
-}
-
-// jsonLeaves flattens a value's JSON form into dotted paths. Objects are walked; nulls and
-// empty objects vanish (LXD reads them alike); lists and scalars are leaves, so that an
-// empty list (no profiles) still differs from none (the default profile).
-func jsonLeaves(v any) map[string]any {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return map[string]any{"": fmt.Sprintf("%v", v)}
-	}
-
-	var decoded any
-	_ = json.Unmarshal(data, &decoded)
-	out := map[string]any{}
-	var walk func(path string, v any)
-	walk = func(path string, v any) {
-		switch x := v.(type) {
-		case nil:
-		case map[string]any:
-			for k, child := range x {
-				if path == "" {
-					walk(k, child)
-				} else {
-					walk(path+"."+k, child)
-				}
-			}
-		default:
-			out[path] = x
-		}
-	}
-
-	walk("", decoded)
-	return out
 }
 
 // plan reads the deployment's shapes, their instance counts and the latest manifest, and
@@ -562,22 +474,19 @@ func (a deploymentsAPI) announceTemplate(r *http.Request, project string, deploy
 		return
 	}
 
-	shapes := shapesAPI{db: a.db, lxd: a.lxd, sockets: a.sockets, lifecycle: a.lifecycle}
+	by := requestorFromContext(r.Context())
+	ref := deploymentRef{project: project, name: deployment}
 	for _, d := range t.done.delete {
-		a.lifecycle.emit(r, project, deploymentID, lifecycleShapeDeleted, api.DeploymentShapeURL(project, deployment, d.name))
+		a.lifecycle.shapeDeleted(by, ref, deploymentID, d.name)
 	}
 
 	for _, u := range t.done.update {
-		a.lifecycle.emit(r, project, deploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(project, deployment, u.before.Name))
-		after := u.before
-		after.DeploymentShapePut = u.put
-		after.Status = api.ShapeStatus(after.ScalingCurrent, u.put.ScalingMinimum, u.put.ScalingMaximum)
-		shapes.boundsChanged(r.Context(), deploymentID, u.before, after)
+		a.lifecycle.shapeUpdated(r.Context(), by, ref, deploymentID, u.before, u.put)
 	}
 
 	for _, c := range t.done.create {
-		a.lifecycle.emit(r, project, deploymentID, lifecycleShapeCreated, api.DeploymentShapeURL(project, deployment, c.Name))
+		a.lifecycle.shapeCreated(r.Context(), by, ref, deploymentID, c.Name, c.DeploymentShapePut)
 	}
 
-	a.lifecycle.emit(r, project, deploymentID, lifecycleManifestCreated, api.DeploymentManifestURL(project, deployment, t.manifest))
+	a.lifecycle.emit(by, project, deploymentID, lifecycleManifestCreated, api.DeploymentManifestURL(project, deployment, t.manifest))
 }

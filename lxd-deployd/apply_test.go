@@ -75,7 +75,7 @@ func TestPlanShapes(t *testing.T) {
 		{Field: "description", Old: "", New: "web servers"},
 		{Field: "config.user.tier", Old: nil, New: "front"},
 		{Field: "instance_template.source.alias", Old: "busybox", New: "debian/12"},
-		{Field: "scaling_maximum", Old: 3, New: 5},
+		{Field: "scaling_maximum", Old: 3.0, New: 5.0},
 	}
 
 	if !reflect.DeepEqual(p.update[0].changes, want) {
@@ -86,52 +86,6 @@ func TestPlanShapes(t *testing.T) {
 	p = planShapes(current, nil, nil, desired, []string{"db", "web", "api"})
 	if len(p.delete) != 0 || len(p.unmanaged) != 2 {
 		t.Errorf("without ownership: delete %v, unmanaged %v", p.delete, p.unmanaged)
-	}
-}
-
-func TestShapeChanges(t *testing.T) {
-	base := testShape(1, "web", "busybox", 3).DeploymentShapePut
-	tests := []struct {
-		name   string
-		change func(p *api.DeploymentShapePut)
-		want   []string
-	}{
-		{"nothing", func(p *api.DeploymentShapePut) {}, nil},
-		{"nil and empty config are alike", func(p *api.DeploymentShapePut) { p.Config = nil }, nil},
-		{"nil and empty instance config are alike", func(p *api.DeploymentShapePut) { p.InstanceTemplate.Config = map[string]string{} }, nil},
-		{"empty profile list is not the default", func(p *api.DeploymentShapePut) { p.InstanceTemplate.Profiles = []string{} }, []string{"instance_template.profiles"}},
-		{"profiles", func(p *api.DeploymentShapePut) { p.InstanceTemplate.Profiles = []string{"default", "big"} }, []string{"instance_template.profiles"}},
-		{"instance config key", func(p *api.DeploymentShapePut) {
-			p.InstanceTemplate.Config = map[string]string{"limits.cpu": "2"}
-		}, []string{"instance_template.config.limits.cpu"}},
-		{"device", func(p *api.DeploymentShapePut) {
-			p.InstanceTemplate.Devices = map[string]map[string]string{"eth0": {"type": "nic", "network": "lxdbr0"}}
-		}, []string{"instance_template.devices.eth0.network", "instance_template.devices.eth0.type"}},
-		{"bounds", func(p *api.DeploymentShapePut) { p.ScalingMinimum = 1; p.ScalingMaximum = 4 }, []string{"scaling_minimum", "scaling_maximum"}},
-	}
-
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			changed := base
-			changed.InstanceTemplate.Config = nil
-			tt.change(&changed)
-			var fields []string
-			for _, c := range shapeChanges(base, changed) {
-				fields = append(fields, c.Field)
-			}
-
-			if !reflect.DeepEqual(fields, tt.want) {
-				t.Errorf("changed fields = %v, want %v", fields, tt.want)
-			}
-		})
-	}
-
-	// A removed config key has no new value.
-	old := base
-	old.Config = map[string]string{"user.a": "1"}
-	changes := shapeChanges(old, base)
-	if len(changes) != 1 || changes[0].Old != "1" || changes[0].New != nil {
-		t.Errorf("removed key: %+v", changes)
 	}
 }
 

@@ -69,6 +69,8 @@ type listenerKey struct{}
 
 type governorConnKey struct{}
 
+type unixPeerKey struct{}
+
 // start opens the database, connects to LXD in the background and starts serving.
 func (d *daemon) start(ctx context.Context) error {
 	err := os.MkdirAll(d.config.dataDir, 0o711)
@@ -176,6 +178,7 @@ func (d *daemon) goBackground(f func()) {
 func (d *daemon) apis() apis {
 	l := lifecycle{events: d.events, webhooks: d.webhooks}
 	access := access{db: d.db}
+	fleet := d.fleet()
 	return apis{
 		server: serverAPI{
 			lxd:             d.lxd,
@@ -189,11 +192,16 @@ func (d *daemon) apis() apis {
 		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, reconciler: d.reconciler, fetcher: d.templateFetcher()},
 		keys:         keysAPI{db: d.db, lifecycle: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
-		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: l, owner: d.db.Address()},
+		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: fleet, lifecycle: l},
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks},
 		access:       access,
 	}
+}
+
+// fleet is the one way instances of shapes are made and removed.
+func (d *daemon) fleet() *fleet {
+	return &fleet{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: lifecycle{events: d.events, webhooks: d.webhooks}, owner: d.db.Address()}
 }
 
 // templateFetcher returns the fetcher for the configured template registries, or nil: the
@@ -226,6 +234,10 @@ func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol str
 				return context.WithValue(ctx, governorConnKey{}, conn)
 			}
 
+			if protocol == auth.ProtocolUnix {
+				return context.WithValue(ctx, unixPeerKey{}, unixPeerName(c))
+			}
+
 			return ctx
 		},
 	}
@@ -245,7 +257,8 @@ func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 	protocol, _ := r.Context().Value(listenerKey{}).(string)
 	switch protocol {
 	case auth.ProtocolUnix:
-		return &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}, nil
+		name, _ := r.Context().Value(unixPeerKey{}).(string)
+		return &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true, Name: name}, nil
 	case auth.ProtocolTLS:
 		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
 			return &auth.Caller{Protocol: auth.ProtocolTLS}, nil

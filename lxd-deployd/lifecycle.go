@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"net/http"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -54,15 +52,15 @@ func (l lifecycle) instanceChanged(ctx context.Context, deploymentID int64, acti
 	l.notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: shape, Instance: instance})
 }
 
-func (l lifecycle) emit(r *http.Request, project string, deploymentID int64, action string, source string) {
+// emit sends a lifecycle event on /1.0/events, naming who asked for the change.
+func (l lifecycle) emit(by api.DeploymentRequestor, project string, deploymentID int64, action string, source string) {
 	if l.events == nil {
 		return
 	}
 
 	var requestor *lxdapi.EventLifecycleRequestor
-	if r != nil {
-		caller := auth.CallerFromContext(r.Context())
-		requestor = &lxdapi.EventLifecycleRequestor{Username: caller.Name, Protocol: caller.Protocol}
+	if by.Protocol != "" {
+		requestor = &lxdapi.EventLifecycleRequestor{Username: by.Name, Protocol: by.Protocol}
 	}
 
 	l.events.Lifecycle(project, deploymentID, action, source, nil, requestor)

@@ -166,7 +166,7 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 		orphans[id] = append(orphans[id], url)
 		if !rc.wasOrphan(id, url) {
 			rc.logger.Warn("orphaned instance: tagged for a deployment but not recorded; not deleting it", "instance", instance.Name, "project", instance.Project, "deployment", deployment)
-			rc.lifecycle.emit(nil, instance.Project, id, lifecycleInstanceOrphaned, url)
+			rc.lifecycle.emit(internalRequestor("reconcile"), instance.Project, id, lifecycleInstanceOrphaned, url)
 			rc.lifecycle.instanceChanged(ctx, id, lifecycleInstanceOrphaned, instance.Config[backend.ConfigShape], instance.Name)
 		}
 	}
@@ -255,7 +255,7 @@ func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row
 	case row.State == db.InstanceCreated && !exists:
 		rc.logger.Warn("reconcile: instance missing from LXD", "instance", row.Name, "project", row.Project)
 		setState(db.InstanceMissing)
-		rc.lifecycle.emit(nil, row.Project, row.DeploymentID, lifecycleInstanceMissing, source)
+		rc.lifecycle.emit(internalRequestor("reconcile"), row.Project, row.DeploymentID, lifecycleInstanceMissing, source)
 		rc.lifecycle.instanceChanged(ctx, row.DeploymentID, lifecycleInstanceMissing, row.Shape, row.Name)
 		rc.askReplacement(ctx, row)
 	case row.State == db.InstanceMissing && exists:

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	lxd "github.com/canonical/lxd/client"
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// fleet makes and removes the instances of shapes: the one place where the bound check, the
+// instance record and LXD meet. The governor API, rollouts and autohealing all go through
+// it, so the bounds hold whoever asks. Each change is two steps: a reservation (one
+// transaction: the bound check, the record, the activity entry) and the LXD work.
+type fleet struct {
+	db        *db.Cluster
+	lxd       *backend.LXD
+	ops       *operations.Manager
+	inflight  *inflight
+	sockets   governorSockets
+	lifecycle lifecycle
+
+	// owner names this daemon on the instance records it changes.
+	owner string
+}
+
+// change says who asks for an instance change and why, for the activity log and events.
+type change struct {
+	by  api.DeploymentRequestor
+	why string
+
+	// inTx, when set, runs inside the reservation's transaction after the bound check:
+	// rollouts record their progress there, so a crash cannot count a step twice.
+	inTx func(ctx context.Context, tx *sql.Tx, shape *db.Shape, row int64) error
+}
+
+// pendingLaunch is a reserved instance waiting for LXD to make it.
+type pendingLaunch struct {
+	ref          instanceRef
+	deploymentID int64
+	row          int64
+	socket       bool
+	req          lxdapi.InstancesPost
+	client       lxd.InstanceServer
+	by           api.DeploymentRequestor
+}
+
+// reserveLaunch checks the bounds and records the new instance in one transaction.
+func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (*pendingLaunch, error) {
+	client, err := f.lxd.Client()
+	if err != nil {
+		return nil, err
+	}
+
+	p := &pendingLaunch{ref: ref, client: client, by: c.by}
+	var shape *db.Shape
+	err = f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		p.deploymentID, shape, err = shapeInTx(ctx, tx, ref.shapeRef)
+		if err != nil {
+			return err
+		}
+
+		err = shapes.CheckGrow(shape)
+		if err != nil {
+			return err
+		}
+
+		p.row, err = db.CreateInstance(ctx, tx, ref.project, shape.ID, ref.instance, backend.TemplateHash(shape.InstanceTemplate), f.owner, time.Now())
+		if err != nil {
+			return err
+		}
+
+		if shape.Config[configGovernorSocket] == "true" {
+			err = db.SetInstanceGovernorSocket(ctx, tx, p.row)
+			if err != nil {
+				return err
+			}
+		}
+
+		if c.inTx != nil {
+			return c.inTx(ctx, tx, shape, p.row)
+		}
+
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	p.req = backend.InstanceRequest(shape.InstanceTemplate, ref.instance, ref.name, ref.shape)
+	p.socket = shape.Config[configGovernorSocket] == "true"
+	if p.socket {
+		hostPath, err := f.sockets.AddInstance(ref.project, ref.instance)
+		if err != nil {
+			f.dropReservation(ctx, p.row)
+			return nil, err
+		}
+
+		withGovernorSocket(&p.req, hostPath)
+	}
+
+	f.inflight.add(ref.project, ref.instance)
+	return p, nil
+}
+
+func (f *fleet) dropReservation(ctx context.Context, row int64) {
+	_ = f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+		return db.DeleteInstance(ctx, tx, row, db.InstanceCreating)
+	})
+}
+
+// finishLaunch makes the reserved instance in LXD and settles its record: created on
+// success, removed when LXD has nothing left of it, kept as creating for reconcile when a
+// failed create could not be cleaned up.
+func (f *fleet) finishLaunch(ctx context.Context, p *pendingLaunch) error {
+	ref := p.ref
+	defer f.inflight.remove(ref.project, ref.instance)
+	err := backend.CreateInstance(ctx, p.client, ref.project, p.req)
+	var leftBehind *backend.LeftBehindError
+	if errors.As(err, &leftBehind) {
+		return err
+	}
+
+	if err != nil {
+		if p.socket {
+			f.sockets.RemoveInstance(ref.project, ref.instance)
+		}
+
+		f.dropReservation(ctx, p.row)
+		return err
+	}
+
+	err = f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+		return db.SetInstanceState(ctx, tx, p.row, db.InstanceCreating, db.InstanceCreated, f.owner, time.Now())
+	})
+	if errors.Is(err, db.ErrInstanceChanged) {
+		// The record went away meanwhile (a forced delete): the instance is ours and
+		// unrecorded, so it goes too rather than run uncounted.
+		_ = backend.DeleteInstance(context.WithoutCancel(ctx), p.client, ref.project, ref.instance)
+		return fmt.Errorf("the record of instance %s was removed while it was being created: the instance was deleted again", ref.instance)
+	}
+
+	if err != nil {
+		return fmt.Errorf("instance created, but recording it failed (reconcile will adopt it): %w", err)
+	}
+
+	f.lifecycle.emit(p.by, ref.project, p.deploymentID, lifecycleInstanceCreated, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
+	f.lifecycle.instanceChanged(ctx, p.deploymentID, lifecycleInstanceCreated, ref.shape, ref.instance)
+	return nil
+}
+
+// startLaunch reserves an instance and makes it in LXD as a background operation.
+// Launches cannot be cancelled half way: that left unrecorded instances behind.
+func (f *fleet) startLaunch(ctx context.Context, ref instanceRef, c change) (*operations.Operation, error) {
+	p, err := f.reserveLaunch(ctx, ref, c)
+	if err != nil {
+		return nil, err
+	}
+
+	return f.ops.Start(operations.Args{
+		Description:   fmt.Sprintf("Creating instance %s of shape %s", ref.instance, ref.shape),
+		Project:       ref.project,
+		DeploymentID:  p.deploymentID,
+		Resources:     instanceResources(ref),
+		Uncancellable: true,
+		Run: func(ctx context.Context, op *operations.Operation) error {
+			return f.finishLaunch(ctx, p)
+		},
+	}), nil
+}
+
+// pendingDelete is an instance marked as going, waiting for LXD to delete it.
+type pendingDelete struct {
+	ref          instanceRef
+	deploymentID int64
+	row          db.Instance
+	client       lxd.InstanceServer
+	by           api.DeploymentRequestor
+}
+
+// reserveDelete checks the bounds and marks the instance as deleting in one transaction;
+// from then on it no longer counts.
+func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (*pendingDelete, error) {
+	client, err := f.lxd.Client()
+	if err != nil {
+		return nil, err
+	}
+
+	p := &pendingDelete{ref: ref, client: client, by: c.by}
+	err = f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var shape *db.Shape
+		p.deploymentID, shape, err = shapeInTx(ctx, tx, ref.shapeRef)
+		if err != nil {
+			return err
+		}
+
+		row, err := db.GetInstance(ctx, tx, shape.ID, ref.instance)
+		if err != nil {
+			return err
+		}
+
+		switch row.State {
+		case db.InstanceCreating:
+			return lxdapi.StatusErrorf(http.StatusConflict, "instance %s is still being created: wait for its operation to finish", row.Name)
+		case db.InstanceDeleting:
+			return lxdapi.StatusErrorf(http.StatusConflict, "instance %s is already being deleted", row.Name)
+		}
+
+		// A missing instance no longer counts, so removing its record changes no size.
+		if row.State != db.InstanceMissing {
+			err = shapes.CheckShrink(shape)
+			if err != nil {
+				return err
+			}
+		}
+
+		p.row = *row
+		err = db.SetInstanceState(ctx, tx, row.ID, row.State, db.InstanceDeleting, f.owner, time.Now())
+		if err != nil {
+			return err
+		}
+
+		if c.inTx != nil {
+			return c.inTx(ctx, tx, shape, row.ID)
+		}
+
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	f.inflight.add(ref.project, ref.instance)
+	return p, nil
+}
+
+// finishDelete deletes the instance in LXD and then its record. If LXD refuses, the
+// instance is still there and counts again.
+func (f *fleet) finishDelete(ctx context.Context, p *pendingDelete) error {
+	ref, row := p.ref, p.row
+	defer f.inflight.remove(ref.project, ref.instance)
+	err := backend.DeleteInstance(ctx, p.client, ref.project, row.Name)
+	if err != nil {
+		_ = f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+			return db.SetInstanceState(ctx, tx, row.ID, db.InstanceDeleting, row.State, f.owner, time.Now())
+		})
+
+		return err
+	}
+
+	f.sockets.RemoveInstance(row.Project, row.Name)
+	err = f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+		return db.DeleteInstance(ctx, tx, row.ID, db.InstanceDeleting)
+	})
+	if err != nil && !errors.Is(err, db.ErrInstanceChanged) {
+		return err
+	}
+
+	f.lifecycle.emit(p.by, ref.project, p.deploymentID, lifecycleInstanceDeleted, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
+	f.lifecycle.instanceChanged(ctx, p.deploymentID, lifecycleInstanceDeleted, ref.shape, ref.instance)
+	return nil
+}
+
+// startDelete marks an instance as going and deletes it as a background operation.
+func (f *fleet) startDelete(ctx context.Context, ref instanceRef, c change) (*operations.Operation, error) {
+	p, err := f.reserveDelete(ctx, ref, c)
+	if err != nil {
+		return nil, err
+	}
+
+	return f.ops.Start(operations.Args{
+		Description:   fmt.Sprintf("Deleting instance %s of shape %s", ref.instance, ref.shape),
+		Project:       ref.project,
+		DeploymentID:  p.deploymentID,
+		Resources:     instanceResources(ref),
+		Uncancellable: true,
+		Run: func(ctx context.Context, op *operations.Operation) error {
+			return f.finishDelete(ctx, p)
+		},
+	}), nil
+}
+
+// instanceResources lists what an instance operation touches, as LXD does.
+func instanceResources(ref instanceRef) map[string][]string {
+	return map[string][]string{
+		"instances":         {api.InstanceURL(ref.project, ref.instance)},
+		"deployment_shapes": {api.DeploymentShapeURL(ref.project, ref.name, ref.shape)},
+	}
+}
