@@ -101,6 +101,9 @@ func parseInput(doc any, w where, what string) (*input, error) {
 	return in, nil
 }
 
+// parseImports reads an imports list. An item is {path: FILE[, name: NAME]} or, as in
+// Deployment Manager's own test configs and early docs, the plain string FILE, the same as
+// {path: FILE}; both forms may be mixed.
 func parseImports(v any, w where, what string) ([]registry.Import, error) {
 	if v == nil {
 		return nil, nil
@@ -108,16 +111,22 @@ func parseImports(v any, w where, what string) ([]registry.Import, error) {
 
 	list, ok := v.([]any)
 	if !ok {
-		return nil, w.errorf("%s: imports must be a list of {path, name}, got %s", what, typeName(v))
+		return nil, w.errorf("%s: imports must be a list of FILE or {path: FILE, name: NAME}, got %s", what, typeName(v))
 	}
 
 	imports := []registry.Import{}
 	for i, item := range list {
+		plain, isString := item.(string)
+		if isString && plain != "" {
+			imports = append(imports, registry.Import{Path: plain})
+			continue
+		}
+
 		m, ok := item.(map[string]any)
 		path, _ := m["path"].(string)
 		name, nameOK := m["name"].(string)
 		if !ok || path == "" || (m["name"] != nil && !nameOK) || len(m) > 2 || (len(m) == 2 && m["name"] == nil) {
-			return nil, w.errorf("%s: imports[%d] must be {path: FILE} or {path: FILE, name: NAME}", what, i)
+			return nil, w.errorf("%s: imports[%d] must be FILE, {path: FILE} or {path: FILE, name: NAME}", what, i)
 		}
 
 		imports = append(imports, registry.Import{Path: path, Name: name})

@@ -24,6 +24,10 @@ type Expansion struct {
 	// DependsOn maps a resource to the resources it references, sorted.
 	DependsOn map[string][]string `json:"depends_on,omitempty" yaml:"depends_on,omitempty"`
 
+	// Warnings are things the config does that work but should change (a schema's
+	// Deployment Manager type alias), each naming the file and line.
+	Warnings []Warning `json:"warnings,omitempty" yaml:"warnings,omitempty"`
+
 	// Fetched holds the files fetched during expansion, keyed as in imports (see
 	// registry.Prefix): add them to the imports to expand again without fetching.
 	Fetched map[string][]byte `json:"-" yaml:"-"`
@@ -43,6 +47,7 @@ type expander struct {
 	paths      map[string]string
 
 	schemas  map[string]*schema
+	warnings []Warning
 	parsers  chan struct{} // a slot per YAML parse running in the background
 	jinja    *jinjaEngine
 	starlark *starlarkEngine
@@ -64,6 +69,16 @@ type frame struct {
 // cannot read anything else: not the disk, not the network. Only Options.Fetch fetches,
 // and only types that are URLs or registry references.
 func Expand(ctx context.Context, config []byte, imports map[string][]byte, opts Options) (*Expansion, error) {
+	e, exp, err := expand(ctx, config, imports, opts)
+	var expandErr *ExpandError
+	if errors.As(err, &expandErr) && len(e.warnings) > 0 {
+		expandErr.Warnings = append(append([]Warning{}, e.warnings...), expandErr.Warnings...)
+	}
+
+	return exp, err
+}
+
+func expand(ctx context.Context, config []byte, imports map[string][]byte, opts Options) (*expander, *Expansion, error) {
 	e := &expander{
 		ctx:     ctx,
 		opts:    opts,
@@ -85,42 +100,47 @@ func Expand(ctx context.Context, config []byte, imports map[string][]byte, opts 
 
 	doc, err := parseYAML(config)
 	if err != nil {
-		return nil, &ExpandError{Msg: fmt.Sprintf("the config is not valid YAML: %v", err)}
+		return e, nil, &ExpandError{Msg: fmt.Sprintf("the config is not valid YAML: %v", err)}
 	}
 
 	in, err := parseInput(doc, where{}, "the config")
 	if err != nil {
-		return nil, err
+		return e, nil, err
 	}
 
 	for _, imp := range in.imports {
 		_, ok := e.imports[imp.Key()]
 		if !ok {
-			return nil, &ExpandError{Msg: fmt.Sprintf("the config imports %s but it was not supplied: send the imported files with the config (the CLI does)", imp.Key())}
+			return e, nil, &ExpandError{Msg: fmt.Sprintf("the config imports %s but it was not supplied: send the imported files with the config (the CLI does)", imp.Key())}
 		}
+	}
+
+	if in.resources == nil {
+		return e, nil, &ExpandError{Msg: "the config has no resources: a config must have a resources list (resources: [] for none)"}
 	}
 
 	err = substituteProperties(in)
 	if err != nil {
-		return nil, err
+		return e, nil, err
 	}
 
 	root := frame{defaults: []map[string]map[string]any{in.defaults}}
 	layout, err := e.expandResources(root, in.resources)
 	if err != nil {
-		return nil, err
+		return e, nil, err
 	}
 
 	order, deps, err := resolveReferences(e.primitives, e.paths)
 	if err != nil {
-		return nil, err
+		return e, nil, err
 	}
 
-	return &Expansion{
+	return e, &Expansion{
 		Config:    Config{Resources: e.primitives},
 		Layout:    Layout{Resources: layout},
 		Order:     order,
 		DependsOn: deps,
+		Warnings:  e.warnings,
 		Fetched:   e.fetched,
 	}, nil
 }
@@ -256,6 +276,12 @@ func (e *expander) finish(fr frame, st *step) (*LayoutResource, error) {
 	in, err := parseInput(st.doc, w, "the template's output")
 	if err != nil {
 		return nil, err
+	}
+
+	// As in Deployment Manager, a template must say what it expands into, if only
+	// "resources: []": no output, or output without resources, is a mistake in it.
+	if in.resources == nil {
+		return nil, w.errorf("template %s returned no resources: a template must output a YAML document with a resources list", st.t.key)
 	}
 
 	child := frame{

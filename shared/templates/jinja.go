@@ -36,7 +36,9 @@ var jinjaEnvironment = &exec.Environment{
 
 func newJinjaEngine(e *expander) *jinjaEngine {
 	// Jinja2's defaults, which Deployment Manager used: no autoescape, no trimming.
-	return &jinjaEngine{e: e, env: jinjaEnvironment, config: config.New(), templates: map[string]*exec.Template{}}
+	cfg := config.New()
+	cfg.StrictUndefined = true
+	return &jinjaEngine{e: e, env: jinjaEnvironment, config: cfg, templates: map[string]*exec.Template{}}
 }
 
 // render renders template t for one resource and returns the text it produced.

@@ -7,14 +7,15 @@ import (
 )
 
 // Deployment Manager's Python templates are Python 2/3, run here as Starlark, which is
-// Python's syntax without import statements and without "is". pythonCompat rewrites those
-// two things and nothing else, keeping every other character in place so that the lines
+// Python's syntax without import statements, "is" and "del". pythonCompat rewrites those
+// (and refuses the statements Starlark lacks, see starlark_py2.go) and nothing else, keeping every other character in place so that the lines
 // and columns in error messages are the template's own:
 //
 //   - an "import a.b [as c]" or "from a.b import c [as d]" line becomes "pass": the names it
 //     binds are predeclared instead, with modules built from the imports (helpers/common.py,
 //     helpers/extra/__init__.py) or the built-in yaml, json and math;
-//   - "x is None" becomes "x == None", "x is not None" becomes "x != None".
+//   - "x is None" becomes "x == None", "x is not None" becomes "x != None";
+//   - "del d[k]" becomes "d.pop(k)" (see rewriteStatement).
 
 // pyImport is one imported module and the names it binds.
 type pyImport struct {
@@ -78,6 +79,19 @@ func pythonCompat(src string) (string, []pyImport, error) {
 			}
 
 			text := src[j : j+end]
+			word := pyStatement.FindStringSubmatch(text)
+			if word != nil {
+				replacement, err := rewriteStatement(word[1], text, line)
+				if err != nil {
+					return "", nil, err
+				}
+
+				copy(out[j:], replacement)
+				i = j + len(replacement) - 1
+				lineStart = false
+				continue
+			}
+
 			if statementWord.MatchString(text) {
 				imp, err := parseImportLine(text, line)
 				if err != nil {
@@ -159,7 +173,7 @@ func parseImportLine(text string, line int) (*pyImport, error) {
 	}
 
 	bad := func(why string) error {
-		return fmt.Errorf("line %d: %s: %s", line, strings.TrimSpace(text), why)
+		return &lineError{line: line, msg: fmt.Sprintf("%s: %s", strings.TrimSpace(text), why)}
 	}
 
 	m := fromLine.FindStringSubmatch(strings.TrimSpace(text))

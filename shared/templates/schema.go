@@ -8,6 +8,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"go.yaml.in/yaml/v3"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -39,7 +40,8 @@ func (e *expander) schema(t *template, w where) (*schema, error) {
 		return nil, nil
 	}
 
-	s, err := parseSchema(file, data)
+	s, warnings, err := parseSchema(file, data)
+	e.warnings = append(e.warnings, warnings...)
 	if err != nil {
 		return nil, &ExpandError{Template: t.key, Resource: w.resource, Msg: err.Error()}
 	}
@@ -48,15 +50,35 @@ func (e *expander) schema(t *template, w where) (*schema, error) {
 	return s, nil
 }
 
-func parseSchema(file string, data []byte) (*schema, error) {
-	doc, err := parseYAML(data)
+// parseSchema reads a schema file. Deployment Manager's early schemas wrote "type: int"
+// (and bool, float), which JSON Schema refuses: those are read as integer, boolean and
+// number, each with a warning naming the file and line (see typeAliases).
+func parseSchema(file string, data []byte) (*schema, []Warning, error) {
+	var node yaml.Node
+	err := yaml.Unmarshal(data, &node)
 	if err != nil {
-		return nil, fmt.Errorf("%s is not valid YAML: %v", file, err)
+		return nil, nil, fmt.Errorf("%s is not valid YAML: %v", file, err)
+	}
+
+	var warnings []Warning
+	if len(node.Content) > 0 {
+		warnings = typeAliases(file, node.Content[0])
+	}
+
+	var raw any
+	err = node.Decode(&raw)
+	if err != nil {
+		return nil, warnings, fmt.Errorf("%s is not valid YAML: %v", file, err)
+	}
+
+	doc, err := normalize(raw)
+	if err != nil {
+		return nil, warnings, fmt.Errorf("%s: %v", file, err)
 	}
 
 	top, ok := doc.(map[string]any)
 	if doc != nil && !ok {
-		return nil, fmt.Errorf("%s must be a mapping (info, imports, required, properties), got %s", file, typeName(doc))
+		return nil, warnings, fmt.Errorf("%s must be a mapping (info, imports, required, properties), got %s", file, typeName(doc))
 	}
 
 	js := map[string]any{"type": "object"}
@@ -70,7 +92,7 @@ func parseSchema(file string, data []byte) (*schema, error) {
 	if top["properties"] != nil {
 		s.properties, ok = top["properties"].(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("%s: properties must be a mapping of property name to JSON Schema", file)
+			return nil, warnings, fmt.Errorf("%s: properties must be a mapping of property name to JSON Schema", file)
 		}
 	}
 
@@ -88,15 +110,15 @@ func parseSchema(file string, data []byte) (*schema, error) {
 	c.UseLoader(noLoader{}) // A schema must not make the expander read files or URLs.
 	err = c.AddResource("mem:///schema.json", js)
 	if err != nil {
-		return nil, fmt.Errorf("%s is not a valid schema: %v", file, err)
+		return nil, warnings, fmt.Errorf("%s is not a valid schema: %v", file, err)
 	}
 
 	s.compiled, err = c.Compile("mem:///schema.json")
 	if err != nil {
-		return nil, fmt.Errorf("%s is not a valid JSON Schema: %v", file, err)
+		return nil, warnings, fmt.Errorf("%s is not a valid JSON Schema: %v", file, err)
 	}
 
-	return s, nil
+	return s, warnings, nil
 }
 
 // noLoader refuses every $ref outside the schema itself.
@@ -107,12 +129,14 @@ func (noLoader) Load(url string) (any, error) {
 }
 
 // apply fills the schema's defaults in (without touching props) and validates the result.
+// Every violation is reported, undeclared properties included, not just the first.
 func (s *schema) apply(props map[string]any, w where) (map[string]any, error) {
+	problems := []Problem{}
 	if !s.open {
 		for _, name := range sortedKeys(props) {
 			_, declared := s.properties[name]
 			if !declared {
-				return nil, w.propertyErrorf(name, "is not declared by %s (schema rule \"additionalProperties\"): remove it, fix its spelling, or declare it in the schema", s.file)
+				problems = append(problems, s.problem(w, name, "additionalProperties", fmt.Sprintf("is not declared by %s (schema rule \"additionalProperties\"): remove it, fix its spelling, or declare it in the schema", s.file)))
 			}
 		}
 	}
@@ -125,10 +149,41 @@ func (s *schema) apply(props map[string]any, w where) (map[string]any, error) {
 	fillDefaults(out, s.properties)
 	err := s.compiled.Validate(out)
 	if err != nil {
-		return nil, s.translate(err, w)
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			return nil, w.errorf("%s: %v", s.file, err)
+		}
+
+		problems = append(problems, s.translate(ve, w)...)
 	}
 
-	return out, nil
+	return out, s.failure(problems, w)
+}
+
+func (s *schema) problem(w where, path string, rule string, msg string) Problem {
+	return Problem{Template: w.template, Resource: w.resource, Property: path, Rule: rule, Schema: s.file, Message: msg}
+}
+
+// failure is the error of a resource's schema problems, sorted by property, or nil.
+func (s *schema) failure(problems []Problem, w where) error {
+	if len(problems) == 0 {
+		return nil
+	}
+
+	sort.SliceStable(problems, func(i, j int) bool {
+		if problems[i].Property != problems[j].Property {
+			return problems[i].Property < problems[j].Property
+		}
+
+		return problems[i].Message < problems[j].Message
+	})
+
+	if len(problems) == 1 {
+		p := problems[0]
+		return &ExpandError{Template: w.template, Resource: w.resource, Path: p.Property, Msg: p.Message, Problems: problems}
+	}
+
+	return &ExpandError{Template: w.template, Resource: w.resource, Msg: fmt.Sprintf("properties do not match %s (%d problems)", s.file, len(problems)), Problems: problems}
 }
 
 // fillDefaults sets each missing property that has a default, recursing into objects.
@@ -153,16 +208,10 @@ func fillDefaults(instance map[string]any, properties map[string]any) {
 	}
 }
 
-// translate turns a validation error into one ExpandError naming the property and the rule.
-func (s *schema) translate(err error, w where) error {
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return w.errorf("%s: %v", s.file, err)
-	}
-
-	type problem struct{ path, msg string }
+// translate lists the violations of a validation error, one problem each.
+func (s *schema) translate(ve *jsonschema.ValidationError, w where) []Problem {
 	printer := message.NewPrinter(language.English)
-	problems := []problem{}
+	problems := []Problem{}
 	var walk func(*jsonschema.ValidationError)
 	walk = func(v *jsonschema.ValidationError) {
 		if len(v.Causes) > 0 {
@@ -178,32 +227,20 @@ func (s *schema) translate(err error, w where) error {
 		req, ok := v.ErrorKind.(*kind.Required)
 		if ok {
 			for _, missing := range req.Missing {
-				problems = append(problems, problem{dottedPath(append(append([]string{}, v.InstanceLocation...), missing)), fmt.Sprintf("is required by %s but was not given (schema rule \"required\")", s.file)})
+				at := dottedPath(append(append([]string{}, v.InstanceLocation...), missing))
+				problems = append(problems, s.problem(w, at, "required", fmt.Sprintf("is required by %s but was not given (schema rule \"required\")", s.file)))
 			}
 
 			return
 		}
 
-		problems = append(problems, problem{path, fmt.Sprintf("%s (schema rule %q of %s)", v.ErrorKind.LocalizedString(printer), rule, s.file)})
+		problems = append(problems, s.problem(w, path, rule, fmt.Sprintf("%s (schema rule %q of %s)", v.ErrorKind.LocalizedString(printer), rule, s.file)))
 	}
 
 	walk(ve)
 	if len(problems) == 0 {
-		return w.errorf("%s: %v", s.file, err)
+		problems = append(problems, s.problem(w, "", "", fmt.Sprintf("%s: %v", s.file, ve)))
 	}
 
-	sort.Slice(problems, func(i, j int) bool {
-		if problems[i].path != problems[j].path {
-			return problems[i].path < problems[j].path
-		}
-
-		return problems[i].msg < problems[j].msg
-	})
-
-	msg := problems[0].msg
-	if len(problems) > 1 {
-		msg += fmt.Sprintf(" (and %d more problems)", len(problems)-1)
-	}
-
-	return w.propertyErrorf(problems[0].path, "%s", msg)
+	return problems
 }

@@ -142,7 +142,7 @@ func (s *starlarkEngine) compile(key string) (*starlarkProgram, error) {
 
 	rewritten, imports, err := pythonCompat(string(s.e.imports[key]))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", key, err)
+		return nil, atLine(key, err)
 	}
 
 	bound := map[string]bool{}
@@ -153,7 +153,17 @@ func (s *starlarkEngine) compile(key string) (*starlarkProgram, error) {
 	}
 
 	isPredeclared := func(name string) bool { return bound[name] || starlarkBuiltins.Has(name) }
-	_, prog, err := starlark.SourceProgramOptions(starlarkOptions, key, rewritten, isPredeclared)
+	f, err := starlarkOptions.Parse(key, rewritten, 0)
+	if err != nil {
+		return nil, err
+	}
+
+	err = python2(f)
+	if err != nil {
+		return nil, atLine(key, err)
+	}
+
+	prog, err := starlark.FileProgram(f, isPredeclared)
 	if err != nil {
 		return nil, err
 	}
@@ -161,6 +171,16 @@ func (s *starlarkEngine) compile(key string) (*starlarkProgram, error) {
 	p = &starlarkProgram{prog: prog, imports: imports}
 	s.programs[key] = p
 	return p, nil
+}
+
+// atLine formats an error at a line of file key as "file:line: message".
+func atLine(key string, err error) error {
+	var le *lineError
+	if errors.As(err, &le) {
+		return fmt.Errorf("%s:%d: %s", key, le.line, le.msg)
+	}
+
+	return fmt.Errorf("%s: %w", key, err)
 }
 
 // bindings are the names an import statement binds.

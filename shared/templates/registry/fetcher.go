@@ -249,6 +249,32 @@ func (i Import) Key() string {
 	return i.Path
 }
 
+// UnmarshalYAML reads an import written as {path: FILE[, name: NAME]} or as the plain
+// string FILE (Deployment Manager accepted both).
+func (i *Import) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" {
+		if n.Value == "" {
+			return fmt.Errorf("line %d: an import cannot be an empty string", n.Line)
+		}
+
+		*i = Import{Path: n.Value}
+		return nil
+	}
+
+	var full struct {
+		Path string `yaml:"path"`
+		Name string `yaml:"name"`
+	}
+
+	err := n.Decode(&full)
+	if err != nil {
+		return fmt.Errorf("line %d: an import is FILE or {path: FILE, name: NAME}", n.Line)
+	}
+
+	*i = Import{Path: full.Path, Name: full.Name}
+	return nil
+}
+
 // SchemaImports reads the "imports" list of a schema file.
 func SchemaImports(schema []byte) ([]Import, error) {
 	var s struct {
