@@ -23,7 +23,7 @@ var update = flag.Bool("update", false, "rewrite the expected files of the templ
 const corpusDir = "../../test/testdata/templates"
 
 // corpusFiles are the files of a case that are not imports.
-var corpusFiles = map[string]bool{"config.yaml": true, "options.yaml": true, "expected.yaml": true, "expected-error.txt": true, "README.md": true}
+var corpusFiles = map[string]bool{"config.yaml": true, "options.yaml": true, "expected.yaml": true, "expected-error.txt": true, "README.md": true, "expand.txt": true}
 
 type corpusOptions struct {
 	Env    Env `yaml:"env"`
@@ -47,6 +47,7 @@ type corpusResult struct {
 	DependsOn   map[string][]string `yaml:"depends_on,omitempty"`
 	Shapes      []string            `yaml:"shapes,omitempty"`
 	ShapesError string              `yaml:"shapes_error,omitempty"`
+	Warnings    []string            `yaml:"warnings,omitempty"`
 }
 
 func TestCorpus(t *testing.T) {
@@ -149,10 +150,18 @@ func expandCase(t *testing.T, config []byte, imports map[string][]byte, opts Opt
 			t.Errorf("error is a %T, not an *ExpandError: %v", err, err)
 		}
 
+		if expandErr != nil {
+			return "error: " + expandErr.Detail() // Every problem, one per line.
+		}
+
 		return "error: " + err.Error()
 	}
 
 	result := corpusResult{Config: exp.Config, Layout: exp.Layout, Order: exp.Order, DependsOn: exp.DependsOn}
+	for _, w := range exp.Warnings {
+		result.Warnings = append(result.Warnings, w.String())
+	}
+
 	_, order, err := Shapes(exp)
 	if err != nil {
 		result.ShapesError = err.Error()

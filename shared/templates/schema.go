@@ -62,7 +62,10 @@ func parseSchema(file string, data []byte) (*schema, []Warning, error) {
 
 	var warnings []Warning
 	if len(node.Content) > 0 {
-		warnings = typeAliases(file, node.Content[0])
+		warnings, err = typeAliases(file, node.Content[0])
+		if err != nil {
+			return nil, warnings, err
+		}
 	}
 
 	var raw any

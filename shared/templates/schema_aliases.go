@@ -20,10 +20,15 @@ var (
 	schemaMaps   = map[string]bool{"properties": true, "patternProperties": true, "definitions": true, "$defs": true, "dependencies": true}
 )
 
+// jsonTypes are JSON Schema's types.
+var jsonTypes = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true, "object": true, "array": true, "null": true}
+
 // typeAliases rewrites the type aliases of a schema (a YAML mapping node) in place and
-// returns a warning for each, naming the file and line.
-func typeAliases(file string, n *yaml.Node) []Warning {
+// returns a warning for each, naming the file and line. Another unknown type is an error
+// naming the file and line too (the metaschema's own error does not say where).
+func typeAliases(file string, n *yaml.Node) ([]Warning, error) {
 	var warnings []Warning
+	var unknown error
 	var walk func(n *yaml.Node)
 	walk = func(n *yaml.Node) {
 		if n.Kind != yaml.MappingNode {
@@ -41,7 +46,11 @@ func typeAliases(file string, n *yaml.Node) []Warning {
 
 				for _, t := range types {
 					want, alias := typeAliasNames[t.Value]
-					if t.Kind == yaml.ScalarNode && alias && t.Tag != "!!null" {
+					if t.Kind == yaml.ScalarNode && !alias && !jsonTypes[t.Value] && unknown == nil {
+						unknown = fmt.Errorf("%s:%d: type %q is not a JSON Schema type: use string, integer, number, boolean, object, array or null", file, t.Line, t.Value)
+					}
+
+					if t.Kind == yaml.ScalarNode && alias {
 						warnings = append(warnings, Warning{File: file, Line: t.Line, Message: fmt.Sprintf("type %q is not a JSON Schema type: read as %q (a Deployment Manager alias); write %s", t.Value, want, want)})
 						t.Value = want
 					}
@@ -61,5 +70,5 @@ func typeAliases(file string, n *yaml.Node) []Warning {
 	}
 
 	walk(n)
-	return warnings
+	return warnings, unknown
 }

@@ -1,0 +1,6 @@
+class Tier(object):
+  def __init__(self, name):
+    self.name = name
+
+def GenerateConfig(context):
+  return {'resources': []}

@@ -1,0 +1,4 @@
+def GenerateConfig(context):
+  resources = []
+  del resources
+  return {'resources': []}

@@ -1,0 +1,4 @@
+def GenerateConfig(context):
+  if 'image' not in context.properties:
+    raise Exception('image is required')
+  return {'resources': []}
