@@ -33,6 +33,14 @@ type config struct {
 	DefaultRemote string                  `yaml:"default_remote"`
 	Remotes       map[string]remoteConfig `yaml:"remotes"`
 
+	// DefaultRegistry is the template registry short references (<template>:<version>)
+	// resolve against: <host>/<owner>/<repo>[/<collection>] ("lxd-deploy registry default").
+	DefaultRegistry string `yaml:"default_registry,omitempty"`
+
+	// Registries maps template registries (<host>/<owner>/<repo>) to where they are served,
+	// a URL or a directory, as --registry NAME=URL|DIR does for one command.
+	Registries map[string]string `yaml:"registries,omitempty"`
+
 	dir string
 }
 

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,7 +20,7 @@ func main() {
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
 	err := a.command().Execute()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+		fmt.Fprintf(os.Stderr, "Error: %s\n", errorText(err))
 		os.Exit(1)
 	}
 }
@@ -125,4 +126,20 @@ func usageError(cmd *cobra.Command, args []string) error {
 	}
 
 	return fmt.Errorf("%s: usage: %s", what, cmd.UseLine())
+}
+
+// errorText is how an error is printed: an error with several problems (a config's schema
+// violations, locally or from the daemon) lists them one per line.
+func errorText(err error) string {
+	var detailed interface {
+		error
+		Detail() string
+	}
+
+	// Only when nothing wrapped it with more words, which Detail would drop.
+	if errors.As(err, &detailed) && detailed.Error() == err.Error() {
+		return detailed.Detail()
+	}
+
+	return err.Error()
 }

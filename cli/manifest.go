@@ -14,7 +14,7 @@ import (
 // templateRequest reads --config for a deployment (deployment create --config): the config
 // and its files, fetched templates included.
 func (a *app) templateRequest(configPath string, flags *templateFlags, deployment string, project string) (string, map[string]string, error) {
-	local, err := loadTemplate(configPath, flags, templates.Env{Deployment: deployment, Project: project})
+	local, err := a.loadTemplate(configPath, flags, templates.Env{Deployment: deployment, Project: project})
 	if err != nil {
 		return "", nil, err
 	}

@@ -45,6 +45,61 @@ version and file with its SHA-256. Publish it with the registry: fetchers read i
 		},
 	})
 
+	cmd.AddCommand(a.registryDefaultCommand())
+	return cmd
+}
+
+// registryDefaultCommand shows or sets the default template registry of config.yml.
+func (a *app) registryDefaultCommand() *cobra.Command {
+	var unset bool
+	cmd := &cobra.Command{
+		Use:   "default [<host>/<owner>/<repo>[/<collection>]]",
+		Short: "Show or set the registry that short template references resolve against",
+		Long: `Show or set the default template registry: short references (<template>:<version>, e.g.
+redis:v1) in configs and "deploy" resolve against it, as with Deployment Manager's default
+registry (seed 001). github.com registries are read from GitHub unless config.yml's
+registries maps them elsewhere; a bare --registry URL|DIR overrides the default for one
+command.
+
+  lxd-deploy registry default github.com/kubernetes/application-dm-templates
+  lxd-deploy registry default --unset`,
+		Args: rangeArgs(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+
+			if len(args) == 0 && !unset {
+				if c.DefaultRegistry == "" {
+					_, err = fmt.Fprintln(a.stdout, "No default registry: set one with \"lxd-deploy registry default <host>/<owner>/<repo>[/<collection>]\"")
+					return err
+				}
+
+				_, err = fmt.Fprintln(a.stdout, c.DefaultRegistry)
+				return err
+			}
+
+			if unset {
+				if len(args) > 0 {
+					return fmt.Errorf("give a registry or --unset, not both")
+				}
+
+				c.DefaultRegistry = ""
+				return c.save()
+			}
+
+			err = registry.ValidRegistry(args[0])
+			if err != nil {
+				return err
+			}
+
+			c.DefaultRegistry = args[0]
+			return c.save()
+		},
+	}
+
+	cmd.Flags().BoolVar(&unset, "unset", false, "remove the default registry")
 	return cmd
 }
 
@@ -103,12 +158,17 @@ properties. The daemon never fetches.`,
 				return err
 			}
 
+			err = a.configureRegistries(&flags)
+			if err != nil {
+				return err
+			}
+
 			fetcher, err := flags.fetcher(ref)
 			if err != nil {
 				return err
 			}
 
-			local, err := expandLocally(config, map[string][]byte{}, fetcher, templates.Env{Deployment: t.name, Project: t.server.Project()})
+			local, err := a.expandLocally(config, map[string][]byte{}, fetcher, templates.Env{Deployment: t.name, Project: t.server.Project()})
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,6 +37,10 @@ const expandTimeout = 2 * time.Minute
 type templateFlags struct {
 	properties []string
 	registries []string
+
+	// From config.yml (see app.configureRegistries): registries and the default one.
+	configured      map[string]string
+	defaultRegistry string
 }
 
 func (f *templateFlags) add(cmd *cobra.Command) {
@@ -47,7 +52,11 @@ func (f *templateFlags) add(cmd *cobra.Command) {
 // registry from GitHub, and plain template URLs. extra is a registry reference whose
 // registry a bare --registry also serves (deploy's template).
 func (f *templateFlags) fetcher(extra string) (*registry.Fetcher, error) {
-	fetcher := &registry.Fetcher{Registries: map[string]string{}, GitHub: registry.DefaultGitHub, URLs: true}
+	fetcher := &registry.Fetcher{Registries: map[string]string{}, Default: f.defaultRegistry, GitHub: registry.DefaultGitHub, URLs: true}
+	for name, where := range f.configured {
+		fetcher.Registries[name] = where
+	}
+
 	for _, arg := range f.registries {
 		name, where, named := strings.Cut(arg, "=")
 		if named && (strings.Contains(name, ":") || strings.Count(name, "/") != 2) {
@@ -240,7 +249,7 @@ type localTemplate struct {
 // --properties, and expands it locally for env, fetching the registry and URL templates it
 // names, which are added to the imports (where the daemon looks for them, so that it never
 // fetches).
-func loadTemplate(configPath string, flags *templateFlags, env templates.Env) (*localTemplate, error) {
+func (a *app) loadTemplate(configPath string, flags *templateFlags, env templates.Env) (*localTemplate, error) {
 	config, err := os.ReadFile(configPath)
 	if err != nil {
 		return nil, err
@@ -256,29 +265,60 @@ func loadTemplate(configPath string, flags *templateFlags, env templates.Env) (*
 		return nil, err
 	}
 
+	err = a.configureRegistries(flags)
+	if err != nil {
+		return nil, err
+	}
+
 	fetcher, err := flags.fetcher("")
 	if err != nil {
 		return nil, err
 	}
 
-	return expandLocally(config, imports, fetcher, env)
+	return a.expandLocally(config, imports, fetcher, env)
 }
 
-// expandLocally expands a config with the CLI's fetcher and embeds what it fetched.
-func expandLocally(config []byte, imports map[string][]byte, fetcher *registry.Fetcher, env templates.Env) (*localTemplate, error) {
+// configureRegistries adds the registries and the default registry of config.yml to flags.
+func (a *app) configureRegistries(flags *templateFlags) error {
+	c, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+
+	flags.configured = c.Registries
+	flags.defaultRegistry = c.DefaultRegistry
+	return nil
+}
+
+// expandLocally expands a config with the CLI's fetcher and embeds what it fetched. The
+// expansion's warnings go to stderr, its errors list every problem (see main).
+func (a *app) expandLocally(config []byte, imports map[string][]byte, fetcher *registry.Fetcher, env templates.Env) (*localTemplate, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), expandTimeout)
 	defer cancel()
 
 	exp, err := templates.Expand(ctx, config, imports, templates.Options{Env: env, Fetch: fetcher})
+	var expandErr *templates.ExpandError
+	if errors.As(err, &expandErr) {
+		a.warn(expandErr.Warnings)
+	}
+
 	if err != nil {
 		return nil, err
 	}
 
+	a.warn(exp.Warnings)
 	for name, content := range exp.Fetched {
 		imports[name] = content
 	}
 
 	return &localTemplate{config: config, imports: imports, expansion: exp}, nil
+}
+
+// warn prints an expansion's warnings to stderr, one per line.
+func (a *app) warn(warnings []templates.Warning) {
+	for _, w := range warnings {
+		_, _ = fmt.Fprintf(a.stderr, "Warning: %s\n", w)
+	}
 }
 
 // stringImports converts imports for the API, which carries them as text.
@@ -311,7 +351,7 @@ templates are fetched (see --registry). A config that does not expand is an erro
 				deployment = strings.TrimSuffix(filepath.Base(args[0]), filepath.Ext(args[0]))
 			}
 
-			local, err := loadTemplate(args[0], &flags, templates.Env{Deployment: deployment, Project: a.project})
+			local, err := a.loadTemplate(args[0], &flags, templates.Env{Deployment: deployment, Project: a.project})
 			if err != nil {
 				return err
 			}

@@ -259,7 +259,7 @@ func (s *Server) QueryContext(ctx context.Context, method string, path string, b
 	}
 
 	if envelope.Type == lxdapi.ErrorResponse {
-		return nil, "", lxdapi.NewStatusError(resp.StatusCode, envelope.Error)
+		return nil, "", errorFromEnvelope(resp.StatusCode, &envelope)
 	}
 
 	return &envelope, resp.Header.Get("ETag"), nil

@@ -106,7 +106,12 @@ func (a deploymentsAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	return response.SyncResponseLocation(api.DeploymentWebhookSecret{Secret: secret}, url)
+	created := api.DeploymentCreated{DeploymentWebhookSecret: api.DeploymentWebhookSecret{Secret: secret}}
+	if tmpl != nil {
+		created.Warnings = tmpl.warnings
+	}
+
+	return response.SyncResponseLocation(created, url)
 }
 
 // createDeployment validates and stores a new deployment; apply (a template's shapes and
@@ -233,6 +238,10 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 
 	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, id, lifecycleDeploymentUpdated, api.DeploymentURL(ref.project, ref.name))
 	a.announceTemplate(r, ref.project, ref.name, id, tmpl)
+	if tmpl != nil {
+		return response.SyncResponse(api.DeploymentTemplateResult{Warnings: tmpl.warnings})
+	}
+
 	return response.EmptySyncResponse()
 }
 

@@ -48,6 +48,9 @@ type templateApply struct {
 	config  api.DeploymentManifestConfig
 	layout  api.DeploymentManifestConfig
 
+	// warnings of the expansion, for the dry-run plan and the apply's answer.
+	warnings []api.DeploymentTemplateWarning
+
 	// What the last run of apply did, for the events sent once its transaction committed.
 	done     *shapePlan
 	manifest string
@@ -75,12 +78,12 @@ func expandTemplate(ctx context.Context, fetch templates.Fetcher, project string
 		Fetch: fetch,
 	})
 	if err != nil {
-		return nil, badRequest(err)
+		return nil, expansionError(err)
 	}
 
 	shapes, order, err := templates.Shapes(exp)
 	if err != nil {
-		return nil, badRequest(err)
+		return nil, expansionError(err)
 	}
 
 	for name, put := range shapes {
@@ -90,7 +93,7 @@ func expandTemplate(ctx context.Context, fetch templates.Fetcher, project string
 		}
 	}
 
-	t := &templateApply{cause: cause, input: input, imports: imports, shapes: shapes, order: order}
+	t := &templateApply{cause: cause, input: input, imports: imports, shapes: shapes, order: order, warnings: exp.Warnings}
 	if t.imports == nil {
 		t.imports = map[string]string{}
 	}
@@ -105,6 +108,18 @@ func expandTemplate(ctx context.Context, fetch templates.Fetcher, project string
 	}
 
 	return t, nil
+}
+
+// expansionError is the 400 of a config that does not expand. An engine error carries
+// every problem and warning in the answer's metadata (api.DeploymentTemplateError), which
+// the client and CLI show one per line.
+func expansionError(err error) error {
+	var expandErr *templates.ExpandError
+	if errors.As(err, &expandErr) {
+		return &response.MetadataError{Status: http.StatusBadRequest, Err: err, Metadata: expandErr.API()}
+	}
+
+	return badRequest(err)
 }
 
 // convertJSON copies the engine's config and layout into the API's types, which have the
@@ -287,6 +302,7 @@ func (t *templateApply) planAPI(p shapePlan) api.DeploymentTemplatePlan {
 		Unmanaged:      p.unmanaged,
 		ExpandedConfig: t.config,
 		Layout:         t.layout,
+		Warnings:       t.warnings,
 	}
 
 	for _, u := range p.update {

@@ -66,8 +66,32 @@ func (r *syncResponse) Render(w http.ResponseWriter) error {
 }
 
 type errorResponse struct {
-	status int
-	msg    string
+	status   int
+	msg      string
+	metadata any
+}
+
+// MetadataError is an error whose answer carries metadata beside its message, as LXD's
+// error envelope allows: details a client can use, such as every problem of a templated
+// config (api.DeploymentTemplateError).
+type MetadataError struct {
+	// Status is the HTTP status of the answer.
+	Status int
+
+	// Err is the error; its message is the answer's.
+	Err error
+
+	// Metadata goes in the envelope's metadata.
+	Metadata any
+}
+
+func (e *MetadataError) Error() string {
+	return e.Err.Error()
+}
+
+// Unwrap gives the error.
+func (e *MetadataError) Unwrap() error {
+	return e.Err
 }
 
 // ErrorResponse answers with an HTTP error status and message.
@@ -97,9 +121,10 @@ func InternalError(err error) Response {
 
 func (r *errorResponse) Render(w http.ResponseWriter) error {
 	return writeJSON(w, r.status, lxdapi.ResponseRaw{
-		Type:  lxdapi.ErrorResponse,
-		Code:  r.status,
-		Error: r.msg,
+		Type:     lxdapi.ErrorResponse,
+		Code:     r.status,
+		Error:    r.msg,
+		Metadata: r.metadata,
 	})
 }
 
@@ -109,6 +134,11 @@ func (r *errorResponse) Render(w http.ResponseWriter) error {
 func SmartError(err error) Response {
 	if err == nil {
 		return EmptySyncResponse()
+	}
+
+	var withMetadata *MetadataError
+	if errors.As(err, &withMetadata) {
+		return &errorResponse{status: withMetadata.Status, msg: err.Error(), metadata: withMetadata.Metadata}
 	}
 
 	status, ok := lxdapi.StatusErrorMatch(err)

@@ -94,6 +94,9 @@ type DeploymentTemplatePlan struct {
 
 	// The layout
 	Layout DeploymentManifestConfig `json:"layout" yaml:"layout"`
+
+	// Warnings of the config's expansion (a schema's Deployment Manager type alias)
+	Warnings []DeploymentTemplateWarning `json:"warnings,omitempty" yaml:"warnings,omitempty"`
 }
 
 // DeploymentShapeChange is a shape a plan updates and what changes in it.

@@ -93,11 +93,12 @@ func (f *Fetcher) fetchReference(ctx context.Context, typ string) (*Bundle, erro
 			return nil, fmt.Errorf("template %s names no registry and no default registry is configured: write github.com/<owner>/<repo>/%s or configure a default registry", typ, typ)
 		}
 
-		parts := strings.Split(f.Default, "/")
-		if len(parts) < 3 || len(parts) > 4 {
-			return nil, fmt.Errorf("default registry %q is not valid: write <host>/<owner>/<repo>[/<collection>]", f.Default)
+		err := ValidRegistry(f.Default)
+		if err != nil {
+			return nil, fmt.Errorf("default %w", err)
 		}
 
+		parts := strings.Split(f.Default, "/")
 		ref.Registry = strings.Join(parts[:3], "/")
 		if len(parts) == 4 {
 			ref.Collection = parts[3]
@@ -130,6 +131,18 @@ func (f *Fetcher) fetchReference(ctx context.Context, typ string) (*Bundle, erro
 	}
 
 	return &Bundle{Type: typ, Template: template, Version: version, Files: files}, nil
+}
+
+// ValidRegistry checks a registry name as a default registry is written:
+// <host>/<owner>/<repo>[/<collection>].
+func ValidRegistry(name string) error {
+	_, err := ParseReference(name + "/t:v1")
+	parts := strings.Split(name, "/")
+	if err != nil || len(parts) < 3 || len(parts) > 4 {
+		return fmt.Errorf("registry %q is not valid: write <host>/<owner>/<repo>[/<collection>], e.g. github.com/acme/templates", name)
+	}
+
+	return nil
 }
 
 // source returns where registry is served, refusing registries that are not configured.
