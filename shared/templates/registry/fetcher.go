@@ -111,13 +111,18 @@ func (f *Fetcher) fetchReference(ctx context.Context, typ string) (*Bundle, erro
 	}
 
 	versions, err := src.Versions(ctx, ref.Collection, ref.Template)
-	if err != nil {
+	version := ""
+	switch {
+	case errors.Is(err, errCannotList):
+		// No index and no listing: only the version directory named as asked can be read.
+		version = ref.Version
+	case err != nil:
 		return nil, err
-	}
-
-	version, err := Resolve(ref.Version, versions)
-	if err != nil {
-		return nil, fmt.Errorf("template %s: %w", typ, err)
+	default:
+		version, err = Resolve(ref.Version, versions)
+		if err != nil {
+			return nil, fmt.Errorf("template %s: %w", typ, err)
+		}
 	}
 
 	files, err := src.Files(ctx, ref.Collection, ref.Template, version)
@@ -175,23 +180,28 @@ func (f *Fetcher) source(registry string) (Source, error) {
 	return &DirSource{Dir: where, Limits: f.Limits}, nil
 }
 
-// fetchURL fetches a template by URL the way Deployment Manager did: the file, then
-// <file>.schema if there is one, then the files the schema imports, relative to the file.
+// fetchURL fetches a template by URL the way Deployment Manager did (see fetchDM).
 func (f *Fetcher) fetchURL(ctx context.Context, u string) (*Bundle, error) {
 	if !f.URLs && !f.listedURL(u) {
 		return nil, fmt.Errorf("template URL %s is not under a configured registry: add its registry, or embed the template in the config's imports with the CLI", u)
 	}
 
-	limits := f.Limits.withDefaults()
+	return fetchDM(ctx, f.Client, f.Limits.withDefaults(), u)
+}
+
+// fetchDM fetches a template file the way Deployment Manager did: the file, then
+// <file>.schema if there is one, then the files the schema imports, relative to the file.
+// A missing template file is errNotFound.
+func fetchDM(ctx context.Context, client *http.Client, limits Limits, u string) (*Bundle, error) {
 	name := path.Base(u)
 	dir := Prefix(u)
-	content, err := httpGet(ctx, f.Client, u, limits.FileBytes, limits)
+	content, err := httpGet(ctx, client, u, limits.FileBytes, limits)
 	if err != nil {
 		return nil, err
 	}
 
 	b := &Bundle{Type: u, Template: name, Files: map[string][]byte{name: content}}
-	schema, err := httpGet(ctx, f.Client, u+".schema", limits.FileBytes, limits)
+	schema, err := httpGet(ctx, client, u+".schema", limits.FileBytes, limits)
 	if errors.Is(err, errNotFound) {
 		return b, nil // A template needs no schema.
 	}
@@ -217,7 +227,7 @@ func (f *Fetcher) fetchURL(ctx context.Context, u string) (*Bundle, error) {
 			return nil, fmt.Errorf("%s imports more than %d files", u, limits.Files)
 		}
 
-		data, err := httpGet(ctx, f.Client, dir+imp.Path, limits.FileBytes, limits)
+		data, err := httpGet(ctx, client, dir+escapePath(imp.Path), limits.FileBytes, limits)
 		if err != nil {
 			return nil, err
 		}

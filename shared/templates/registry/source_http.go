@@ -31,6 +31,9 @@ type HTTPSource struct {
 // errNotFound is a 404: the caller decides whether a missing file is an error.
 var errNotFound = errors.New("not found")
 
+// errNoIndex says that a registry serves no index.json.
+var errNoIndex = errors.New("registry has no " + IndexFileName)
+
 func (s *HTTPSource) base() string {
 	if strings.HasSuffix(s.Base, "/") {
 		return s.Base
@@ -51,7 +54,7 @@ func (s *HTTPSource) Index(ctx context.Context) (*Index, error) {
 	limits := s.Limits.withDefaults()
 	data, err := httpGet(ctx, s.Client, s.base()+IndexFileName, limits.BundleBytes, limits)
 	if errors.Is(err, errNotFound) {
-		return nil, fmt.Errorf("registry %s has no %s: generate it with \"lxd-deploy registry index DIR\" and publish it at the registry root", s.Base, IndexFileName)
+		return nil, errNoIndex // Read without one (source_listing.go).
 	}
 
 	if err != nil {
@@ -75,6 +78,10 @@ func (s *HTTPSource) Index(ctx context.Context) (*Index, error) {
 // Versions implements Source.
 func (s *HTTPSource) Versions(ctx context.Context, collection string, template string) ([]string, error) {
 	idx, err := s.Index(ctx)
+	if errors.Is(err, errNoIndex) {
+		return s.listedVersions(ctx, collection, template)
+	}
+
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +102,10 @@ func (s *HTTPSource) Versions(ctx context.Context, collection string, template s
 // Files implements Source: it fetches the files the index lists and checks their digests.
 func (s *HTTPSource) Files(ctx context.Context, collection string, template string, version string) (map[string][]byte, error) {
 	idx, err := s.Index(ctx)
+	if errors.Is(err, errNoIndex) {
+		return s.listedFiles(ctx, collection, template, version)
+	}
+
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +174,12 @@ func checkRelative(p string) error {
 
 // httpGet fetches one URL with a timeout and a size cap.
 func httpGet(ctx context.Context, client *http.Client, url string, maxBytes int64, limits Limits) ([]byte, error) {
+	data, _, err := httpGetResponse(ctx, client, url, maxBytes, limits)
+	return data, err
+}
+
+// httpGetResponse is httpGet that also returns the answer's header.
+func httpGetResponse(ctx context.Context, client *http.Client, url string, maxBytes int64, limits Limits) ([]byte, http.Header, error) {
 	if client == nil {
 		client = http.DefaultClient
 	}
@@ -172,32 +189,32 @@ func httpGet(ctx context.Context, client *http.Client, url string, maxBytes int6
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w", url, err)
+		return nil, nil, fmt.Errorf("fetch %s: %w", url, err)
 	}
 
 	defer func() { _ = resp.Body.Close() }()
 
 	if resp.StatusCode == http.StatusNotFound {
-		return nil, fmt.Errorf("fetch %s: %w", url, errNotFound)
+		return nil, nil, fmt.Errorf("fetch %s: %w", url, errNotFound)
 	}
 
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetch %s: %s", url, resp.Status)
+		return nil, nil, &statusError{url: url, code: resp.StatusCode}
 	}
 
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w", url, err)
+		return nil, nil, fmt.Errorf("fetch %s: %w", url, err)
 	}
 
 	if int64(len(data)) > maxBytes {
-		return nil, fmt.Errorf("fetch %s: larger than the %d-byte limit", url, maxBytes)
+		return nil, nil, fmt.Errorf("fetch %s: larger than the %d-byte limit", url, maxBytes)
 	}
 
-	return data, nil
+	return data, resp.Header, nil
 }
