@@ -45,8 +45,64 @@ version and file with its SHA-256. Publish it with the registry: fetchers read i
 		},
 	})
 
-	cmd.AddCommand(a.registryDefaultCommand())
+	cmd.AddCommand(a.registryDefaultCommand(), a.registryAddCommand(), a.registryRemoveCommand())
 	return cmd
+}
+
+// registryAddCommand records where a registry is served, in config.yml.
+func (a *app) registryAddCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "add <host>/<owner>/<repo> <URL|DIR>",
+		Short: "Say where a template registry is served",
+		Long: `Record in config.yml that references to a registry (github.com/acme/templates/web:v1, or web:v1
+when it is the default registry) are fetched from a URL or a directory, as --registry
+NAME=URL|DIR does for one command. The URL serves the registry's layout
+(<template>/<version>/<template>.<ext>), with an index.json ("lxd-deploy registry index"),
+or with directory listings, or neither (then only versions with a directory of that exact
+name resolve).`,
+		Args: exactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := registry.ValidRegistry(args[0])
+			if err != nil || strings.Count(args[0], "/") != 2 {
+				return fmt.Errorf("registry %q is not valid: write <host>/<owner>/<repo>, e.g. github.com/acme/templates", args[0])
+			}
+
+			c, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+
+			if c.Registries == nil {
+				c.Registries = map[string]string{}
+			}
+
+			c.Registries[args[0]] = args[1]
+			return c.save()
+		},
+	}
+}
+
+// registryRemoveCommand forgets where a registry is served.
+func (a *app) registryRemoveCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove <host>/<owner>/<repo>",
+		Short: "Forget where a template registry is served",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+
+			_, ok := c.Registries[args[0]]
+			if !ok {
+				return fmt.Errorf("registry %q is not in %s: nothing to remove", args[0], c.path())
+			}
+
+			delete(c.Registries, args[0])
+			return c.save()
+		},
+	}
 }
 
 // registryDefaultCommand shows or sets the default template registry of config.yml.
