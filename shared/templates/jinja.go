@@ -139,12 +139,34 @@ func jinjaMessage(err error) string {
 		parts = []string{parts[0], parts[len(parts)-1]}
 	}
 
-	return sandboxNoise.ReplaceAllString(strings.Join(parts, ": "), "")
+	return undefinedHint(sandboxNoise.ReplaceAllString(strings.Join(parts, ": "), ""))
+}
+
+// gonja's words for an undefined name and a missing key or attribute (StrictUndefined).
+var (
+	undefinedName = regexp.MustCompile(`Unable to evaluate name "([^"]+)"$`)
+	undefinedItem = regexp.MustCompile(`(attribute '[^']*'|item '.*') not found$`)
+)
+
+// undefinedHint says what to do about an undefined name or a missing key: Deployment
+// Manager's Jinja rendered them as empty text, which hid typos; here they are errors.
+func undefinedHint(msg string) string {
+	m := undefinedName.FindStringSubmatch(msg)
+	if m != nil {
+		return msg + fmt.Sprintf(": %s is not defined: templates see env, properties and imports, and what they set or import themselves", m[1])
+	}
+
+	if undefinedItem.MatchString(msg) {
+		return msg + `: test an optional value with "is defined" or "| default(...)", or give it a default in the template's schema`
+	}
+
+	return msg
 }
 
 // sandboxNoise is how gonja reports an error that passed through one of the sandbox's
 // filters (they let errors through untouched): not the template's business.
-var sandboxNoise = regexp.MustCompile(`unable to evaluate filter &\{[^{}]*\}: (invalid call to filter '__lxd_deploy_(cap|repeat)__': )?`)
+// A macro call's error also names the Go function gonja made of the macro.
+var sandboxNoise = regexp.MustCompile(`unable to evaluate filter &\{[^{}]*\}: (invalid call to filter '__lxd_deploy_(cap|repeat)__': )?|invalid call to function '[^']*MacroNodeToFunc[^']*': `)
 
 // maxIncludeDepth bounds how deeply templates include, import or extend each other, so that
 // a template including itself fails instead of exhausting the stack.
