@@ -179,6 +179,7 @@ func (a *app) deployCommand() *cobra.Command {
 
   lxd-deploy deploy github.com/acme/templates/web:v1 --properties image=debian/12 --name shop
   lxd-deploy deploy web:v1.2 --registry ./templates --name shop
+  lxd-deploy deploy redis:v1      (against the default registry: "lxd-deploy registry default")
 
 The CLI fetches the template (the highest patch of the version asked for) and the templates
 it uses, and sends them with a one-resource config; --properties are the template's
