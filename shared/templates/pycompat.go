@@ -15,7 +15,8 @@ import (
 //     binds are predeclared instead, with modules built from the imports (helpers/common.py,
 //     helpers/extra/__init__.py) or the built-in yaml, json and math;
 //   - "x is None" becomes "x == None", "x is not None" becomes "x != None";
-//   - "del d[k]" becomes "d.pop(k)" (see rewriteStatement).
+//   - "del d[k]" becomes "d.pop(k)" (see rewriteStatement);
+//   - Python 2's u'unicode' literals lose their u.
 
 // pyImport is one imported module and the names it binds.
 type pyImport struct {
@@ -136,8 +137,15 @@ func pythonCompat(src string) (string, []pyImport, error) {
 			rewriteIs(out, i)
 			i++
 		case isIdentByte(c):
+			start := i
 			for i+1 < len(out) && isIdentByte(out[i+1]) {
 				i++
+			}
+
+			// Python 2's unicode literals: u'x' is 'x' (ur'x' is r'x'), a space for the u.
+			prefix := strings.ToLower(string(out[start : i+1]))
+			if (prefix == "u" || prefix == "ur") && i+1 < len(out) && (out[i+1] == '\'' || out[i+1] == '"') {
+				out[start] = ' '
 			}
 		}
 	}

@@ -196,42 +196,62 @@ func python2(f *syntax.File) error {
 }
 
 // recursion refuses functions that call themselves, directly or through other functions
-// of the file: Starlark has no recursion, and would say so only when the call happens.
+// of the file (nested ones included): Starlark has no recursion, and would say so only
+// when the call happens. Calls inside a lambda are left to that runtime check, since a
+// lambda may well be called after its maker returned.
 func recursion(f *syntax.File) error {
 	type call struct {
 		callee string
 		pos    syntax.Position
 	}
 
-	defs := map[string]bool{}
+	var defs []*syntax.DefStmt
+	walk(f, func(n syntax.Node) {
+		def, ok := n.(*syntax.DefStmt)
+		if ok {
+			defs = append(defs, def)
+		}
+	})
+
+	known := map[string]bool{}
 	order := []string{}
-	for _, stmt := range f.Stmts {
-		def, ok := stmt.(*syntax.DefStmt)
-		if ok && !defs[def.Name.Name] {
-			defs[def.Name.Name] = true
+	for _, def := range defs {
+		if !known[def.Name.Name] {
+			known[def.Name.Name] = true
 			order = append(order, def.Name.Name)
 		}
 	}
 
+	// The calls each function makes by name in its own body: not in the functions and
+	// lambdas it defines, which make their own.
 	calls := map[string][]call{}
-	for _, stmt := range f.Stmts {
-		def, ok := stmt.(*syntax.DefStmt)
-		if !ok {
-			continue
+	for _, def := range defs {
+		var visit func(n syntax.Node)
+		visit = func(n syntax.Node) {
+			syntax.Walk(n, func(n syntax.Node) bool {
+				switch x := n.(type) {
+				case *syntax.DefStmt, *syntax.LambdaExpr:
+					return false
+				case *syntax.WhileStmt:
+					visit(x.Cond)
+					for _, stmt := range x.Body {
+						visit(stmt)
+					}
+
+					return false
+				case *syntax.CallExpr:
+					id, ok := x.Fn.(*syntax.Ident)
+					if ok && known[id.Name] {
+						calls[def.Name.Name] = append(calls[def.Name.Name], call{id.Name, x.Lparen})
+					}
+				}
+
+				return true
+			})
 		}
 
-		for _, body := range def.Body {
-			walk(body, func(n syntax.Node) {
-				c, ok := n.(*syntax.CallExpr)
-				if !ok {
-					return
-				}
-
-				id, ok := c.Fn.(*syntax.Ident)
-				if ok && defs[id.Name] {
-					calls[def.Name.Name] = append(calls[def.Name.Name], call{id.Name, c.Lparen})
-				}
-			})
+		for _, stmt := range def.Body {
+			visit(stmt)
 		}
 	}
 
