@@ -82,6 +82,11 @@ func expandTemplate(ctx context.Context, fetch templates.Fetcher, project string
 	}
 
 	shapes, order, err := templates.Shapes(exp)
+	var expandErr *templates.ExpandError
+	if errors.As(err, &expandErr) {
+		expandErr.Warnings = exp.Warnings // The expansion's, which succeeded.
+	}
+
 	if err != nil {
 		return nil, expansionError(err)
 	}
