@@ -4,8 +4,10 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 )
 
-// APIExtensions lists the API extensions this server supports.
-var APIExtensions = []string{"deployments"}
+// APIExtensions lists the API extensions this server supports. template_errors: a
+// templated config that does not expand answers every problem in the error's metadata
+// (DeploymentTemplateError), and plans and applies carry the expansion's warnings.
+var APIExtensions = []string{"deployments", "template_errors"}
 
 // Server is GET /1.0. Its JSON is a superset of LXD's api.Server, so that LXD's own Go
 // client (lxd.ConnectLXD) can connect to lxd-deployd.
