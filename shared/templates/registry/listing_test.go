@@ -60,17 +60,7 @@ func TestHTTPRegistryNoListing(t *testing.T) {
 		"big-data/spark/v2.1.0/spark.py.schema": "properties: {}\n",
 	}
 
-	for name, content := range files {
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		err := os.MkdirAll(filepath.Dir(p), 0o755)
-		if err == nil {
-			err = os.WriteFile(p, []byte(content), 0o644)
-		}
-
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, dir, files)
 
 	server := httptest.NewServer(noListing(dir))
 	defer server.Close()

@@ -87,6 +87,13 @@ func writeRegistry(t *testing.T) string {
 		"notes/v1/unrelated.txt":          "a version directory without its template file",
 	}
 
+	writeFiles(t, dir, files)
+	return dir
+}
+
+// writeFiles writes files (slash-separated path -> content) under dir.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
 	for name, content := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		err := os.MkdirAll(filepath.Dir(p), 0o755)
@@ -98,8 +105,6 @@ func writeRegistry(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-
-	return dir
 }
 
 func TestIndex(t *testing.T) {
