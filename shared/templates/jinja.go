@@ -136,7 +136,16 @@ func jinjaMessage(err error) string {
 	}
 
 	if len(parts) > 2 {
-		parts = []string{parts[0], parts[len(parts)-1]}
+		// Keep also the innermost line, which is in the included or imported file.
+		kept := []string{parts[0]}
+		for i := len(parts) - 2; i > 0; i-- {
+			if strings.Contains(parts[i], " at line ") && parts[i] != parts[0] {
+				kept = append(kept, parts[i])
+				break
+			}
+		}
+
+		parts = append(kept, parts[len(parts)-1])
 	}
 
 	return undefinedHint(sandboxNoise.ReplaceAllString(strings.Join(parts, ": "), ""))
