@@ -17,6 +17,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
+	"github.com/lxd-deployd/lxd-deployd/shared/templates/isolate"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates/registry"
 )
 
@@ -269,7 +270,10 @@ func expandLocally(config []byte, imports map[string][]byte, fetcher *registry.F
 	ctx, cancel := context.WithTimeout(context.Background(), expandTimeout)
 	defer cancel()
 
-	exp, err := templates.Expand(ctx, config, imports, templates.Options{Env: env, Fetch: fetcher})
+	// In a limited child process, as the daemon does: a hostile template in a registry costs
+	// the child, not the user's machine. Fetches run here, with the CLI's fetcher.
+	runner := &isolate.Runner{Budget: expandTimeout}
+	exp, err := runner.Expand(ctx, config, imports, templates.Options{Env: env, Fetch: fetcher})
 	if err != nil {
 		return nil, err
 	}

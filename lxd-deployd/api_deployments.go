@@ -24,6 +24,9 @@ type deploymentsAPI struct {
 
 	// fetcher reaches the template registries the daemon is configured with (nil: none).
 	fetcher templates.Fetcher
+
+	// engine expands templated configs (nil: in a child process with default limits).
+	engine templateEngine
 }
 
 func (a deploymentsAPI) list(r *http.Request) response.Response {

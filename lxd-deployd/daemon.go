@@ -43,6 +43,10 @@ type config struct {
 	// the only places the daemon fetches templates from.
 	templateRegistries map[string]string
 	templateDefault    string
+
+	// templateMaxMemory is the memory one expansion's child process may allocate
+	// (template.max_memory).
+	templateMaxMemory int64
 }
 
 // daemon wires the database, the LXD connection and the API listeners together.
@@ -189,7 +193,7 @@ func (d *daemon) apis() apis {
 			members:         d.db.Members,
 		},
 		certificates: certificatesAPI{db: d.db, serverFingerprint: d.cert.Fingerprint(), addresses: d.addresses},
-		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, reconciler: d.reconciler, fetcher: d.templateFetcher()},
+		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, reconciler: d.reconciler, fetcher: d.templateFetcher(), engine: d.templateEngine()},
 		keys:         keysAPI{db: d.db, lifecycle: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: fleet, lifecycle: l},
