@@ -47,6 +47,9 @@ type config struct {
 	// templateMaxMemory is the memory one expansion's child process may allocate
 	// (template.max_memory).
 	templateMaxMemory int64
+
+	// webhookAllowedNetworks limit where webhooks are delivered (empty: the default policy).
+	webhookAllowedNetworks []string
 }
 
 // daemon wires the database, the LXD connection and the API listeners together.
@@ -116,6 +119,12 @@ func (d *daemon) start(ctx context.Context) error {
 	}
 
 	d.webhooks = webhooks.NewDispatcher(d.db, d.db.Address(), d.logger)
+	allowed, err := webhooks.ParseNetworks(d.config.webhookAllowedNetworks)
+	if err != nil {
+		return fmt.Errorf("--webhook-allowed-networks: %w", err)
+	}
+
+	d.webhooks.SetDestinationPolicy(webhooks.DestinationPolicy{Allowed: allowed})
 	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, lifecycle{events: d.events, webhooks: d.webhooks}, d.logger, d.db.Address())
 	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
 	d.goBackground(func() { d.webhooks.Run(runCtx) })

@@ -61,6 +61,7 @@ func rootCommand() *cobra.Command {
 	flags.StringToStringVar(&cfg.templateRegistries, "template-registry", nil, "template registry the daemon may fetch from, as <host>/<owner>/<repo>=<https URL or directory> (repeatable)")
 	flags.StringVar(&cfg.templateDefault, "template-default-registry", "", "registry (with optional collection) that short template references resolve against")
 	flags.Var(&byteSize{&cfg.templateMaxMemory}, "template-max-memory", "memory one template expansion may allocate, in its own process (template.max_memory, e.g. 512MiB)")
+	flags.StringSliceVar(&cfg.webhookAllowedNetworks, "webhook-allowed-networks", nil, "networks (CIDR) webhooks may be delivered to (default: any but link-local and metadata addresses)")
 	flags.BoolVar(&debug, "debug", false, "log every request")
 
 	return cmd
