@@ -73,4 +73,3 @@ func TestHandlerPanicIsLoggedCountedAndAnswered(t *testing.T) {
 		t.Fatalf("GET /1.0 does not show the panic count: %+v", srv.Environment)
 	}
 }
-
