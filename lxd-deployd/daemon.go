@@ -80,9 +80,9 @@ type unixPeerKey struct{}
 
 // start opens the database, connects to LXD in the background and starts serving.
 func (d *daemon) start(ctx context.Context) error {
-	err := os.MkdirAll(d.config.dataDir, 0o711)
+	err := prepareDataDir(d.config.dataDir)
 	if err != nil {
-		return fmt.Errorf("create data directory: %w", err)
+		return err
 	}
 
 	d.cert, err = serverCertificate(d.config.dataDir)
@@ -91,6 +91,12 @@ func (d *daemon) start(ctx context.Context) error {
 	}
 
 	clusterTLS, err := clusterCertificate(d.config)
+	if err != nil {
+		return err
+	}
+
+	// Files just generated get their modes too, whatever the library wrote them with.
+	err = fixFileModes(d.config.dataDir)
 	if err != nil {
 		return err
 	}
