@@ -261,6 +261,10 @@ func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol str
 		},
 	}
 
+	if protocol == auth.ProtocolTLS {
+		server.ConnState = newConnLimits(maxUnauthenticatedConns).connState
+	}
+
 	d.servers = append(d.servers, server)
 	go func() {
 		err := server.Serve(listener)

@@ -101,6 +101,7 @@ func newRouter(endpoints []endpoint, authenticate authenticator, logger *slog.Lo
 func serve(w http.ResponseWriter, r *http.Request, path string, methods map[string]action, authenticate authenticator, logger *slog.Logger) {
 	start := time.Now()
 	defer recoverHandler(w, r, logger)
+	limitBodyRead(w, r)
 	resp := func() response.Response {
 		a, ok := methods[r.Method]
 		if !ok {
