@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path"
 	"sort"
 	"strings"
@@ -169,16 +170,29 @@ func (f *Fetcher) fetchURL(ctx context.Context, u string) (*Bundle, error) {
 		return nil, fmt.Errorf("template URL %s is not under a configured registry: add its registry, or embed the template in the config's imports with the CLI", u)
 	}
 
+	parsed, err := parseHTTPURL(u)
+	if err != nil {
+		return nil, err
+	}
+
+	// Redirects stay inside the registry the URL is under (the daemon), or on the URL's
+	// own scheme and host (the CLI with plain URLs).
+	within := f.listedBase(parsed)
+	if within == nil {
+		within = origin(parsed)
+	}
+
+	client := confine(f.Client, within)
 	limits := f.Limits.withDefaults()
 	name := path.Base(u)
 	dir := Prefix(u)
-	content, err := httpGet(ctx, f.Client, u, limits.FileBytes, limits)
+	content, err := httpGet(ctx, client, u, limits.FileBytes, limits)
 	if err != nil {
 		return nil, err
 	}
 
 	b := &Bundle{Type: u, Template: name, Files: map[string][]byte{name: content}}
-	schema, err := httpGet(ctx, f.Client, u+".schema", limits.FileBytes, limits)
+	schema, err := httpGet(ctx, client, u+".schema", limits.FileBytes, limits)
 	if errors.Is(err, errNotFound) {
 		return b, nil // A template needs no schema.
 	}
@@ -204,7 +218,7 @@ func (f *Fetcher) fetchURL(ctx context.Context, u string) (*Bundle, error) {
 			return nil, fmt.Errorf("%s imports more than %d files", u, limits.Files)
 		}
 
-		data, err := httpGet(ctx, f.Client, dir+imp.Path, limits.FileBytes, limits)
+		data, err := httpGet(ctx, client, dir+imp.Path, limits.FileBytes, limits)
 		if err != nil {
 			return nil, err
 		}
@@ -220,15 +234,31 @@ func (f *Fetcher) fetchURL(ctx context.Context, u string) (*Bundle, error) {
 	return b, nil
 }
 
-// listedURL says whether u is under the base URL of a configured registry.
+// listedURL says whether u is under the base URL of a configured registry, compared as
+// parsed URLs with clean paths (a "../" cannot climb out of the registry).
 func (f *Fetcher) listedURL(u string) bool {
+	parsed, err := parseHTTPURL(u)
+	if err != nil {
+		return false
+	}
+
+	return f.listedBase(parsed) != nil
+}
+
+// listedBase is the base URL of the configured registry u is under, or nil.
+func (f *Fetcher) listedBase(u *url.URL) *url.URL {
 	for _, where := range f.Registries {
-		if IsURL(where) && strings.HasPrefix(u, strings.TrimSuffix(where, "/")+"/") {
-			return true
+		if !IsURL(where) {
+			continue
+		}
+
+		base, err := parseHTTPURL(where)
+		if err == nil && under(u, base) && u.Path != base.Path {
+			return base
 		}
 	}
 
-	return false
+	return nil
 }
 
 // Import is one entry of an "imports" list, in a config or a schema.
@@ -257,7 +287,9 @@ func SchemaImports(schema []byte) ([]Import, error) {
 
 	err := yaml.Unmarshal(schema, &s)
 	if err != nil {
-		return nil, fmt.Errorf("schema is not valid YAML: %w", err)
+		// Not the parser's message: it may quote the file, which may be anything a server
+		// sent.
+		return nil, errors.New("schema is not valid YAML with an imports list of {path, name}")
 	}
 
 	return s.Imports, nil

@@ -49,7 +49,12 @@ func (s *HTTPSource) Index(ctx context.Context) (*Index, error) {
 	}
 
 	limits := s.Limits.withDefaults()
-	data, err := httpGet(ctx, s.Client, s.base()+IndexFileName, limits.BundleBytes, limits)
+	base, err := parseHTTPURL(s.base())
+	if err != nil {
+		return nil, fmt.Errorf("registry %s: %w", s.Base, err)
+	}
+
+	data, err := httpGet(ctx, confine(s.Client, base), s.base()+IndexFileName, limits.BundleBytes, limits)
 	if errors.Is(err, errNotFound) {
 		return nil, fmt.Errorf("registry %s has no %s: generate it with \"lxd-deploy registry index DIR\" and publish it at the registry root", s.Base, IndexFileName)
 	}
@@ -61,7 +66,8 @@ func (s *HTTPSource) Index(ctx context.Context) (*Index, error) {
 	idx := &Index{}
 	err = json.Unmarshal(data, idx)
 	if err != nil {
-		return nil, fmt.Errorf("registry %s: %s is not valid: %w", s.Base, IndexFileName, err)
+		// Never the parser's message: it quotes what the server sent.
+		return nil, fmt.Errorf("registry %s: %s is not a valid index (JSON): regenerate it with \"lxd-deploy registry index DIR\"", s.Base, IndexFileName)
 	}
 
 	if idx.Format != IndexFormat {
@@ -116,23 +122,42 @@ func (s *HTTPSource) Files(ctx context.Context, collection string, template stri
 		return nil, fmt.Errorf("template %s %s has %d files, over the limit of %d", templateDir(collection, template), version, len(entry.Files), limits.Files)
 	}
 
+	base, err := parseHTTPURL(s.base())
+	if err != nil {
+		return nil, fmt.Errorf("registry %s: %w", s.Base, err)
+	}
+
+	client := confine(s.Client, base)
 	files := map[string][]byte{}
-	total := int64(0)
+	declared := int64(0)
 	for _, f := range entry.Files {
 		err := checkRelative(f.Path)
+		if err == nil {
+			err = checkIndexFile(f, limits)
+		}
+
 		if err != nil {
 			return nil, fmt.Errorf("registry %s: %s: %w", s.Base, IndexFileName, err)
 		}
 
-		total += f.Size
-		if total > limits.BundleBytes {
+		declared += f.Size
+		if declared > limits.BundleBytes {
 			return nil, fmt.Errorf("template %s %s is over the %d-byte limit for one template and its files", templateDir(collection, template), version, limits.BundleBytes)
 		}
+	}
 
+	total := int64(0)
+	for _, f := range entry.Files {
 		u := s.base() + templateDir(collection, template) + "/" + version + "/" + f.Path
-		data, err := httpGet(ctx, s.Client, u, limits.FileBytes, limits)
+		data, err := httpGet(ctx, client, u, min(f.Size, limits.FileBytes), limits)
 		if err != nil {
 			return nil, err
+		}
+
+		// What arrived counts, not what the index says.
+		total += int64(len(data))
+		if total > limits.BundleBytes {
+			return nil, fmt.Errorf("template %s %s is over the %d-byte limit for one template and its files", templateDir(collection, template), version, limits.BundleBytes)
 		}
 
 		sum := sha256.Sum256(data)
@@ -187,7 +212,8 @@ func httpGet(ctx context.Context, client *http.Client, url string, maxBytes int6
 	}
 
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetch %s: %s", url, resp.Status)
+		// The code and Go's text for it, not the server's status line.
+		return nil, fmt.Errorf("fetch %s: HTTP %d %s", url, resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
 
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
