@@ -184,3 +184,22 @@ func (c *child) Fetch(ctx context.Context, typ string) (*registry.Bundle, error)
 
 	return reply.Bundle, nil
 }
+
+// LimitThisProcess caps the calling process's address space at its current size plus
+// maxMemory (and RuntimeHeadroom): for tests and fuzz targets that run hostile templates in
+// process, so that a runaway allocation kills the test binary, not the machine.
+func LimitThisProcess(maxMemory int64) error {
+	baseline, err := VirtualMemory()
+	if err != nil {
+		return err
+	}
+
+	limit := uint64(baseline) + uint64(maxMemory) + RuntimeHeadroom
+	var current syscall.Rlimit
+	err = syscall.Getrlimit(syscall.RLIMIT_AS, &current)
+	if err == nil && current.Cur <= limit {
+		return nil // Already as tight.
+	}
+
+	return syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: limit, Max: limit})
+}
