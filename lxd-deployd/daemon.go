@@ -239,8 +239,9 @@ func (d *daemon) templateFetcher() templates.Fetcher {
 
 // serve runs an HTTP server on the listener, tagging every request with its protocol.
 func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol string) {
+	listener = envelopeListener{listener}
 	server := &http.Server{
-		Handler:           handler,
+		Handler:           withTLSState(handler),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(d.logger.Handler(), slog.LevelDebug),
@@ -248,6 +249,12 @@ func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol str
 			return context.WithValue(context.Background(), listenerKey{}, protocol)
 		},
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			c = unwrapConn(c)
+			tc, ok := c.(*tls.Conn)
+			if ok {
+				return context.WithValue(ctx, tlsConnKey{}, tc)
+			}
+
 			conn, ok := c.(*governor.Conn)
 			if ok {
 				return context.WithValue(ctx, governorConnKey{}, conn)

@@ -77,7 +77,7 @@ func (l *connLimits) connState(c net.Conn, state http.ConnState) {
 	switch state {
 	case http.StateActive:
 		_, counted := l.unauthd[c]
-		tlsConn, ok := c.(*tls.Conn)
+		tlsConn, ok := unwrapConn(c).(*tls.Conn)
 		if counted || !ok || len(tlsConn.ConnectionState().PeerCertificates) > 0 {
 			return
 		}

@@ -123,3 +123,43 @@ func TestUnauthenticatedConnectionsCapped(t *testing.T) {
 		t.Fatal("a closed connection did not free its place")
 	}
 }
+
+func TestServerOwnErrorsInTheEnvelope(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Connection", "close")
+		_, _ = io.WriteString(w, "handler text")
+	}))
+	srv.Listener = envelopeListener{srv.Listener}
+	srv.Start()
+	defer srv.Close()
+
+	send := func(request string) (*http.Response, string) {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		defer func() { _ = conn.Close() }()
+		_, _ = io.WriteString(conn, request)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		return resp, string(body)
+	}
+
+	resp, body := send("GET /1.0/deployments/%zz HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp.StatusCode != 400 || resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(body, `"error_code":400`) || !strings.Contains(body, "escapes") {
+		t.Fatalf("bad escape: %d %s %s", resp.StatusCode, resp.Header, body)
+	}
+
+	// A handler's own answer passes untouched, even plain text.
+	resp, body = send("GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp.StatusCode != 200 || body != "handler text" {
+		t.Fatalf("handler answer changed: %d %s", resp.StatusCode, body)
+	}
+}

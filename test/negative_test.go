@@ -174,6 +174,9 @@ func TestNegativeSuiteOverHTTPS(t *testing.T) {
 		{"DELETE", "/1.0/deployments/%64ep1%2F", "", 404, nil},
 		{"GET", "/1.0/deployments/dep1/shapes/web%2F..%2Fweb", "", 404, nil},
 		{"GET", "/1.0/deployments?recursion=1&project=%", "", 400, nil},
+		{"GET", "/1.0/deployments/%zz", "", 400, nil},
+		{"DELETE", "/1.0/deployments/dep1%", "", 400, nil},
+		{"PUT", "/1.0/deployments/%G1/shapes/web", `{"scaling_maximum":1}`, 400, nil},
 		{"GET", "/1.0/deployments?project=a%zzb", "", 400, nil},
 		{"GET", "/1.0/deployments/" + long, "", 404, nil},
 		// Recursion.
