@@ -200,7 +200,7 @@ func childFailure(ctx context.Context, talkErr error, waitErr error, stderr stri
 		return &templates.ExpandError{Msg: fmt.Sprintf("expansion time limit (%s) exceeded: the templates ran too long; simplify them (loops, recursion, large strings)", budget), Err: errors.Join(templates.ErrLimit, ErrChild)}
 	case ctx.Err() != nil:
 		return fmt.Errorf("%w: %w", ErrChild, ctx.Err())
-	case strings.Contains(stderr, "out of memory") || strings.Contains(stderr, "cannot allocate memory"):
+	case outOfMemory(stderr):
 		return &templates.ExpandError{Msg: fmt.Sprintf("expansion memory limit (%d MiB) exceeded: the templates built values too large (lists, strings); make them smaller, or raise the template memory limit", maxMemory>>20), Err: errors.Join(templates.ErrLimit, ErrChild)}
 	case overResult:
 		return &templates.ExpandError{Msg: "expansion result is over the size limit: expand fewer resources", Err: errors.Join(templates.ErrLimit, ErrChild)}
@@ -209,6 +209,23 @@ func childFailure(ctx context.Context, talkErr error, waitErr error, stderr stri
 	}
 
 	return fmt.Errorf("%w: %v (exit: %v)", ErrChild, talkErr, waitErr)
+}
+
+// outOfMemorySigns are what a child that hit its address-space limit prints before dying:
+// the Go runtime ("fatal error: out of memory", "cannot allocate memory"), and with the
+// race detector, ThreadSanitizer ("failed to allocate ... errno: 12") or the runtime's
+// "too many address space collisions". The child cannot answer then (Go does not recover
+// from running out of memory), so its first words are the only signal.
+var outOfMemorySigns = []string{"out of memory", "cannot allocate memory", "failed to allocate", "errno: 12", "address space collisions"}
+
+func outOfMemory(stderr string) bool {
+	for _, sign := range outOfMemorySigns {
+		if strings.Contains(stderr, sign) {
+			return true
+		}
+	}
+
+	return false
 }
 
 // countReader counts the bytes read through it.
