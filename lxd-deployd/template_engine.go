@@ -38,8 +38,12 @@ func engineOrDefault(engine templateEngine) templateEngine {
 // templateEngine is the daemon's engine: a child process per expansion, limited to
 // --template-max-memory beyond its baseline and to the expansion budget.
 func (d *daemon) templateEngine() templateEngine {
-	return &isolate.Runner{MaxMemory: d.config.templateMaxMemory, Budget: expansionBudget}
+	return &isolate.Runner{MaxMemory: d.config.templateMaxMemory, Budget: expansionBudget, MaxConcurrent: maxConcurrentExpansions}
 }
+
+// maxConcurrentExpansions bounds the memory expansions may take together: 4 x
+// --template-max-memory (2 GiB by default).
+const maxConcurrentExpansions = 4
 
 // byteSize is a flag holding a byte count written as LXD writes them ("512MiB", "1GB").
 type byteSize struct{ n *int64 }

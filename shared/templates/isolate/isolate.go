@@ -57,6 +57,14 @@ type Runner struct {
 
 	// MaxResult caps the bytes read from the child.
 	MaxResult int64
+
+	// MaxConcurrent caps the children running at once (0: no cap), so that a burst of
+	// expansion requests costs at most MaxConcurrent x MaxMemory; others wait their turn
+	// within their own budget.
+	MaxConcurrent int
+
+	slotsOnce sync.Once
+	slots     chan struct{}
 }
 
 // ErrChild is wrapped by the errors of a child that died or misbehaved without answering:
@@ -99,6 +107,16 @@ func (r *Runner) expandStats(ctx context.Context, config []byte, imports map[str
 
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
+
+	if r.MaxConcurrent > 0 {
+		r.slotsOnce.Do(func() { r.slots = make(chan struct{}, r.MaxConcurrent) })
+		select {
+		case r.slots <- struct{}{}:
+			defer func() { <-r.slots }()
+		case <-ctx.Done():
+			return nil, Stats{}, &templates.ExpandError{Msg: fmt.Sprintf("the daemon is busy expanding other configs (%d at once) and the %s budget ran out waiting: try again", r.MaxConcurrent, budget), Err: templates.ErrLimit}
+		}
+	}
 
 	cpuSeconds := int64(budget/time.Second) + 1
 	cmd := exec.CommandContext(ctx, path, ChildArg, strconv.FormatInt(maxMemory, 10), strconv.FormatInt(cpuSeconds, 10))

@@ -315,3 +315,27 @@ func BenchmarkIsolatedExpandSmall(b *testing.B) {
 		}
 	}
 }
+
+func TestConcurrencyCap(t *testing.T) {
+	r := &Runner{MaxConcurrent: 1, Budget: 2 * time.Second}
+	slow := map[string][]byte{"t.py": []byte("def GenerateConfig(context):\n    l = []\n    for i in range(1000000):\n        l = [l]\n    s = str(l)\n    return {'resources': []}\n")}
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Expand(context.Background(), []byte("resources:\n- {name: x, type: t.py}\n"), slow, templates.Options{})
+		done <- err
+	}()
+
+	time.Sleep(200 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := r.Expand(ctx, []byte("resources: []\n"), nil, templates.Options{})
+	if err == nil || !strings.Contains(err.Error(), "busy") {
+		t.Fatalf("a second expansion ran beside the first: %v", err)
+	}
+
+	<-done
+	_, err = r.Expand(context.Background(), []byte("resources: []\n"), nil, templates.Options{})
+	if err != nil {
+		t.Fatalf("the slot was not released: %v", err)
+	}
+}
