@@ -41,8 +41,23 @@ bench: deps-test ## print performance figures: database, template expansion, lau
 	@./.ci/apt-install $(BENCH_DEPS)
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./db/
 	$(GO) test -run '^$$' -bench 'Expand10kShapes$$|Shapes10k' -benchtime 10x ./shared/templates/
+	$(GO) test -run '^$$' -bench 'Isolated' -benchtime 10x ./shared/templates/isolate/
 	$(GO) test -run '^$$' -bench 'PythonJinja2' -benchtime 1x -timeout 30m ./shared/templates/
 	LXDTEST_REQUIRE=1 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/
+
+# Fuzz targets as "package:target"; `go test` (and so `make test`) runs their seed corpora in
+# testdata/fuzz, `make fuzz` explores each for FUZZTIME.
+FUZZTIME ?= 60s
+FUZZ_TARGETS := ./lxd-deployd/auth:FuzzVerifyToken ./shared/validate:FuzzName ./shared/validate:FuzzConfigKey \
+	./shared/validate:FuzzWebhookURL ./shared/webhook:FuzzVerify ./lxd-deployd:FuzzDecodeBody \
+	./shared/templates:FuzzJinja ./shared/templates:FuzzPython ./shared/templates:FuzzConfig
+
+.PHONY: fuzz
+fuzz: ## run every fuzz target for FUZZTIME (default 60s) each; failures land in testdata/fuzz
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "== $${t#*:} ($${t%%:*})"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
 
 .PHONY: check-static
 check-static: ## gofmt, go vet, and staticcheck when installed

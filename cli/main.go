@@ -13,10 +13,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/templates/isolate"
 	"github.com/lxd-deployd/lxd-deployd/shared/version"
 )
 
 func main() {
+	// Template expansion re-executes this binary as a limited child (see isolate).
+	isolate.MaybeChild()
 	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
 	err := a.command().Execute()
 	if err != nil {

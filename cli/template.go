@@ -18,6 +18,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
+	"github.com/lxd-deployd/lxd-deployd/shared/templates/isolate"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates/registry"
 )
 
@@ -296,7 +297,10 @@ func (a *app) expandLocally(config []byte, imports map[string][]byte, fetcher *r
 	ctx, cancel := context.WithTimeout(context.Background(), expandTimeout)
 	defer cancel()
 
-	exp, err := templates.Expand(ctx, config, imports, templates.Options{Env: env, Fetch: fetcher})
+	// In a limited child process, as the daemon does: a hostile template in a registry costs
+	// the child, not the user's machine. Fetches run here, with the CLI's fetcher.
+	runner := &isolate.Runner{Budget: expandTimeout}
+	exp, err := runner.Expand(ctx, config, imports, templates.Options{Env: env, Fetch: fetcher})
 	var expandErr *templates.ExpandError
 	if errors.As(err, &expandErr) {
 		a.warn(expandErr.Warnings)

@@ -7,8 +7,10 @@ import (
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -24,6 +26,9 @@ type deploymentsAPI struct {
 
 	// fetcher reaches the template registries the daemon is configured with (nil: none).
 	fetcher templates.Fetcher
+
+	// engine expands templated configs (nil: in a child process with default limits).
+	engine templateEngine
 }
 
 func (a deploymentsAPI) list(r *http.Request) response.Response {
@@ -165,7 +170,13 @@ func (a deploymentsAPI) get(r *http.Request) response.Response {
 	}
 
 	d.OrphanedInstances = a.reconciler.orphaned(d.ID)
-	return response.SyncResponseETag(d.Deployment, d.Writable())
+	etag := d.Writable()
+	if !auth.CallerFromContext(r.Context()).IsAdmin() {
+		// Webhook URLs often carry credentials in their query: only admins see them whole.
+		d.GovernorWebhookURL = webhooks.RedactURL(d.GovernorWebhookURL)
+	}
+
+	return response.SyncResponseETag(d.Deployment, etag)
 }
 
 func (a deploymentsAPI) put(r *http.Request) response.Response {

@@ -106,7 +106,7 @@ func (a deploymentsAPI) rollback(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	t, err := expandTemplate(r.Context(), a.fetcher, ref.project, ref.name, m.InputConfig, m.Imports, causeRollback+name)
+	t, err := expandTemplate(r.Context(), a.engine, a.fetcher, ref.project, ref.name, m.InputConfig, m.Imports, causeRollback+name)
 	if err != nil {
 		return response.SmartError(err)
 	}

@@ -80,6 +80,7 @@ func (a serverAPI) server(ctx context.Context, caller *auth.Caller) api.Server {
 		ServerVersion:          version.Version,
 		ServerPid:              os.Getpid(),
 		ServerClustered:        members > 1,
+		HandlerPanics:          handlerPanics.Load(),
 		DatabaseAddress:        a.databaseAddress,
 		LXDSocket:              a.lxd.Socket(),
 		LXDStatus:              lxdStatus,

@@ -18,6 +18,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
+	"github.com/lxd-deployd/lxd-deployd/shared/templates/isolate"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
@@ -63,7 +64,8 @@ const expansionBudget = 30 * time.Second
 // a 400 carrying the engine's message, before anything was changed. fetch, when not nil,
 // reaches only the registries listed in the daemon's configuration (--template-registry);
 // other URL and registry types must come embedded in the imports, as the CLI sends them.
-func expandTemplate(ctx context.Context, fetch templates.Fetcher, project string, deployment string, input string, imports map[string]string, cause string) (*templateApply, error) {
+// engine runs the expansion (nil: a child process, see templateEngine).
+func expandTemplate(ctx context.Context, engine templateEngine, fetch templates.Fetcher, project string, deployment string, input string, imports map[string]string, cause string) (*templateApply, error) {
 	files := make(map[string][]byte, len(imports))
 	for name, content := range imports {
 		files[name] = []byte(content)
@@ -73,11 +75,18 @@ func expandTemplate(ctx context.Context, fetch templates.Fetcher, project string
 	// config of many slow templates cannot hold a request (and a core) for long.
 	ctx, cancel := context.WithTimeout(ctx, expansionBudget)
 	defer cancel()
-	exp, err := templates.Expand(ctx, []byte(input), files, templates.Options{
+	exp, err := engineOrDefault(engine).Expand(ctx, []byte(input), files, templates.Options{
 		Env:   templates.Env{Deployment: deployment, Project: project},
 		Fetch: fetch,
 	})
 	if err != nil {
+		// A child that could not run is the daemon's fault (500); what the templates did,
+		// limits included, is the config's (400).
+		var ee *templates.ExpandError
+		if errors.Is(err, isolate.ErrChild) && !errors.As(err, &ee) {
+			return nil, err
+		}
+
 		return nil, expansionError(err)
 	}
 
@@ -347,7 +356,7 @@ func (a deploymentsAPI) templateForCreate(r *http.Request, project string, req a
 		return nil, response.SmartError(badRequest(err))
 	}
 
-	t, err := expandTemplate(r.Context(), a.fetcher, project, req.Name, req.Template, req.TemplateImports, causeCreate)
+	t, err := expandTemplate(r.Context(), a.engine, a.fetcher, project, req.Name, req.Template, req.TemplateImports, causeCreate)
 	if err != nil {
 		return nil, response.SmartError(err)
 	}
@@ -409,7 +418,7 @@ func (a deploymentsAPI) templateForUpdate(r *http.Request, ref deploymentRef, bo
 		return nil, response.SmartError(badRequest(errNoTemplate))
 	}
 
-	t, err := expandTemplate(r.Context(), a.fetcher, ref.project, ref.name, probe.Template, probe.TemplateImports, causeUpdate)
+	t, err := expandTemplate(r.Context(), a.engine, a.fetcher, ref.project, ref.name, probe.Template, probe.TemplateImports, causeUpdate)
 	if err != nil {
 		return nil, response.SmartError(err)
 	}

@@ -357,7 +357,7 @@ func TestApplyRefusesShapesWithInstances(t *testing.T) {
 
 	t.Cleanup(func() { _ = cluster.Close(ctx) })
 	imports := map[string]string{"app.jinja": appJinja}
-	first, err := expandTemplate(ctx, nil, "default", "shop", appConfig("busybox", "web:3", "db:1"), imports, causeCreate)
+	first, err := expandTemplate(ctx, inProcessEngine{}, nil, "default", "shop", appConfig("busybox", "web:3", "db:1"), imports, causeCreate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestApplyRefusesShapesWithInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	second, err := expandTemplate(ctx, nil, "default", "shop", appConfig("busybox", "web:4"), imports, causeUpdate)
+	second, err := expandTemplate(ctx, inProcessEngine{}, nil, "default", "shop", appConfig("busybox", "web:4"), imports, causeUpdate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +442,7 @@ func TestDaemonFetchesFromConfiguredRegistries(t *testing.T) {
 
 	fetcher := &registry.Fetcher{Registries: map[string]string{"github.com/acme/templates": dir}}
 	config := "resources:\n- name: front\n  type: github.com/acme/templates/web:v1.0\n"
-	applied, err := expandTemplate(context.Background(), fetcher, "default", "shop", config, nil, causeCreate)
+	applied, err := expandTemplate(context.Background(), inProcessEngine{}, fetcher, "default", "shop", config, nil, causeCreate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,13 +452,13 @@ func TestDaemonFetchesFromConfiguredRegistries(t *testing.T) {
 	}
 
 	// Without the registry configured, the same config is refused.
-	_, err = expandTemplate(context.Background(), nil, "default", "shop", config, nil, causeCreate)
+	_, err = expandTemplate(context.Background(), inProcessEngine{}, nil, "default", "shop", config, nil, causeCreate)
 	if err == nil {
 		t.Fatal("a registry reference must not be fetched when no registry is configured")
 	}
 
 	other := "resources:\n- name: front\n  type: github.com/evil/templates/web:v1\n"
-	_, err = expandTemplate(context.Background(), fetcher, "default", "shop", other, nil, causeCreate)
+	_, err = expandTemplate(context.Background(), inProcessEngine{}, fetcher, "default", "shop", other, nil, causeCreate)
 	if err == nil {
 		t.Fatal("an unlisted registry must be refused")
 	}

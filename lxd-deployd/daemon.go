@@ -43,6 +43,13 @@ type config struct {
 	// the only places the daemon fetches templates from.
 	templateRegistries map[string]string
 	templateDefault    string
+
+	// templateMaxMemory is the memory one expansion's child process may allocate
+	// (template.max_memory).
+	templateMaxMemory int64
+
+	// webhookAllowedNetworks limit where webhooks are delivered (empty: the default policy).
+	webhookAllowedNetworks []string
 }
 
 // daemon wires the database, the LXD connection and the API listeners together.
@@ -73,9 +80,9 @@ type unixPeerKey struct{}
 
 // start opens the database, connects to LXD in the background and starts serving.
 func (d *daemon) start(ctx context.Context) error {
-	err := os.MkdirAll(d.config.dataDir, 0o711)
+	err := prepareDataDir(d.config.dataDir)
 	if err != nil {
-		return fmt.Errorf("create data directory: %w", err)
+		return err
 	}
 
 	d.cert, err = serverCertificate(d.config.dataDir)
@@ -84,6 +91,12 @@ func (d *daemon) start(ctx context.Context) error {
 	}
 
 	clusterTLS, err := clusterCertificate(d.config)
+	if err != nil {
+		return err
+	}
+
+	// Files just generated get their modes too, whatever the library wrote them with.
+	err = fixFileModes(d.config.dataDir)
 	if err != nil {
 		return err
 	}
@@ -112,6 +125,12 @@ func (d *daemon) start(ctx context.Context) error {
 	}
 
 	d.webhooks = webhooks.NewDispatcher(d.db, d.db.Address(), d.logger)
+	allowed, err := webhooks.ParseNetworks(d.config.webhookAllowedNetworks)
+	if err != nil {
+		return fmt.Errorf("--webhook-allowed-networks: %w", err)
+	}
+
+	d.webhooks.SetDestinationPolicy(webhooks.DestinationPolicy{Allowed: allowed})
 	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, lifecycle{events: d.events, webhooks: d.webhooks}, d.logger, d.db.Address())
 	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
 	d.goBackground(func() { d.webhooks.Run(runCtx) })
@@ -189,7 +208,7 @@ func (d *daemon) apis() apis {
 			members:         d.db.Members,
 		},
 		certificates: certificatesAPI{db: d.db, serverFingerprint: d.cert.Fingerprint(), addresses: d.addresses},
-		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, reconciler: d.reconciler, fetcher: d.templateFetcher()},
+		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, reconciler: d.reconciler, fetcher: d.templateFetcher(), engine: d.templateEngine()},
 		keys:         keysAPI{db: d.db, lifecycle: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: fleet, lifecycle: l},
@@ -220,8 +239,9 @@ func (d *daemon) templateFetcher() templates.Fetcher {
 
 // serve runs an HTTP server on the listener, tagging every request with its protocol.
 func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol string) {
+	listener = envelopeListener{listener}
 	server := &http.Server{
-		Handler:           handler,
+		Handler:           withTLSState(handler),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(d.logger.Handler(), slog.LevelDebug),
@@ -229,6 +249,12 @@ func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol str
 			return context.WithValue(context.Background(), listenerKey{}, protocol)
 		},
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			c = unwrapConn(c)
+			tc, ok := c.(*tls.Conn)
+			if ok {
+				return context.WithValue(ctx, tlsConnKey{}, tc)
+			}
+
 			conn, ok := c.(*governor.Conn)
 			if ok {
 				return context.WithValue(ctx, governorConnKey{}, conn)
@@ -240,6 +266,10 @@ func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol str
 
 			return ctx
 		},
+	}
+
+	if protocol == auth.ProtocolTLS {
+		server.ConnState = newConnLimits(maxUnauthenticatedConns).connState
 	}
 
 	d.servers = append(d.servers, server)

@@ -13,10 +13,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lxd-deployd/lxd-deployd/shared/templates/isolate"
 	"github.com/lxd-deployd/lxd-deployd/shared/version"
 )
 
 func main() {
+	// Template expansion re-executes this binary as a limited child (see isolate).
+	isolate.MaybeChild()
 	err := rootCommand().Execute()
 	if err != nil {
 		os.Exit(1)
@@ -57,6 +60,8 @@ func rootCommand() *cobra.Command {
 	flags.Uint32Var(&cfg.vsockPort, "vsock-port", 8444, "vsock port for governors in VMs (0 disables)")
 	flags.StringToStringVar(&cfg.templateRegistries, "template-registry", nil, "template registry the daemon may fetch from, as <host>/<owner>/<repo>=<https URL or directory> (repeatable)")
 	flags.StringVar(&cfg.templateDefault, "template-default-registry", "", "registry (with optional collection) that short template references resolve against")
+	flags.Var(&byteSize{&cfg.templateMaxMemory}, "template-max-memory", "memory one template expansion may allocate, in its own process (template.max_memory, e.g. 512MiB)")
+	flags.StringSliceVar(&cfg.webhookAllowedNetworks, "webhook-allowed-networks", nil, "networks (CIDR) webhooks may be delivered to (default: any but link-local and metadata addresses)")
 	flags.BoolVar(&debug, "debug", false, "log every request")
 
 	return cmd

@@ -50,6 +50,13 @@ func unmarshalBody(body []byte, v any) error {
 		return lxdapi.StatusErrorf(http.StatusBadRequest, "invalid request body: %v", err)
 	}
 
+	// One JSON value and nothing after it: trailing data is a client bug (or a smuggling
+	// attempt) that must not pass as if the first value were the whole request.
+	_, err = decoder.Token()
+	if err != io.EOF {
+		return lxdapi.StatusErrorf(http.StatusBadRequest, "invalid request body: data after the JSON value: send exactly one JSON object")
+	}
+
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -99,10 +100,19 @@ func newRouter(endpoints []endpoint, authenticate authenticator, logger *slog.Lo
 // logs it in one line.
 func serve(w http.ResponseWriter, r *http.Request, path string, methods map[string]action, authenticate authenticator, logger *slog.Logger) {
 	start := time.Now()
+	defer recoverHandler(w, r, logger)
+	limitBodyRead(w, r)
 	resp := func() response.Response {
 		a, ok := methods[r.Method]
 		if !ok {
 			return response.ErrorResponse(http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, path))
+		}
+
+		// Go's URL.Query drops malformed pairs silently (?project=%zz would become the
+		// default project): refuse them.
+		_, err := url.ParseQuery(r.URL.RawQuery)
+		if err != nil {
+			return response.ErrorResponse(http.StatusBadRequest, fmt.Sprintf("malformed query string: %v: escape %% as %%25", err))
 		}
 
 		caller, err := authenticate(r)

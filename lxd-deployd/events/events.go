@@ -4,6 +4,7 @@ package events
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -11,6 +12,8 @@ import (
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 	"github.com/gorilla/websocket"
+
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 )
 
 // Event is an LXD event plus the deployment it concerns (0: server-wide, admins only).
@@ -29,6 +32,7 @@ type Server struct {
 
 	mu        sync.RWMutex
 	listeners map[*listener]struct{}
+	perCaller map[string]int // open streams by caller, for MaxListenersPerCaller
 
 	// done ends every stream on shutdown: hijacked websockets outlive http.Server.Shutdown.
 	done      chan struct{}
@@ -42,7 +46,7 @@ func (s *Server) Close() {
 
 // NewServer returns an event server; location names this daemon in events.
 func NewServer(logger *slog.Logger, location string) *Server {
-	return &Server{logger: logger, location: location, listeners: map[*listener]struct{}{}, done: make(chan struct{})}
+	return &Server{logger: logger, location: location, listeners: map[*listener]struct{}{}, perCaller: map[string]int{}, done: make(chan struct{})}
 }
 
 type listener struct {
@@ -98,20 +102,58 @@ func (s *Server) Lifecycle(project string, deploymentID int64, action string, so
 	})
 }
 
+// Limits of the event streams.
+const (
+	// MaxClientMessage is the largest frame a client may send: clients only send control
+	// frames (close, pong), so anything larger is refused before it is buffered.
+	MaxClientMessage = 4096
+
+	// MaxListenersPerCaller caps the streams one caller (one certificate, one governor,
+	// the unix socket) may hold open at once.
+	MaxListenersPerCaller = 32
+)
+
 var upgrader = websocket.Upgrader{
-	// Callers are authenticated by certificate or unix socket, not by origin.
-	CheckOrigin: func(r *http.Request) bool { return true },
+	// A browser holding a client certificate sends it to any site's websocket: refuse an
+	// upgrade whose Origin is another host (gorilla's same-origin check), as LXD does.
+	// Clients that are not browsers send no Origin and pass.
+	CheckOrigin: nil,
+
+	// Refusals answer in the LXD envelope, like every other error.
+	Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
+		_ = response.ErrorResponse(status, reason.Error()).Render(w)
+	},
 }
 
 // Serve upgrades the request to a websocket and streams the events of the given types
-// (every type when empty) that allowed lets through, until the client goes away.
-func (s *Server) Serve(w http.ResponseWriter, r *http.Request, types []string, project string, allowed Filter) error {
+// (every type when empty) that allowed lets through, until the client goes away. caller
+// names who is asking, for MaxListenersPerCaller.
+func (s *Server) Serve(w http.ResponseWriter, r *http.Request, caller string, types []string, project string, allowed Filter) error {
+	s.mu.Lock()
+	if s.perCaller[caller] >= MaxListenersPerCaller {
+		s.mu.Unlock()
+		return response.ErrorResponse(http.StatusTooManyRequests, fmt.Sprintf("too many event streams open (%d) for this caller: close some first", MaxListenersPerCaller)).Render(w)
+	}
+
+	s.perCaller[caller]++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.perCaller[caller]--
+		if s.perCaller[caller] <= 0 {
+			delete(s.perCaller, caller)
+		}
+
+		s.mu.Unlock()
+	}()
+
 	conn, err := upgrader.Upgrade(w, r, nil)
 	if err != nil {
-		return err
+		return nil // Upgrade answered already.
 	}
 
 	defer func() { _ = conn.Close() }()
+	conn.SetReadLimit(MaxClientMessage)
 
 	l := &listener{types: map[string]bool{}, project: project, allowed: allowed, queue: make(chan Event, 1024)}
 	if len(types) == 0 {

@@ -19,7 +19,7 @@ func TestStreamFiltersByTypeProjectAndDeployment(t *testing.T) {
 
 	// The listener may see deployment 1 only, lifecycle events only, in project default.
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_ = s.Serve(w, r, []string{lxdapi.EventTypeLifecycle}, "default", func(id int64) bool { return id == 1 })
+		_ = s.Serve(w, r, "test", []string{lxdapi.EventTypeLifecycle}, "default", func(id int64) bool { return id == 1 })
 	}))
 	defer server.Close()
 

@@ -52,7 +52,8 @@ func NewDispatcher(cluster *db.Cluster, owner string, logger *slog.Logger) *Disp
 		owner:  owner,
 		logger: logger,
 		// Per-delivery timeouts come from the deployment's config, through the context.
-		client: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		// The default destination policy holds until SetDestinationPolicy replaces it.
+		client: DestinationPolicy{}.Client(),
 		wake:   make(chan struct{}, 1),
 		slots:  make(chan struct{}, parallel),
 	}
@@ -242,7 +243,7 @@ func (d *Dispatcher) post(ctx context.Context, delivery db.Delivery, timeout tim
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, delivery.URL, bytes.NewReader(delivery.Body))
 	if err != nil {
-		return 0, err
+		return 0, redactError(err)
 	}
 
 	req.Header.Set("Content-Type", "application/json")
@@ -252,7 +253,7 @@ func (d *Dispatcher) post(ctx context.Context, delivery db.Delivery, timeout tim
 	req.Header.Set("X-LXD-Deployd-Delivery", delivery.UUID)
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, redactError(err)
 	}
 
 	defer func() { _ = resp.Body.Close() }()

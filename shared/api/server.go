@@ -56,6 +56,10 @@ type ServerEnvironment struct {
 	// Example: false
 	ServerClustered bool `json:"server_clustered" yaml:"server_clustered"`
 
+	// Handler panics since the daemon started (each is logged at error level with a request id)
+	// Example: 0
+	HandlerPanics uint64 `json:"handler_panics" yaml:"handler_panics"`
+
 	// dqlite address of this daemon
 	// Example: @lxd-deployd-3f2a
 	DatabaseAddress string `json:"database_address" yaml:"database_address"`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path"
 	"sort"
 	"strings"
@@ -186,12 +187,24 @@ func (f *Fetcher) fetchURL(ctx context.Context, u string) (*Bundle, error) {
 		return nil, fmt.Errorf("template URL %s is not under a configured registry: add its registry, or embed the template in the config's imports with the CLI", u)
 	}
 
-	return fetchDM(ctx, f.Client, f.Limits.withDefaults(), u)
+	parsed, err := parseHTTPURL(u)
+	if err != nil {
+		return nil, err
+	}
+
+	// Redirects stay inside the registry the URL is under (the daemon), or on the URL's
+	// own scheme and host (the CLI with plain URLs).
+	within := f.listedBase(parsed)
+	if within == nil {
+		within = origin(parsed)
+	}
+
+	return fetchDM(ctx, confine(f.Client, within), f.Limits.withDefaults(), u)
 }
 
 // fetchDM fetches a template file the way Deployment Manager did: the file, then
 // <file>.schema if there is one, then the files the schema imports, relative to the file.
-// A missing template file is errNotFound.
+// A missing template file is errNotFound. The client is already confined to the registry.
 func fetchDM(ctx context.Context, client *http.Client, limits Limits, u string) (*Bundle, error) {
 	name := path.Base(u)
 	dir := Prefix(u)
@@ -243,15 +256,31 @@ func fetchDM(ctx context.Context, client *http.Client, limits Limits, u string) 
 	return b, nil
 }
 
-// listedURL says whether u is under the base URL of a configured registry.
+// listedURL says whether u is under the base URL of a configured registry, compared as
+// parsed URLs with clean paths (a "../" cannot climb out of the registry).
 func (f *Fetcher) listedURL(u string) bool {
+	parsed, err := parseHTTPURL(u)
+	if err != nil {
+		return false
+	}
+
+	return f.listedBase(parsed) != nil
+}
+
+// listedBase is the base URL of the configured registry u is under, or nil.
+func (f *Fetcher) listedBase(u *url.URL) *url.URL {
 	for _, where := range f.Registries {
-		if IsURL(where) && strings.HasPrefix(u, strings.TrimSuffix(where, "/")+"/") {
-			return true
+		if !IsURL(where) {
+			continue
+		}
+
+		base, err := parseHTTPURL(where)
+		if err == nil && under(u, base) && u.Path != base.Path {
+			return base
 		}
 	}
 
-	return false
+	return nil
 }
 
 // Import is one entry of an "imports" list, in a config or a schema.
@@ -306,7 +335,9 @@ func SchemaImports(schema []byte) ([]Import, error) {
 
 	err := yaml.Unmarshal(schema, &s)
 	if err != nil {
-		return nil, fmt.Errorf("schema is not valid YAML: %w", err)
+		// Not the parser's message: it may quote the file, which may be anything a server
+		// sent.
+		return nil, errors.New("schema is not valid YAML with an imports list of {path, name}")
 	}
 
 	return s.Imports, nil

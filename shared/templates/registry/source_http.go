@@ -52,7 +52,12 @@ func (s *HTTPSource) Index(ctx context.Context) (*Index, error) {
 	}
 
 	limits := s.Limits.withDefaults()
-	data, err := httpGet(ctx, s.Client, s.base()+IndexFileName, limits.BundleBytes, limits)
+	client, err := s.confinedClient()
+	if err != nil {
+		return nil, err
+	}
+
+	data, err := httpGet(ctx, client, s.base()+IndexFileName, limits.BundleBytes, limits)
 	if errors.Is(err, errNotFound) {
 		return nil, errNoIndex // Read without one (source_listing.go).
 	}
@@ -64,7 +69,8 @@ func (s *HTTPSource) Index(ctx context.Context) (*Index, error) {
 	idx := &Index{}
 	err = json.Unmarshal(data, idx)
 	if err != nil {
-		return nil, fmt.Errorf("registry %s: %s is not valid: %w", s.Base, IndexFileName, err)
+		// Never the parser's message: it quotes what the server sent.
+		return nil, fmt.Errorf("registry %s: %s is not a valid index (JSON): regenerate it with \"lxd-deploy registry index DIR\"", s.Base, IndexFileName)
 	}
 
 	if idx.Format != IndexFormat {
@@ -127,23 +133,41 @@ func (s *HTTPSource) Files(ctx context.Context, collection string, template stri
 		return nil, fmt.Errorf("template %s %s has %d files, over the limit of %d", templateDir(collection, template), version, len(entry.Files), limits.Files)
 	}
 
+	client, err := s.confinedClient()
+	if err != nil {
+		return nil, err
+	}
+
 	files := map[string][]byte{}
-	total := int64(0)
+	declared := int64(0)
 	for _, f := range entry.Files {
 		err := checkRelative(f.Path)
+		if err == nil {
+			err = checkIndexFile(f, limits)
+		}
+
 		if err != nil {
 			return nil, fmt.Errorf("registry %s: %s: %w", s.Base, IndexFileName, err)
 		}
 
-		total += f.Size
-		if total > limits.BundleBytes {
+		declared += f.Size
+		if declared > limits.BundleBytes {
 			return nil, fmt.Errorf("template %s %s is over the %d-byte limit for one template and its files", templateDir(collection, template), version, limits.BundleBytes)
 		}
+	}
 
+	total := int64(0)
+	for _, f := range entry.Files {
 		u := s.base() + templateDir(collection, template) + "/" + version + "/" + f.Path
-		data, err := httpGet(ctx, s.Client, u, limits.FileBytes, limits)
+		data, err := httpGet(ctx, client, u, min(f.Size, limits.FileBytes), limits)
 		if err != nil {
 			return nil, err
+		}
+
+		// What arrived counts, not what the index says.
+		total += int64(len(data))
+		if total > limits.BundleBytes {
+			return nil, fmt.Errorf("template %s %s is over the %d-byte limit for one template and its files", templateDir(collection, template), version, limits.BundleBytes)
 		}
 
 		sum := sha256.Sum256(data)
@@ -217,4 +241,15 @@ func httpGetResponse(ctx context.Context, client *http.Client, url string, maxBy
 	}
 
 	return data, resp.Header, nil
+}
+
+// confinedClient is the source's client with redirects kept inside the registry's scheme,
+// host and path prefix: every fetch from a registry, indexed or not, goes through it.
+func (s *HTTPSource) confinedClient() (*http.Client, error) {
+	base, err := parseHTTPURL(s.base())
+	if err != nil {
+		return nil, fmt.Errorf("registry %s: %w", s.Base, err)
+	}
+
+	return confine(s.Client, base), nil
 }

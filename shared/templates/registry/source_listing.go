@@ -49,7 +49,12 @@ func (s *HTTPSource) list(ctx context.Context, dir string) ([]listEntry, error) 
 		u += escapePath(dir) + "/"
 	}
 
-	data, header, err := httpGetResponse(ctx, s.Client, u, limits.FileBytes, limits)
+	client, err := s.confinedClient()
+	if err != nil {
+		return nil, err
+	}
+
+	data, header, err := httpGetResponse(ctx, client, u, limits.FileBytes, limits)
 	var status *statusError
 	if errors.Is(err, errNotFound) || (errors.As(err, &status) && status.code >= 400 && status.code < 500) {
 		return nil, errCannotList
@@ -115,6 +120,11 @@ func (s *HTTPSource) listedVersions(ctx context.Context, collection string, temp
 func (s *HTTPSource) listedFiles(ctx context.Context, collection string, template string, version string) (map[string][]byte, error) {
 	dir := templateDir(collection, template) + "/" + version
 	limits := s.Limits.withDefaults()
+	client, err := s.confinedClient()
+	if err != nil {
+		return nil, err
+	}
+
 	files := map[string][]byte{}
 	total := int64(0)
 	var walk func(rel string, depth int) error
@@ -143,7 +153,7 @@ func (s *HTTPSource) listedFiles(ctx context.Context, collection string, templat
 				return fmt.Errorf("%s has more than %d files: a template version directory holds one template and its helpers", dir, limits.Files)
 			}
 
-			data, err := httpGet(ctx, s.Client, s.base()+escapePath(dir+"/"+p), limits.FileBytes, limits)
+			data, err := httpGet(ctx, client, s.base()+escapePath(dir+"/"+p), limits.FileBytes, limits)
 			if err != nil {
 				return err
 			}
@@ -159,7 +169,7 @@ func (s *HTTPSource) listedFiles(ctx context.Context, collection string, templat
 		return nil
 	}
 
-	err := walk("", 0)
+	err = walk("", 0)
 	if errors.Is(err, errCannotList) {
 		return s.unlistedFiles(ctx, collection, template, version)
 	}
@@ -176,8 +186,13 @@ func (s *HTTPSource) listedFiles(ctx context.Context, collection string, templat
 // is one, and the files the schema imports.
 func (s *HTTPSource) unlistedFiles(ctx context.Context, collection string, template string, version string) (map[string][]byte, error) {
 	dir := s.base() + escapePath(templateDir(collection, template)+"/"+version) + "/"
+	client, err := s.confinedClient()
+	if err != nil {
+		return nil, err
+	}
+
 	for _, ext := range TemplateExtensions {
-		b, err := fetchDM(ctx, s.Client, s.Limits.withDefaults(), dir+escapePath(template+ext))
+		b, err := fetchDM(ctx, client, s.Limits.withDefaults(), dir+escapePath(template+ext))
 		if errors.Is(err, errNotFound) {
 			continue
 		}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package isolate
+
+const raceEnabled = false

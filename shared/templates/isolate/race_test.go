@@ -1,0 +1,6 @@
+//go:build race
+
+package isolate
+
+// raceEnabled: the race detector makes a child several times slower.
+const raceEnabled = true
