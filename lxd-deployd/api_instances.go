@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"time"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 	"github.com/gorilla/mux"
@@ -91,7 +92,9 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 	var live map[string]lxdapi.Instance
 	client, err := a.lxd.Client()
 	if err == nil && len(rows) > 0 {
+		callStart := time.Now()
 		live, err = backend.ListInstances(client, ref.project)
+		a.lifecycle.metrics.LXDCall("list", time.Since(callStart), err)
 	}
 
 	online := err == nil
@@ -260,7 +263,9 @@ func (a instancesAPI) putState(r *http.Request) response.Response {
 		DeploymentID: deploymentID,
 		Resources:    instanceResources(ref),
 		Run: func(ctx context.Context, op *operations.Operation) error {
+			callStart := time.Now()
 			err := backend.UpdateInstanceState(ctx, client, ref.project, ref.instance, req)
+			a.lifecycle.metrics.LXDCall("state", time.Since(callStart), err)
 			if err == nil {
 				a.lifecycle.emit(by, ref.project, deploymentID, lifecycleInstanceUpdated, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
 				if req.Action == "stop" {

@@ -22,6 +22,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
@@ -60,6 +61,7 @@ type daemon struct {
 	governors  *governor.Listener
 	tokens     *auth.TokenVerifier
 	webhooks   *webhooks.Dispatcher
+	metrics    *metrics.Metrics
 	servers    []*http.Server
 	cancel     context.CancelFunc
 	background sync.WaitGroup
@@ -101,8 +103,9 @@ func (d *daemon) start(ctx context.Context) error {
 	location, _ := os.Hostname()
 	runCtx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
-	d.lxd = backend.NewLXD(d.config.lxdSocket, d.logger)
 	d.events = events.NewServer(d.logger, location)
+	d.logger = withLoggingEvents(d.logger, d.events)
+	d.lxd = backend.NewLXD(d.config.lxdSocket, d.logger)
 	d.ops = operations.NewManager(d.logger, d.events, location)
 	d.inflight = newInflight()
 	d.tokens = auth.NewTokenVerifier()
@@ -112,7 +115,8 @@ func (d *daemon) start(ctx context.Context) error {
 	}
 
 	d.webhooks = webhooks.NewDispatcher(d.db, d.db.Address(), d.logger)
-	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, lifecycle{events: d.events, webhooks: d.webhooks}, d.logger, d.db.Address())
+	d.startMetrics()
+	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, d.lifecycle(), d.logger, d.db.Address())
 	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
 	d.goBackground(func() { d.webhooks.Run(runCtx) })
 	d.goBackground(func() { metrics.Run(runCtx, time.Second) })
@@ -176,7 +180,7 @@ func (d *daemon) goBackground(f func()) {
 
 // apis builds each resource's handler set with only the dependencies it uses.
 func (d *daemon) apis() apis {
-	l := lifecycle{events: d.events, webhooks: d.webhooks}
+	l := d.lifecycle()
 	access := access{db: d.db}
 	fleet := d.fleet()
 	return apis{
@@ -194,14 +198,15 @@ func (d *daemon) apis() apis {
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: fleet, lifecycle: l},
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access},
-		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks},
+		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},
+		metrics:      metricsAPI{metrics: d.metrics},
 		access:       access,
 	}
 }
 
 // fleet is the one way instances of shapes are made and removed.
 func (d *daemon) fleet() *fleet {
-	return &fleet{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: lifecycle{events: d.events, webhooks: d.webhooks}, owner: d.db.Address()}
+	return &fleet{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: d.lifecycle(), owner: d.db.Address()}
 }
 
 // templateFetcher returns the fetcher for the configured template registries, or nil: the
@@ -221,7 +226,7 @@ func (d *daemon) templateFetcher() templates.Fetcher {
 // serve runs an HTTP server on the listener, tagging every request with its protocol.
 func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol string) {
 	server := &http.Server{
-		Handler:           handler,
+		Handler:           observe(handler, d.logger, d.metrics),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(d.logger.Handler(), slog.LevelDebug),

@@ -114,7 +114,9 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 
 	live := map[string]lxdapi.Instance{} // project/name -> instance
 	for _, project := range projects {
+		callStart := time.Now()
 		instances, err := backend.ListInstances(client, project)
+		rc.lifecycle.metrics.LXDCall("list", time.Since(callStart), err)
 		if err != nil {
 			if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
 				continue // the LXD project does not exist (yet)
