@@ -26,10 +26,14 @@ build: deps-build ## build bin/lxd-deployd (cgo, dqlite) and bin/lxd-deploy (sta
 	$(GO) build -o bin/lxd-deployd ./lxd-deployd
 	CGO_ENABLED=0 $(GO) build -o bin/lxd-deploy ./cli
 
+# PRIVATE_LXD is where `make run` keeps a private LXD when none answers; empty turns it off.
+PRIVATE_LXD ?= $(RUN_DIR)/lxd
+
 .PHONY: run
-run: build ## run the daemon in the foreground, data in ./.run/
+run: build ## run the daemon in the foreground, data in ./.run/ (a private LXD in ./.run/lxd if none answers; PRIVATE_LXD= turns it off)
+	@if [ -n "$(PRIVATE_LXD)" ]; then ./.ci/apt-install lxd busybox-static; fi
 	mkdir -p $(RUN_DIR)
-	LXD_DEPLOYD_DIR=$(RUN_DIR) ./bin/lxd-deployd
+	LXD_DEPLOYD_DIR=$(RUN_DIR) ./bin/lxd-deployd --private-lxd="$(PRIVATE_LXD)"
 
 .PHONY: test
 test: deps-test ## go vet, then every test: unit and end-to-end against a private LXD

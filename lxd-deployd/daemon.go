@@ -18,6 +18,7 @@ import (
 	"github.com/canonical/lxd/shared"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/internal/privatelxd"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
@@ -44,6 +45,10 @@ type config struct {
 	// the only places the daemon fetches templates from.
 	templateRegistries map[string]string
 	templateDefault    string
+
+	// privateLXD, when set, is the LXD_DIR of a private LXD to run when no LXD answers
+	// (make run sets it; see private_lxd.go).
+	privateLXD string
 }
 
 // daemon wires the database, the LXD connection and the API listeners together.
@@ -62,6 +67,7 @@ type daemon struct {
 	tokens     *auth.TokenVerifier
 	webhooks   *webhooks.Dispatcher
 	metrics    *metrics.Metrics
+	privateLXD *privatelxd.LXD
 	servers    []*http.Server
 	cancel     context.CancelFunc
 	background sync.WaitGroup
@@ -96,6 +102,11 @@ func (d *daemon) start(ctx context.Context) error {
 		Logger:  d.logger,
 		TLS:     clusterTLS,
 	})
+	if err != nil {
+		return err
+	}
+
+	err = d.choosePrivateLXD(ctx)
 	if err != nil {
 		return err
 	}
@@ -191,6 +202,7 @@ func (d *daemon) apis() apis {
 			addresses:       d.addresses,
 			databaseAddress: d.db.Address(),
 			members:         d.db.Members,
+			lxdPrivate:      d.privateLXD != nil,
 		},
 		certificates: certificatesAPI{db: d.db, serverFingerprint: d.cert.Fingerprint(), addresses: d.addresses},
 		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, reconciler: d.reconciler, fetcher: d.templateFetcher()},
@@ -371,6 +383,7 @@ func (d *daemon) stop(ctx context.Context) error {
 		}
 	}
 
+	errs = append(errs, d.stopPrivateLXD())
 	return errors.Join(errs...)
 }
 

@@ -57,6 +57,7 @@ func rootCommand() *cobra.Command {
 	flags.Uint32Var(&cfg.vsockPort, "vsock-port", 8444, "vsock port for governors in VMs (0 disables)")
 	flags.StringToStringVar(&cfg.templateRegistries, "template-registry", nil, "template registry the daemon may fetch from, as <host>/<owner>/<repo>=<https URL or directory> (repeatable)")
 	flags.StringVar(&cfg.templateDefault, "template-default-registry", "", "registry (with optional collection) that short template references resolve against")
+	flags.StringVar(&cfg.privateLXD, "private-lxd", "", "when no LXD answers at --lxd-socket or the usual sockets, run a private one with this LXD_DIR (make run uses ./.run/lxd); empty: never")
 	flags.BoolVar(&debug, "debug", false, "log every request")
 
 	return cmd
