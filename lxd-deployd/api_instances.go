@@ -88,12 +88,13 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		return response.SyncResponse(urls)
 	}
 
-	// One LXD listing for every instance, never one call per instance.
+	// One LXD listing for every instance, never one call per instance, decoding only the
+	// fields shown.
 	var live map[string]lxdapi.Instance
 	client, err := a.lxd.Client()
 	if err == nil && len(rows) > 0 {
 		callStart := time.Now()
-		live, err = backend.ListInstances(client, ref.project)
+		live, err = backend.ListInstanceStatuses(client, ref.project)
 		a.lifecycle.metrics.LXDCall("list", time.Since(callStart), err)
 	}
 
