@@ -32,6 +32,10 @@ func (h *loggingEvents) Enabled(ctx context.Context, level slog.Level) bool {
 
 func (h *loggingEvents) Handle(ctx context.Context, record slog.Record) error {
 	err := h.base.Handle(ctx, record)
+	if !h.events.Wants(lxdapi.EventTypeLogging) {
+		return err
+	}
+
 	fields := make(map[string]string, len(h.attrs)+record.NumAttrs())
 	for _, a := range h.attrs {
 		fields[a.Key] = a.Value.String()
