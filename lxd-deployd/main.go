@@ -77,7 +77,7 @@ func run(cfg config, logger *slog.Logger) error {
 		return err
 	}
 
-	logger.Info("lxd-deployd started", "version", version.Version, "data_dir", cfg.dataDir, "lxd_socket", cfg.lxdSocket)
+	logger.Info("lxd-deployd started", "version", version.Version, "data_dir", cfg.dataDir, "lxd_socket", d.config.lxdSocket)
 	<-ctx.Done()
 	logger.Info("shutting down")
 
