@@ -6,7 +6,7 @@ export CGO_ENABLED ?= 1
 
 RUN_DIR := $(CURDIR)/.run
 BUILD_DEPS := libdqlite-dev libraft-dev pkg-config gcc
-TEST_DEPS := $(BUILD_DEPS) lxd busybox-static
+TEST_DEPS := $(BUILD_DEPS) lxd busybox-static prometheus
 BENCH_DEPS := $(TEST_DEPS) python3-jinja2 python3-yaml
 
 .PHONY: help
@@ -18,7 +18,7 @@ deps-build: ## install the C libraries the daemon needs (apt, when root and miss
 	@./.ci/apt-install $(BUILD_DEPS)
 
 .PHONY: deps-test
-deps-test: ## install what the tests need: dqlite, LXD, busybox-static (apt, when root and missing)
+deps-test: ## install what the tests need: dqlite, LXD, busybox-static, promtool (apt, when root and missing)
 	@./.ci/apt-install $(TEST_DEPS)
 
 .PHONY: build
@@ -26,10 +26,14 @@ build: deps-build ## build bin/lxd-deployd (cgo, dqlite) and bin/lxd-deploy (sta
 	$(GO) build -o bin/lxd-deployd ./lxd-deployd
 	CGO_ENABLED=0 $(GO) build -o bin/lxd-deploy ./cli
 
+# PRIVATE_LXD is where `make run` keeps a private LXD when none answers; empty turns it off.
+PRIVATE_LXD ?= $(RUN_DIR)/lxd
+
 .PHONY: run
-run: build ## run the daemon in the foreground, data in ./.run/
+run: build ## run the daemon in the foreground, data in ./.run/ (a private LXD in ./.run/lxd if none answers; PRIVATE_LXD= turns it off)
+	@if [ -n "$(PRIVATE_LXD)" ]; then ./.ci/apt-install lxd busybox-static; fi
 	mkdir -p $(RUN_DIR)
-	LXD_DEPLOYD_DIR=$(RUN_DIR) ./bin/lxd-deployd
+	LXD_DEPLOYD_DIR=$(RUN_DIR) ./bin/lxd-deployd --private-lxd="$(PRIVATE_LXD)"
 
 .PHONY: test
 test: deps-test ## go vet, then every test: unit and end-to-end against a private LXD

@@ -80,6 +80,7 @@ func (a *app) command() *cobra.Command {
 		a.remoteCommand(),
 		a.governorCommand(),
 		a.expandCommand(), a.deployCommand(), a.registryCommand(),
+		a.monitorCommand(),
 	)
 
 	return cmd

@@ -170,7 +170,7 @@ func (a *app) trustAddCommand() *cobra.Command {
 	}
 
 	cmd.Flags().StringVar(&name, "name", "", "name of the certificate (default: its common name); required for a token")
-	cmd.Flags().StringVar(&certType, "type", api.CertificateTypeClient, "type of the certificate: client or deployments")
+	cmd.Flags().StringVar(&certType, "type", api.CertificateTypeClient, "type of the certificate: client, deployments or metrics (reads /1.0/metrics only)")
 	return cmd
 }
 

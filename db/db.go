@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/canonical/go-dqlite/app"
@@ -48,6 +49,14 @@ type Options struct {
 type Cluster struct {
 	app *app.App
 	db  *sql.DB
+
+	// retries counts transactions retried after a transient error, for metrics.
+	retries atomic.Uint64
+}
+
+// Retries returns how many transactions were retried since the database was opened.
+func (c *Cluster) Retries() uint64 {
+	return c.retries.Load()
 }
 
 // Open starts (or joins) the dqlite node whose data lives in dir, waits for it to be ready
@@ -200,6 +209,8 @@ func (c *Cluster) Transaction(ctx context.Context, f func(ctx context.Context, t
 		if err == nil || !isRetryable(err) {
 			break
 		}
+
+		c.retries.Add(1)
 
 		select {
 		case <-ctx.Done():

@@ -19,6 +19,7 @@ var updates = map[int]update{
 	4: updateFromV3,
 	5: updateFromV4,
 	6: updateFromV5,
+	7: updateAddMetricsCertificates,
 }
 
 // SchemaVersion is the version a fully updated database has.
@@ -249,6 +250,45 @@ func updateFromV5(ctx context.Context, tx *sql.Tx) error {
 ALTER TABLE deployments_shapes_instances ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 ALTER TABLE deployments_shapes_instances ADD COLUMN state_changed_at DATETIME;
 UPDATE deployments_shapes_instances SET state_changed_at = created_at;
+`)
+	return err
+}
+
+// updateAddMetricsCertificates lets the trust store hold "metrics" certificates, which read
+// /1.0/metrics and nothing else (as LXD's). SQLite cannot change a CHECK constraint in place,
+// so both tables are rebuilt. Dropping certificates would cascade to deployment keys, so
+// the keys are set aside in a plain table and put back once the new table has the old ids.
+func updateAddMetricsCertificates(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `
+CREATE TABLE certificates_new (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    type        TEXT NOT NULL CHECK (type IN ('client', 'deployments', 'metrics')),
+    name        TEXT NOT NULL,
+    certificate TEXT NOT NULL,
+    UNIQUE (fingerprint)
+);
+INSERT INTO certificates_new (id, fingerprint, type, name, certificate)
+    SELECT id, fingerprint, type, name, certificate FROM certificates;
+
+CREATE TABLE deployments_keys_saved AS SELECT * FROM deployments_keys;
+DROP TABLE certificates;
+ALTER TABLE certificates_new RENAME TO certificates;
+INSERT INTO deployments_keys SELECT * FROM deployments_keys_saved;
+DROP TABLE deployments_keys_saved;
+
+CREATE TABLE certificates_tokens_new (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    name        TEXT NOT NULL,
+    type        TEXT NOT NULL CHECK (type IN ('client', 'deployments', 'metrics')),
+    secret_hash TEXT NOT NULL,
+    expires_at  DATETIME NOT NULL,
+    UNIQUE (secret_hash)
+);
+INSERT INTO certificates_tokens_new (id, name, type, secret_hash, expires_at)
+    SELECT id, name, type, secret_hash, expires_at FROM certificates_tokens;
+DROP TABLE certificates_tokens;
+ALTER TABLE certificates_tokens_new RENAME TO certificates_tokens;
 `)
 	return err
 }

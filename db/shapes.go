@@ -27,6 +27,10 @@ type ShapeFilter struct {
 	Name         string
 }
 
+// countedInstance is what scaling_current counts, as a condition on an instance row i:
+// every instance but those being deleted and those LXD lost (missing).
+const countedInstance = "i.state NOT IN ('deleting', 'missing')"
+
 // GetShapes returns the matching shapes with their config and scaling_current, which is
 // derived from the instance rows: every instance but those being deleted and those LXD
 // lost (missing), which the governor replaces.
@@ -45,7 +49,7 @@ func GetShapes(ctx context.Context, tx *sql.Tx, filter ShapeFilter) ([]Shape, er
 
 	query := `
 SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scaling_minimum, s.scaling_maximum,
-       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND i.state NOT IN ('deleting', 'missing'))
+       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND ` + countedInstance + `)
   FROM deployments_shapes s`
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")

@@ -39,6 +39,10 @@ type Delivery struct {
 	URL    string
 	Secret string
 	Config map[string]string
+
+	// Project and Deployment name the deployment, for metrics labels.
+	Project    string
+	Deployment string
 }
 
 // API returns the delivery as the API shows it.
@@ -74,7 +78,7 @@ func EnqueueDelivery(ctx context.Context, tx *sql.Tx, deploymentID int64, uuid s
 	return nil
 }
 
-const deliveryColumns = `w.id, w.uuid, w.deployment_id, w.type, w.body, w.status, w.attempts, w.last_response_code, w.last_error, w.created_at, w.next_attempt_at, w.delivered_at, d.governor_webhook_url, d.webhook_secret`
+const deliveryColumns = `w.id, w.uuid, w.deployment_id, w.type, w.body, w.status, w.attempts, w.last_response_code, w.last_error, w.created_at, w.next_attempt_at, w.delivered_at, d.governor_webhook_url, d.webhook_secret, d.project, d.name`
 
 func scanDeliveries(rows *sql.Rows) ([]Delivery, error) {
 	defer func() { _ = rows.Close() }()
@@ -83,7 +87,7 @@ func scanDeliveries(rows *sql.Rows) ([]Delivery, error) {
 		var d Delivery
 		var body string
 		var delivered sql.NullTime
-		err := rows.Scan(&d.ID, &d.UUID, &d.DeploymentID, &d.Type, &body, &d.Status, &d.Attempts, &d.ResponseCode, &d.LastError, &d.CreatedAt, &d.NextAttempt, &delivered, &d.URL, &d.Secret)
+		err := rows.Scan(&d.ID, &d.UUID, &d.DeploymentID, &d.Type, &body, &d.Status, &d.Attempts, &d.ResponseCode, &d.LastError, &d.CreatedAt, &d.NextAttempt, &delivered, &d.URL, &d.Secret, &d.Project, &d.Deployment)
 		if err != nil {
 			return nil, fmt.Errorf("read webhook deliveries: %w", err)
 		}

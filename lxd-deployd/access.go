@@ -175,8 +175,13 @@ func (a access) allowAdminOn(ctx context.Context, caller *auth.Caller, deploymen
 
 // allowTrusted lets any trusted caller through; the handler scopes what it shows.
 func allowTrusted(r *http.Request) error {
-	if !auth.CallerFromContext(r.Context()).Trusted {
+	caller := auth.CallerFromContext(r.Context())
+	if !caller.Trusted {
 		return forbidden("not trusted: add this client's certificate to the trust store")
+	}
+
+	if caller.CertificateType == api.CertificateTypeMetrics {
+		return errMetricsOnly
 	}
 
 	return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"time"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 	"github.com/gorilla/mux"
@@ -87,11 +88,14 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		return response.SyncResponse(urls)
 	}
 
-	// One LXD listing for every instance, never one call per instance.
+	// One LXD listing for every instance, never one call per instance, decoding only the
+	// fields shown.
 	var live map[string]lxdapi.Instance
 	client, err := a.lxd.Client()
 	if err == nil && len(rows) > 0 {
-		live, err = backend.ListInstances(client, ref.project)
+		callStart := time.Now()
+		live, err = backend.ListInstanceStatuses(client, ref.project)
+		a.lifecycle.metrics.LXDCall("list", time.Since(callStart), err)
 	}
 
 	online := err == nil
@@ -260,7 +264,9 @@ func (a instancesAPI) putState(r *http.Request) response.Response {
 		DeploymentID: deploymentID,
 		Resources:    instanceResources(ref),
 		Run: func(ctx context.Context, op *operations.Operation) error {
+			callStart := time.Now()
 			err := backend.UpdateInstanceState(ctx, client, ref.project, ref.instance, req)
+			a.lifecycle.metrics.LXDCall("state", time.Since(callStart), err)
 			if err == nil {
 				a.lifecycle.emit(by, ref.project, deploymentID, lifecycleInstanceUpdated, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
 				if req.Action == "stop" {

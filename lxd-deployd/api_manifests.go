@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"net/http"
+	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
@@ -106,7 +107,9 @@ func (a deploymentsAPI) rollback(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
+	expandStart := time.Now()
 	t, err := expandTemplate(r.Context(), a.engine, a.fetcher, ref.project, ref.name, m.InputConfig, m.Imports, causeRollback+name)
+	a.lifecycle.metrics.TemplateExpansion(time.Since(expandStart))
 	if err != nil {
 		return response.SmartError(err)
 	}

@@ -115,7 +115,7 @@ func (a operationsAPI) cancel(r *http.Request) response.Response {
 	return response.SmartError(op.Cancel())
 }
 
-// streamEvents serves the /1.0/events websocket (?type=operation,lifecycle).
+// streamEvents serves the /1.0/events websocket (?type=operation,lifecycle,logging).
 func (a operationsAPI) streamEvents(r *http.Request) response.Response {
 	var types []string
 	for _, t := range strings.Split(r.URL.Query().Get("type"), ",") {
@@ -123,8 +123,15 @@ func (a operationsAPI) streamEvents(r *http.Request) response.Response {
 		case "":
 		case lxdapi.EventTypeOperation, lxdapi.EventTypeLifecycle:
 			types = append(types, t)
+		case lxdapi.EventTypeLogging:
+			// The daemon's own log is for admins only, as LXD's.
+			if !auth.CallerFromContext(r.Context()).IsAdmin() {
+				return response.SmartError(forbidden("logging events are for admins only: ask for operation or lifecycle events"))
+			}
+
+			types = append(types, t)
 		default:
-			return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "event type %q is not served: use operation or lifecycle", t))
+			return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "event type %q is not served: use operation, lifecycle or logging", t))
 		}
 	}
 

@@ -23,6 +23,9 @@ type serverAPI struct {
 	addresses       func() []string
 	databaseAddress string
 	members         func(ctx context.Context) (int, error)
+
+	// lxdPrivate is true when the daemon started its own LXD (--private-lxd).
+	lxdPrivate bool
 }
 
 func (a serverAPI) root(r *http.Request) response.Response {
@@ -86,6 +89,7 @@ func (a serverAPI) server(ctx context.Context, caller *auth.Caller) api.Server {
 		LXDStatus:              lxdStatus,
 		LXDError:               status.Reason,
 		LXDVersion:             status.ServerVersion,
+		LXDPrivate:             a.lxdPrivate,
 	}
 
 	return srv

@@ -15,6 +15,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
@@ -56,10 +57,11 @@ func newTestAPI(t *testing.T) *testAPI {
 		instances:    instancesAPI{db: cluster, lxd: lxdConn, ops: ops, fleet: &fleet{db: cluster, lxd: lxdConn, ops: ops, inflight: flight, sockets: sockets, owner: "test"}},
 		operations:   operationsAPI{ops: ops, access: access},
 		webhooks:     webhooksAPI{db: cluster, dispatcher: webhooks.NewDispatcher(cluster, "test", logger)},
+		metrics:      metricsAPI{metrics: metrics.New(metrics.Sources{Snapshot: metricsSnapshot(cluster)})},
 		access:       access,
 	}
 
-	a.router = newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false)
+	a.router = observe(newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false), logger, handlers.metrics.metrics)
 	return a
 }
 

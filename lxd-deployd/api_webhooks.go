@@ -15,6 +15,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -27,6 +28,7 @@ const deliveriesListed = 100
 type webhooksAPI struct {
 	db         *db.Cluster
 	dispatcher *webhooks.Dispatcher
+	metrics    *metrics.Metrics
 }
 
 // newWebhookSecret returns a random signing secret.
@@ -84,6 +86,7 @@ func (a webhooksAPI) scaleRequest(r *http.Request) response.Response {
 	}
 
 	a.dispatcher.Poke()
+	a.metrics.ScaleRequest(ref.project, ref.name, ref.shape)
 	return response.SyncResponseLocation(map[string]string{"id": id}, api.DeploymentWebhookDeliveryURL(ref.project, ref.name, id))
 }
 

@@ -356,7 +356,9 @@ func (a deploymentsAPI) templateForCreate(r *http.Request, project string, req a
 		return nil, response.SmartError(badRequest(err))
 	}
 
+	expandStart := time.Now()
 	t, err := expandTemplate(r.Context(), a.engine, a.fetcher, project, req.Name, req.Template, req.TemplateImports, causeCreate)
+	a.lifecycle.metrics.TemplateExpansion(time.Since(expandStart))
 	if err != nil {
 		return nil, response.SmartError(err)
 	}
@@ -418,7 +420,9 @@ func (a deploymentsAPI) templateForUpdate(r *http.Request, ref deploymentRef, bo
 		return nil, response.SmartError(badRequest(errNoTemplate))
 	}
 
+	expandStart := time.Now()
 	t, err := expandTemplate(r.Context(), a.engine, a.fetcher, ref.project, ref.name, probe.Template, probe.TemplateImports, causeUpdate)
+	a.lifecycle.metrics.TemplateExpansion(time.Since(expandStart))
 	if err != nil {
 		return nil, response.SmartError(err)
 	}

@@ -18,10 +18,12 @@ import (
 	"github.com/canonical/lxd/shared"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/internal/privatelxd"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
@@ -50,6 +52,9 @@ type config struct {
 
 	// webhookAllowedNetworks limit where webhooks are delivered (empty: the default policy).
 	webhookAllowedNetworks []string
+	// privateLXD, when set, is the LXD_DIR of a private LXD to run when no LXD answers
+	// (make run sets it; see private_lxd.go).
+	privateLXD string
 }
 
 // daemon wires the database, the LXD connection and the API listeners together.
@@ -67,6 +72,8 @@ type daemon struct {
 	governors  *governor.Listener
 	tokens     *auth.TokenVerifier
 	webhooks   *webhooks.Dispatcher
+	metrics    *metrics.Metrics
+	privateLXD *privatelxd.LXD
 	servers    []*http.Server
 	cancel     context.CancelFunc
 	background sync.WaitGroup
@@ -111,11 +118,17 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 
+	err = d.choosePrivateLXD(ctx)
+	if err != nil {
+		return err
+	}
+
 	location, _ := os.Hostname()
 	runCtx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
-	d.lxd = backend.NewLXD(d.config.lxdSocket, d.logger)
 	d.events = events.NewServer(d.logger, location)
+	d.logger = withLoggingEvents(d.logger, d.events)
+	d.lxd = backend.NewLXD(d.config.lxdSocket, d.logger)
 	d.ops = operations.NewManager(d.logger, d.events, location)
 	d.inflight = newInflight()
 	d.tokens = auth.NewTokenVerifier()
@@ -131,7 +144,8 @@ func (d *daemon) start(ctx context.Context) error {
 	}
 
 	d.webhooks.SetDestinationPolicy(webhooks.DestinationPolicy{Allowed: allowed})
-	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, lifecycle{events: d.events, webhooks: d.webhooks}, d.logger, d.db.Address())
+	d.startMetrics()
+	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, d.lifecycle(), d.logger, d.db.Address())
 	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
 	d.goBackground(func() { d.webhooks.Run(runCtx) })
 	d.goBackground(func() { metrics.Run(runCtx, time.Second) })
@@ -195,7 +209,7 @@ func (d *daemon) goBackground(f func()) {
 
 // apis builds each resource's handler set with only the dependencies it uses.
 func (d *daemon) apis() apis {
-	l := lifecycle{events: d.events, webhooks: d.webhooks}
+	l := d.lifecycle()
 	access := access{db: d.db}
 	fleet := d.fleet()
 	return apis{
@@ -206,6 +220,7 @@ func (d *daemon) apis() apis {
 			addresses:       d.addresses,
 			databaseAddress: d.db.Address(),
 			members:         d.db.Members,
+			lxdPrivate:      d.privateLXD != nil,
 		},
 		certificates: certificatesAPI{db: d.db, serverFingerprint: d.cert.Fingerprint(), addresses: d.addresses},
 		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, reconciler: d.reconciler, fetcher: d.templateFetcher(), engine: d.templateEngine()},
@@ -213,14 +228,15 @@ func (d *daemon) apis() apis {
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: fleet, lifecycle: l},
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access},
-		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks},
+		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},
+		metrics:      metricsAPI{metrics: d.metrics},
 		access:       access,
 	}
 }
 
 // fleet is the one way instances of shapes are made and removed.
 func (d *daemon) fleet() *fleet {
-	return &fleet{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: lifecycle{events: d.events, webhooks: d.webhooks}, owner: d.db.Address()}
+	return &fleet{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: d.lifecycle(), owner: d.db.Address()}
 }
 
 // templateFetcher returns the fetcher for the configured template registries, or nil: the
@@ -241,7 +257,7 @@ func (d *daemon) templateFetcher() templates.Fetcher {
 func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol string) {
 	listener = envelopeListener{listener}
 	server := &http.Server{
-		Handler:           withTLSState(handler),
+		Handler:           withTLSState(observe(handler, d.logger, d.metrics)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(d.logger.Handler(), slog.LevelDebug),
@@ -396,6 +412,7 @@ func (d *daemon) stop(ctx context.Context) error {
 		}
 	}
 
+	errs = append(errs, d.stopPrivateLXD())
 	return errors.Join(errs...)
 }
 

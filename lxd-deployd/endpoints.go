@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // apis are the per-resource handler sets, each holding only what it uses.
@@ -16,6 +17,7 @@ type apis struct {
 	instances    instancesAPI
 	operations   operationsAPI
 	webhooks     webhooksAPI
+	metrics      metricsAPI
 	access       access
 }
 
@@ -48,6 +50,11 @@ func endpoints(a apis) []endpoint {
 		{
 			path: "/1.0",
 			get:  governor(action{handler: a.server.get, public: true}),
+		},
+		{
+			// Admins and metrics certificates, as LXD's /1.0/metrics.
+			path: "/1.0/metrics",
+			get:  action{handler: a.metrics.get, access: allowMetrics},
 		},
 		{
 			path: "/1.0/certificates",
@@ -199,6 +206,10 @@ func allowAdmin(r *http.Request) error {
 
 	if !caller.Trusted {
 		return forbidden("not trusted: add this client's certificate to the trust store (lxd-deploy config trust add)")
+	}
+
+	if caller.CertificateType == api.CertificateTypeMetrics {
+		return errMetricsOnly
 	}
 
 	return forbidden("a %s certificate may only act through deployment keys: the management API needs a client certificate", caller.CertificateType)

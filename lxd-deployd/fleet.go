@@ -53,25 +53,31 @@ type pendingLaunch struct {
 	req          lxdapi.InstancesPost
 	client       lxd.InstanceServer
 	by           api.DeploymentRequestor
+	started      time.Time
 }
 
 // reserveLaunch checks the bounds and records the new instance in one transaction.
-func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (*pendingLaunch, error) {
+func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (p *pendingLaunch, err error) {
+	var outcome reservation
+	defer func() { f.launchReserved(ref, outcome, err) }()
 	client, err := f.lxd.Client()
 	if err != nil {
 		return nil, err
 	}
 
-	p := &pendingLaunch{ref: ref, client: client, by: c.by}
+	p = &pendingLaunch{ref: ref, client: client, by: c.by, started: time.Now()}
 	var shape *db.Shape
 	err = f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		outcome = reservation{}
 		p.deploymentID, shape, err = shapeInTx(ctx, tx, ref.shapeRef)
 		if err != nil {
 			return err
 		}
 
+		outcome.shapeFound = true
 		err = shapes.CheckGrow(shape)
 		if err != nil {
+			outcome.atBound = true
 			return err
 		}
 
@@ -122,10 +128,13 @@ func (f *fleet) dropReservation(ctx context.Context, row int64) {
 // finishLaunch makes the reserved instance in LXD and settles its record: created on
 // success, removed when LXD has nothing left of it, kept as creating for reconcile when a
 // failed create could not be cleaned up.
-func (f *fleet) finishLaunch(ctx context.Context, p *pendingLaunch) error {
+func (f *fleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) {
 	ref := p.ref
 	defer f.inflight.remove(ref.project, ref.instance)
-	err := backend.CreateInstance(ctx, p.client, ref.project, p.req)
+	defer func() { f.launchFinished(p, err) }()
+	callStart := time.Now()
+	err = backend.CreateInstance(ctx, p.client, ref.project, p.req)
+	f.lifecycle.metrics.LXDCall("create", time.Since(callStart), err)
 	var leftBehind *backend.LeftBehindError
 	if errors.As(err, &leftBehind) {
 		return err
@@ -173,6 +182,7 @@ func (f *fleet) startLaunch(ctx context.Context, ref instanceRef, c change) (*op
 		DeploymentID:  p.deploymentID,
 		Resources:     instanceResources(ref),
 		Uncancellable: true,
+		Logger:        requestLoggerIfAny(ctx),
 		Run: func(ctx context.Context, op *operations.Operation) error {
 			return f.finishLaunch(ctx, p)
 		},
@@ -186,23 +196,29 @@ type pendingDelete struct {
 	row          db.Instance
 	client       lxd.InstanceServer
 	by           api.DeploymentRequestor
+	started      time.Time
 }
 
 // reserveDelete checks the bounds and marks the instance as deleting in one transaction;
 // from then on it no longer counts.
-func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (*pendingDelete, error) {
+func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (p *pendingDelete, err error) {
+	var outcome reservation
+	defer func() { f.deleteReserved(ref, outcome, err) }()
 	client, err := f.lxd.Client()
 	if err != nil {
 		return nil, err
 	}
 
-	p := &pendingDelete{ref: ref, client: client, by: c.by}
+	p = &pendingDelete{ref: ref, client: client, by: c.by, started: time.Now()}
 	err = f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		outcome = reservation{}
 		var shape *db.Shape
 		p.deploymentID, shape, err = shapeInTx(ctx, tx, ref.shapeRef)
 		if err != nil {
 			return err
 		}
+
+		outcome.shapeFound = true
 
 		row, err := db.GetInstance(ctx, tx, shape.ID, ref.instance)
 		if err != nil {
@@ -220,6 +236,7 @@ func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (*
 		if row.State != db.InstanceMissing {
 			err = shapes.CheckShrink(shape)
 			if err != nil {
+				outcome.atBound = true
 				return err
 			}
 		}
@@ -246,10 +263,13 @@ func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (*
 
 // finishDelete deletes the instance in LXD and then its record. If LXD refuses, the
 // instance is still there and counts again.
-func (f *fleet) finishDelete(ctx context.Context, p *pendingDelete) error {
+func (f *fleet) finishDelete(ctx context.Context, p *pendingDelete) (err error) {
 	ref, row := p.ref, p.row
 	defer f.inflight.remove(ref.project, ref.instance)
-	err := backend.DeleteInstance(ctx, p.client, ref.project, row.Name)
+	defer func() { f.deleteFinished(p, err) }()
+	callStart := time.Now()
+	err = backend.DeleteInstance(ctx, p.client, ref.project, row.Name)
+	f.lifecycle.metrics.LXDCall("delete", time.Since(callStart), err)
 	if err != nil {
 		_ = f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
 			return db.SetInstanceState(ctx, tx, row.ID, db.InstanceDeleting, row.State, f.owner, time.Now())
@@ -284,6 +304,7 @@ func (f *fleet) startDelete(ctx context.Context, ref instanceRef, c change) (*op
 		DeploymentID:  p.deploymentID,
 		Resources:     instanceResources(ref),
 		Uncancellable: true,
+		Logger:        requestLoggerIfAny(ctx),
 		Run: func(ctx context.Context, op *operations.Operation) error {
 			return f.finishDelete(ctx, p)
 		},

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"log/slog"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -38,6 +40,13 @@ const (
 type lifecycle struct {
 	events   *events.Server
 	webhooks *webhooks.Dispatcher
+
+	// metrics counts launches, deletes and LXD calls (nil: not counted).
+	metrics *metrics.Metrics
+
+	// logger, when set, logs every lifecycle event in one line, so the log tells what
+	// changed and who asked even with nobody listening on /1.0/events.
+	logger *slog.Logger
 }
 
 // notify queues a webhook event for the deployment's governor (nothing without a URL).
@@ -54,6 +63,10 @@ func (l lifecycle) instanceChanged(ctx context.Context, deploymentID int64, acti
 
 // emit sends a lifecycle event on /1.0/events, naming who asked for the change.
 func (l lifecycle) emit(by api.DeploymentRequestor, project string, deploymentID int64, action string, source string) {
+	if l.logger != nil {
+		l.logger.Info("lifecycle", "action", action, "source", source, "project", project, "requestor", by.Name, "protocol", by.Protocol)
+	}
+
 	if l.events == nil {
 		return
 	}

@@ -62,6 +62,7 @@ func rootCommand() *cobra.Command {
 	flags.StringVar(&cfg.templateDefault, "template-default-registry", "", "registry (with optional collection) that short template references resolve against")
 	flags.Var(&byteSize{&cfg.templateMaxMemory}, "template-max-memory", "memory one template expansion may allocate, in its own process (template.max_memory, e.g. 512MiB)")
 	flags.StringSliceVar(&cfg.webhookAllowedNetworks, "webhook-allowed-networks", nil, "networks (CIDR) webhooks may be delivered to (default: any but link-local and metadata addresses)")
+	flags.StringVar(&cfg.privateLXD, "private-lxd", "", "when no LXD answers at --lxd-socket or the usual sockets, run a private one with this LXD_DIR (make run uses ./.run/lxd); empty: never")
 	flags.BoolVar(&debug, "debug", false, "log every request")
 
 	return cmd
@@ -81,7 +82,7 @@ func run(cfg config, logger *slog.Logger) error {
 		return err
 	}
 
-	logger.Info("lxd-deployd started", "version", version.Version, "data_dir", cfg.dataDir, "lxd_socket", cfg.lxdSocket)
+	logger.Info("lxd-deployd started", "version", version.Version, "data_dir", cfg.dataDir, "lxd_socket", d.config.lxdSocket)
 	<-ctx.Done()
 	logger.Info("shutting down")
 

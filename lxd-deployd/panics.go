@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -17,14 +15,6 @@ import (
 // worth seeing, whichever listener served it.
 var handlerPanics atomic.Uint64
 
-// requestID names one request in the log and in a 500 answer, so that a user can quote it
-// and an admin can find the stack.
-func requestID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 // recoverHandler turns a handler panic into a logged, counted 500 in the LXD envelope. Go's
 // server would recover it too, but log it only to the server's error log (at debug level)
 // and drop the connection with no answer.
@@ -38,7 +28,9 @@ func recoverHandler(w http.ResponseWriter, r *http.Request, logger *slog.Logger)
 		panic(v) // Deliberate abort: the server handles it.
 	}
 
-	id := requestID()
+	// The request's id (X-Request-Id) names it in the log and in the 500 answer, so that a
+	// user can quote it and an admin can find the stack.
+	id := requestIDOf(r)
 	count := handlerPanics.Add(1)
 	logger.Error("handler panic", "request_id", id, "method", r.Method, "url", r.URL.RequestURI(), "panic", fmt.Sprint(v), "panics", count, "stack", string(debug.Stack()))
 	_ = response.InternalError(fmt.Errorf("internal error (request id %s): the daemon's log has the details; please report it", id)).Render(w)

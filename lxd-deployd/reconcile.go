@@ -114,7 +114,9 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 
 	live := map[string]lxdapi.Instance{} // project/name -> instance
 	for _, project := range projects {
+		callStart := time.Now()
 		instances, err := backend.ListInstances(client, project)
+		rc.lifecycle.metrics.LXDCall("list", time.Since(callStart), err)
 		if err != nil {
 			if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
 				continue // the LXD project does not exist (yet)
@@ -231,7 +233,9 @@ func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row
 		// the launch, which promised a started instance.
 		rc.logger.Info("reconcile: adopting instance left creating by a crash", "instance", row.Name)
 		if status == lxdapi.Stopped {
+			callStart := time.Now()
 			err := backend.UpdateInstanceState(ctx, client, row.Project, row.Name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1})
+			rc.lifecycle.metrics.LXDCall("state", time.Since(callStart), err)
 			if err != nil {
 				rc.logger.Warn("reconcile: start adopted instance", "instance", row.Name, "err", err)
 			}
@@ -243,7 +247,9 @@ func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row
 		removeRow()
 	case row.State == db.InstanceDeleting && exists:
 		// The bound check passed before the crash: finish the delete.
+		callStart := time.Now()
 		err := backend.DeleteInstance(ctx, client, row.Project, row.Name)
+		rc.lifecycle.metrics.LXDCall("delete", time.Since(callStart), err)
 		if err != nil {
 			rc.logger.Warn("reconcile: finish interrupted delete", "instance", row.Name, "err", err)
 			return

@@ -103,6 +103,7 @@ func serve(w http.ResponseWriter, r *http.Request, path string, methods map[stri
 	defer recoverHandler(w, r, logger)
 	limitBodyRead(w, r)
 	resp := func() response.Response {
+		requestStarted(r, path, nil)
 		a, ok := methods[r.Method]
 		if !ok {
 			return response.ErrorResponse(http.StatusMethodNotAllowed, fmt.Sprintf("method %s is not allowed on %s", r.Method, path))
@@ -121,6 +122,7 @@ func serve(w http.ResponseWriter, r *http.Request, path string, methods map[stri
 		}
 
 		r = r.WithContext(auth.WithCaller(r.Context(), caller))
+		requestStarted(r, path, caller)
 		if !a.public {
 			err = a.access(r)
 			if err != nil {
@@ -133,8 +135,12 @@ func serve(w http.ResponseWriter, r *http.Request, path string, methods map[stri
 
 	err := resp.Render(w)
 	if err != nil {
-		logger.Debug("write response", "err", err)
+		requestLogger(r.Context()).Debug("write response", "err", err)
 	}
 
-	logger.Debug("request", "method", r.Method, "url", r.URL.RequestURI(), "caller", auth.CallerFromContext(r.Context()).String(), "duration", time.Since(start))
+	// observe logs the request with its id; this line is for routers used without it.
+	_, observed := r.Context().Value(requestInfoKey{}).(*requestInfo)
+	if !observed {
+		logger.Debug("request", "method", r.Method, "url", r.URL.RequestURI(), "caller", auth.CallerFromContext(r.Context()).String(), "duration", time.Since(start))
+	}
 }

@@ -33,7 +33,7 @@ type Caller struct {
 	// Fingerprint of the caller's trusted certificate (TLS only).
 	Fingerprint string
 
-	// CertificateType of the caller's trusted certificate: client or deployments.
+	// CertificateType of the caller's trusted certificate: client, deployments or metrics.
 	CertificateType string
 
 	// Name of the caller's trusted certificate, for logs.

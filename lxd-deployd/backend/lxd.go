@@ -35,6 +35,9 @@ type LXD struct {
 	mu     sync.RWMutex
 	client lxd.InstanceServer
 	status Status
+
+	// OnProbe, when set before Run, hears of every probe of LXD (for metrics).
+	OnProbe func(took time.Duration, err error)
 }
 
 // NewLXD returns a connector for the LXD unix socket at socket; Run connects it.
@@ -80,7 +83,12 @@ func (l *LXD) check() {
 		}
 	}
 
+	start := time.Now()
 	server, _, err := client.GetServer()
+	if l.OnProbe != nil {
+		l.OnProbe(time.Since(start), err)
+	}
+
 	if err != nil {
 		client.Disconnect()
 		l.setStatus(nil, Status{Reason: fmt.Sprintf("LXD at %s does not answer: %v", l.socket, err)})

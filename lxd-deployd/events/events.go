@@ -91,6 +91,20 @@ func (s *Server) Send(eventType string, project string, deploymentID int64, meta
 	}
 }
 
+// Wants reports whether any listener streams events of the type, so that a sender can
+// skip building an event nobody would get (the logging events of every log line).
+func (s *Server) Wants(eventType string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for l := range s.listeners {
+		if l.types[eventType] {
+			return true
+		}
+	}
+
+	return false
+}
+
 // Lifecycle sends a lifecycle event such as "deployment-created" for the object at source.
 func (s *Server) Lifecycle(project string, deploymentID int64, action string, source string, context map[string]any, requestor *lxdapi.EventLifecycleRequestor) {
 	s.Send(lxdapi.EventTypeLifecycle, project, deploymentID, lxdapi.EventLifecycle{

@@ -3,6 +3,7 @@
 package operations
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -41,6 +42,10 @@ type Args struct {
 	// Uncancellable operations refuse DELETE and run to the end through shutdown: work
 	// whose interruption would leave LXD and the records disagreeing (launches, deletes).
 	Uncancellable bool
+
+	// Logger, when set, is the logger of the request that started the operation, so that
+	// the operation's log lines carry the request's id as well as the operation's own.
+	Logger *slog.Logger
 }
 
 // Operation is one background task.
@@ -55,6 +60,7 @@ type Operation struct {
 	cancel       context.CancelFunc
 	done         chan struct{}
 	cancellable  bool
+	logger       *slog.Logger
 
 	mu        sync.Mutex
 	status    lxdapi.StatusCode
@@ -109,6 +115,7 @@ func (m *Manager) Start(args Args) *Operation {
 		cancel:       cancel,
 		done:         make(chan struct{}),
 		cancellable:  !args.Uncancellable,
+		logger:       cmp.Or(args.Logger, m.logger).With("operation", id),
 		status:       lxdapi.Running,
 		metadata:     map[string]any{},
 	}
@@ -122,6 +129,7 @@ func (m *Manager) Start(args Args) *Operation {
 		defer m.wg.Done()
 		defer cancel()
 		op.notify()
+		op.logger.Debug("operation started", "description", op.description)
 		err := args.Run(ctx, op)
 		op.finish(err)
 	}()
@@ -149,7 +157,9 @@ func (op *Operation) finish(err error) {
 	close(op.done)
 	op.notify()
 	if err != nil {
-		op.manager.logger.Warn("operation failed", "id", op.id, "description", op.description, "err", err)
+		op.logger.Warn("operation failed", "description", op.description, "err", err)
+	} else {
+		op.logger.Debug("operation succeeded", "description", op.description)
 	}
 
 	time.AfterFunc(retention, func() {

@@ -43,6 +43,9 @@ type Dispatcher struct {
 	// the others keep flowing.
 	slots chan struct{}
 	wg    sync.WaitGroup
+
+	// OnAttempt, when set before Run, hears of every attempt (for metrics).
+	OnAttempt func(delivery db.Delivery, took time.Duration, err error)
 }
 
 // NewDispatcher returns a dispatcher; owner names this daemon in delivery claims.
@@ -214,6 +217,10 @@ func (d *Dispatcher) attempt(ctx context.Context, delivery db.Delivery) db.Deliv
 	cfg := ConfigFrom(delivery.Config)
 	now := time.Now()
 	code, err := d.post(ctx, delivery, cfg.Timeout)
+	if d.OnAttempt != nil {
+		d.OnAttempt(delivery, time.Since(now), err)
+	}
+
 	result := db.DeliveryAttempt{ResponseCode: code, At: now, NextAttempt: now}
 	switch {
 	case err == nil:

@@ -8,4 +8,8 @@ const (
 
 	// CertificateTypeDeployments may only act through the deployment keys bound to it.
 	CertificateTypeDeployments = "deployments"
+
+	// CertificateTypeMetrics may read /1.0/metrics and nothing else, as LXD's: what a
+	// Prometheus server scrapes with.
+	CertificateTypeMetrics = "metrics"
 )

@@ -7,7 +7,7 @@ import (
 // APIExtensions lists the API extensions this server supports. template_errors: a
 // templated config that does not expand answers every problem in the error's metadata
 // (DeploymentTemplateError), and plans and applies carry the expansion's warnings.
-var APIExtensions = []string{"deployments", "template_errors"}
+var APIExtensions = []string{"deployments", "template_errors", "metrics", "events_logging"}
 
 // Server is GET /1.0. Its JSON is a superset of LXD's api.Server, so that LXD's own Go
 // client (lxd.ConnectLXD) can connect to lxd-deployd.
@@ -79,6 +79,10 @@ type ServerEnvironment struct {
 	// Version of the connected LXD
 	// Example: 5.0.2
 	LXDVersion string `json:"lxd_version" yaml:"lxd_version"`
+
+	// Whether the daemon runs its own private LXD because none answered (--private-lxd)
+	// Example: false
+	LXDPrivate bool `json:"lxd_private" yaml:"lxd_private"`
 }
 
 // CertificateToken is the answer to a trust token request.

@@ -87,11 +87,11 @@ func Role(role string) error {
 // CertificateType checks a trust store certificate type.
 func CertificateType(certType string) error {
 	switch certType {
-	case api.CertificateTypeClient, api.CertificateTypeDeployments:
+	case api.CertificateTypeClient, api.CertificateTypeDeployments, api.CertificateTypeMetrics:
 		return nil
 	}
 
-	return fmt.Errorf("certificate type %q is not valid: use %q or %q", certType, api.CertificateTypeClient, api.CertificateTypeDeployments)
+	return fmt.Errorf("certificate type %q is not valid: use %q, %q or %q", certType, api.CertificateTypeClient, api.CertificateTypeDeployments, api.CertificateTypeMetrics)
 }
 
 // Fingerprint checks a full SHA-256 certificate fingerprint (64 lower-case hex digits).

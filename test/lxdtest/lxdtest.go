@@ -23,33 +23,43 @@
 package lxdtest
 
 import (
-	"debug/elf"
-	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"testing"
 
 	lxd "github.com/canonical/lxd/client"
+
+	"github.com/lxd-deployd/lxd-deployd/internal/privatelxd"
 )
 
 // Image is the alias of the busybox image imported into every daemon.
 // Its containers reach Running in well under a second, idle until stopped,
 // and exit promptly on a clean `stop` (SIGPWR).
-const Image = "busybox"
+const Image = privatelxd.Image
 
 // Pool is the name of the "dir" storage pool used by the default profile.
-const Pool = "default"
+const Pool = privatelxd.Pool
 
 // requireEnv turns "not available" from a skip into a failure.
 const requireEnv = "LXDTEST_REQUIRE"
 
-// LXD is one private LXD daemon.
+// LXD is one private LXD daemon (see internal/privatelxd, which does the work; this
+// package ties it to tests).
 type LXD struct {
 	Dir    string // LXD_DIR: all of the daemon's state lives here
 	Socket string // Dir + "/unix.socket"
 
-	d *daemon
+	p *privatelxd.LXD
+}
+
+// launch starts a private daemon in a fresh temporary directory.
+func launch() (*LXD, error) {
+	p, err := privatelxd.Launch(privatelxd.Options{})
+	if err != nil {
+		return nil, err
+	}
+
+	return &LXD{Dir: p.Dir, Socket: p.Socket, p: p}, nil
 }
 
 // Start launches a private LXD daemon under a fresh temp dir (LXD_DIR),
@@ -70,7 +80,7 @@ func Start(t testing.TB) *LXD {
 		t.Fatalf("lxdtest: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := l.d.stop(); err != nil {
+		if err := l.p.Stop(); err != nil {
 			t.Errorf("lxdtest: cleanup of %s: %v", l.Dir, err)
 		}
 	})
@@ -93,7 +103,7 @@ func (l *LXD) Client(t testing.TB) lxd.InstanceServer {
 func (l *LXD) Lxc(t testing.TB, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("lxc", args...)
-	cmd.Env = l.d.env(true)
+	cmd.Env = l.p.Env(true)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("lxdtest: lxc %q: %v\n%s", args, err, out)
@@ -102,25 +112,9 @@ func (l *LXD) Lxc(t testing.TB, args ...string) string {
 }
 
 // Available reports whether a private LXD can be started here, and if not,
-// why. It needs Linux, root, the `lxd` and `lxc` binaries on PATH (Debian:
-// apt-get install lxd) and a statically linked busybox (Debian: apt-get
-// install busybox-static) to build the container image from.
+// why (see privatelxd.Available).
 func Available() (reason string, ok bool) {
-	if runtime.GOOS != "linux" {
-		return "LXD needs Linux", false
-	}
-	if os.Geteuid() != 0 {
-		return "starting a private LXD daemon needs root", false
-	}
-	for _, bin := range []string{"lxd", "lxc"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			return fmt.Sprintf("%q binary not found on PATH (apt-get install lxd)", bin), false
-		}
-	}
-	if _, err := findBusybox(); err != nil {
-		return err.Error(), false
-	}
-	return "", true
+	return privatelxd.Available()
 }
 
 func skipUnlessAvailable(t testing.TB) {
@@ -133,35 +127,4 @@ func skipUnlessAvailable(t testing.TB) {
 		t.Fatalf("lxdtest: private LXD unavailable (%s=%s): %s", requireEnv, os.Getenv(requireEnv), reason)
 	}
 	t.Skipf("lxdtest: private LXD unavailable: %s", reason)
-}
-
-// findBusybox returns the path of a statically linked busybox. A dynamic
-// one would not run inside the otherwise empty image.
-func findBusybox() (string, error) {
-	candidates := []string{"/bin/busybox", "/usr/bin/busybox"}
-	if p, err := exec.LookPath("busybox"); err == nil {
-		candidates = append([]string{p}, candidates...)
-	}
-	found := ""
-	for _, p := range candidates {
-		f, err := elf.Open(p)
-		if err != nil {
-			continue
-		}
-		static := true
-		for _, prog := range f.Progs {
-			if prog.Type == elf.PT_INTERP {
-				static = false
-			}
-		}
-		f.Close()
-		if static {
-			return p, nil
-		}
-		found = p
-	}
-	if found != "" {
-		return "", fmt.Errorf("busybox at %s is dynamically linked (apt-get install busybox-static)", found)
-	}
-	return "", fmt.Errorf("static busybox not found (apt-get install busybox-static)")
 }

@@ -51,7 +51,7 @@ func StopShared() {
 	if shared.l == nil {
 		return
 	}
-	if err := shared.l.d.stop(); err != nil {
+	if err := shared.l.p.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "lxdtest: cleanup of shared LXD %s: %v\n", shared.l.Dir, err)
 	}
 	shared.l = nil

@@ -1,4 +1,4 @@
-package lxdtest
+package privatelxd
 
 import (
 	"bufio"
@@ -38,6 +38,10 @@ type daemon struct {
 	pid    int
 	exited chan struct{} // closed when the lxd process has exited
 	err    error         // its exit status, valid once exited is closed
+
+	// keep marks a directory kept across runs: stop shuts LXD down (which stops the
+	// instances and remembers which ran, to start them again next time) and leaves it.
+	keep bool
 }
 
 // launch starts and initialises a private daemon. On error everything it
@@ -77,6 +81,56 @@ func launch() (l *LXD, err error) {
 	if err := os.WriteFile(filepath.Join(dir, "lxc-conf", "config.yml"), []byte("default-remote: local\n"), 0o600); err != nil {
 		return nil, err
 	}
+	if err := d.start(); err != nil {
+		return nil, err
+	}
+	if err := d.waitReady(); err != nil {
+		return nil, err
+	}
+	if err := d.setup(); err != nil {
+		return nil, err
+	}
+	return &LXD{Dir: dir, Socket: d.socket, d: d}, nil
+}
+
+// launchKept starts (or starts again) a private daemon whose state lives in dir across
+// runs. Whatever a previous run that died left running out of dir is cleaned up first;
+// a daemon still answering there is refused rather than disturbed.
+func launchKept(dir string) (l *LXD, err error) {
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	d := &daemon{dir: dir, socket: filepath.Join(dir, "unix.socket"), exited: make(chan struct{}), keep: true}
+	if len(d.socket) > maxSocketPath {
+		return nil, fmt.Errorf("socket path %s is too long for a unix socket: choose a shorter directory", d.socket)
+	}
+	if c, err := lxd.ConnectLXDUnix(d.socket, nil); err == nil {
+		c.Disconnect()
+		return nil, fmt.Errorf("an LXD is already running in %s (another lxd-deployd started it?): stop it first", dir)
+	}
+	killStragglers(dir)
+	if err := unmountUnder(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "lxc-conf"), 0o700); err != nil {
+		return nil, err
+	}
+	// Containers' unprivileged root must traverse it, as under /tmp.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "lxc-conf", "config.yml"), []byte("default-remote: local\n"), 0o600); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w%s", err, d.logTail())
+			if serr := d.stop(); serr != nil {
+				err = fmt.Errorf("%w\n(cleanup: %v)", err, serr)
+			}
+		}
+	}()
 	if err := d.start(); err != nil {
 		return nil, err
 	}
@@ -178,7 +232,7 @@ func (d *daemon) waitReady() error {
 }
 
 // setup creates the storage pool, points the default profile's root disk at
-// it and imports the busybox image.
+// it and imports the busybox image; what a kept directory already has is left as it is.
 func (d *daemon) setup() error {
 	c, err := lxd.ConnectLXDUnix(d.socket, nil)
 	if err != nil {
@@ -186,9 +240,11 @@ func (d *daemon) setup() error {
 	}
 	defer c.Disconnect()
 
-	err = c.CreateStoragePool(api.StoragePoolsPost{Name: Pool, Driver: "dir"})
-	if err != nil {
-		return fmt.Errorf("create storage pool: %w", err)
+	if _, _, err := c.GetStoragePool(Pool); err != nil {
+		err = c.CreateStoragePool(api.StoragePoolsPost{Name: Pool, Driver: "dir"})
+		if err != nil {
+			return fmt.Errorf("create storage pool: %w", err)
+		}
 	}
 	profile, etag, err := c.GetProfile("default")
 	if err != nil {
@@ -198,9 +254,14 @@ func (d *daemon) setup() error {
 	if put.Devices == nil {
 		put.Devices = map[string]map[string]string{}
 	}
-	put.Devices["root"] = map[string]string{"type": "disk", "path": "/", "pool": Pool}
-	if err := c.UpdateProfile("default", put, etag); err != nil {
-		return fmt.Errorf("update default profile: %w", err)
+	if put.Devices["root"]["pool"] != Pool {
+		put.Devices["root"] = map[string]string{"type": "disk", "path": "/", "pool": Pool}
+		if err := c.UpdateProfile("default", put, etag); err != nil {
+			return fmt.Errorf("update default profile: %w", err)
+		}
+	}
+	if _, _, err := c.GetImageAlias(Image); err == nil {
+		return nil
 	}
 	return importImage(c)
 }
@@ -210,7 +271,9 @@ func (d *daemon) setup() error {
 func (d *daemon) stop() error {
 	var errs []error
 	if d.pid != 0 && !d.hasExited() {
-		d.stopInstances()
+		if !d.keep {
+			d.stopInstances()
+		}
 		if err := d.shutdown(); err != nil {
 			errs = append(errs, err)
 		}
@@ -221,8 +284,10 @@ func (d *daemon) stop() error {
 	if err := unmountUnder(d.dir); err != nil {
 		errs = append(errs, err)
 	}
-	if err := os.RemoveAll(d.dir); err != nil {
-		errs = append(errs, err)
+	if !d.keep {
+		if err := os.RemoveAll(d.dir); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

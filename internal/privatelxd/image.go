@@ -1,4 +1,4 @@
-package lxdtest
+package privatelxd
 
 import (
 	"archive/tar"

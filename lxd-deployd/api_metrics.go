@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// errMetricsOnly is what a metrics certificate gets anywhere but /1.0/metrics.
+var errMetricsOnly = forbidden("a metrics certificate may only read /1.0/metrics: use a client certificate for the management API")
+
+// metricsAPI serves /1.0/metrics.
+type metricsAPI struct {
+	metrics *metrics.Metrics
+}
+
+// get writes the exposition; the library negotiates OpenMetrics or the text format from
+// the Accept header, as Prometheus expects.
+func (a metricsAPI) get(r *http.Request) response.Response {
+	return response.ManualResponse(func(w http.ResponseWriter) error {
+		a.metrics.Handler().ServeHTTP(w, r)
+		return nil
+	})
+}
+
+// allowMetrics lets admins and metrics certificates through, as LXD does.
+func allowMetrics(r *http.Request) error {
+	caller := auth.CallerFromContext(r.Context())
+	if caller.IsAdmin() || (caller.Trusted && caller.CertificateType == api.CertificateTypeMetrics) {
+		return nil
+	}
+
+	if !caller.Trusted {
+		return forbidden("not trusted: scrape with a certificate of type metrics (lxd-deploy config trust add --type metrics)")
+	}
+
+	return forbidden("a %s certificate may not read metrics: use a metrics or client certificate", caller.CertificateType)
+}
+
+// metricsSnapshot reads the scrape-time gauges in one transaction.
+func metricsSnapshot(cluster *db.Cluster) func(ctx context.Context) (metrics.Snapshot, error) {
+	return func(ctx context.Context) (metrics.Snapshot, error) {
+		var snap metrics.Snapshot
+		err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			shapes, err := db.GetShapeCounts(ctx, tx)
+			if err != nil {
+				return err
+			}
+
+			deliveries, err := db.GetDeliveryCounts(ctx, tx)
+			if err != nil {
+				return err
+			}
+
+			snap = metrics.Snapshot{Shapes: make([]metrics.ShapeStat, 0, len(shapes)), Deliveries: make([]metrics.DeliveryStat, 0, len(deliveries))}
+			for _, s := range shapes {
+				snap.Shapes = append(snap.Shapes, metrics.ShapeStat(s))
+			}
+
+			for _, d := range deliveries {
+				snap.Deliveries = append(snap.Deliveries, metrics.DeliveryStat(d))
+			}
+
+			return nil
+		})
+		return snap, err
+	}
+}

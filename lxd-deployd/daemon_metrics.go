@@ -1,0 +1,31 @@
+package main
+
+import (
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
+)
+
+// startMetrics builds the daemon's metrics and hooks them to the parts that report into
+// them (the LXD probe, webhook attempts); the rest report through lifecycle.
+func (d *daemon) startMetrics() {
+	d.metrics = metrics.New(metrics.Sources{
+		Snapshot:           metricsSnapshot(d.db),
+		LXDReachable:       func() bool { return d.lxd.Status().Online },
+		OperationsRunning:  d.ops.Running,
+		Leader:             d.db.IsLeader,
+		Members:            d.db.Members,
+		TransactionRetries: d.db.Retries,
+	})
+	d.lxd.OnProbe = func(took time.Duration, err error) { d.metrics.LXDCall("probe", took, err) }
+	d.webhooks.OnAttempt = func(delivery db.Delivery, took time.Duration, err error) {
+		d.metrics.WebhookAttempt(delivery.Project, delivery.Deployment, took, err)
+	}
+}
+
+// lifecycle is how handlers, the fleet and reconcile report what they did: events,
+// webhooks, metrics and one log line.
+func (d *daemon) lifecycle() lifecycle {
+	return lifecycle{events: d.events, webhooks: d.webhooks, metrics: d.metrics, logger: d.logger}
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
+)
+
+// reservation says how far a launch or delete reservation got, for its metrics: only
+// existing shapes are counted (a label per name a client makes up would grow without
+// bound), and a refusal at a bound is told apart from other failures by where it happened,
+// never by the error's text.
+type reservation struct {
+	shapeFound bool
+	atBound    bool
+}
+
+// launchReserved counts a launch whose reservation failed; a reserved launch is counted
+// when it finishes.
+func (f *fleet) launchReserved(ref instanceRef, r reservation, err error) {
+	if err == nil || !r.shapeFound {
+		return
+	}
+
+	f.lifecycle.metrics.Launch(ref.project, ref.name, ref.shape, refusedOrFailed(r), 0)
+}
+
+// launchFinished counts a launch that LXD worked on, and its duration from the reservation.
+func (f *fleet) launchFinished(p *pendingLaunch, err error) {
+	f.lifecycle.metrics.Launch(p.ref.project, p.ref.name, p.ref.shape, okOrFailed(err), time.Since(p.started))
+}
+
+// deleteReserved counts a delete whose reservation failed.
+func (f *fleet) deleteReserved(ref instanceRef, r reservation, err error) {
+	if err == nil || !r.shapeFound {
+		return
+	}
+
+	f.lifecycle.metrics.Delete(ref.project, ref.name, ref.shape, refusedOrFailed(r), 0)
+}
+
+// deleteFinished counts a delete that LXD worked on.
+func (f *fleet) deleteFinished(p *pendingDelete, err error) {
+	f.lifecycle.metrics.Delete(p.ref.project, p.ref.name, p.ref.shape, okOrFailed(err), time.Since(p.started))
+}
+
+func refusedOrFailed(r reservation) string {
+	if r.atBound {
+		return metrics.ResultRefused
+	}
+
+	return metrics.ResultFailed
+}
+
+func okOrFailed(err error) string {
+	if err != nil {
+		return metrics.ResultFailed
+	}
+
+	return metrics.ResultOK
+}

@@ -1,0 +1,229 @@
+// Package metrics is lxd-deployd's own /1.0/metrics: counters and histograms kept in memory
+// as things happen, and gauges read at scrape time from one database snapshot. It uses the
+// Prometheus client library, so the exposition (text or OpenMetrics) is the library's, never
+// hand-written. No label ever holds an instance name: label sets stay bounded by the number
+// of shapes, routes and LXD call kinds.
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// namespace prefixes every family: lxd_deployd_...
+const namespace = "lxd_deployd"
+
+// Results of a launch or delete asked of the governor API.
+const (
+	ResultOK      = "ok"
+	ResultRefused = "refused_bound"
+	ResultFailed  = "failed"
+)
+
+// ShapeStat is one shape's size against its bounds.
+type ShapeStat struct {
+	Project    string
+	Deployment string
+	Shape      string
+	Current    int
+	Minimum    int
+	Maximum    int
+}
+
+// DeliveryStat counts a deployment's webhook deliveries in one status.
+type DeliveryStat struct {
+	Project    string
+	Deployment string
+	Status     string
+	Count      int
+}
+
+// Snapshot is what a scrape reads from the database.
+type Snapshot struct {
+	Shapes     []ShapeStat
+	Deliveries []DeliveryStat
+}
+
+// Sources are the live values a scrape reads. Every field is optional; a missing one leaves
+// its family out.
+type Sources struct {
+	// Snapshot reads shapes and webhook deliveries in one database transaction.
+	Snapshot func(ctx context.Context) (Snapshot, error)
+
+	// LXDReachable reports whether LXD answered the last probe (no call to LXD).
+	LXDReachable func() bool
+
+	// OperationsRunning counts the background operations still running.
+	OperationsRunning func() int
+
+	// Leader reports whether this member is the dqlite leader.
+	Leader func(ctx context.Context) (bool, error)
+
+	// Members counts the dqlite cluster's members.
+	Members func(ctx context.Context) (int, error)
+
+	// TransactionRetries is how many database transactions were retried since start.
+	TransactionRetries func() uint64
+}
+
+// Metrics holds every family of the daemon. A nil *Metrics records nothing, so code paths
+// (and unit tests) without metrics need no checks.
+type Metrics struct {
+	registry *prometheus.Registry
+
+	launches       *prometheus.CounterVec
+	deletes        *prometheus.CounterVec
+	launchDuration *prometheus.HistogramVec
+	deleteDuration *prometheus.HistogramVec
+	scaleRequests  *prometheus.CounterVec
+
+	apiRequests *prometheus.CounterVec
+	apiDuration *prometheus.HistogramVec
+
+	lxdCalls    *prometheus.CounterVec
+	lxdDuration *prometheus.HistogramVec
+
+	webhookAttempts *prometheus.CounterVec
+	webhookDuration *prometheus.HistogramVec
+
+	templateExpansion prometheus.Histogram
+}
+
+var shapeLabels = []string{"project", "deployment", "shape"}
+
+// New registers every family, the Go and process collectors, and the scrape-time gauges
+// read from sources.
+func New(sources Sources) *Metrics {
+	m := &Metrics{registry: prometheus.NewRegistry()}
+	counter := func(name string, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
+		m.registry.MustRegister(c)
+		return c
+	}
+
+	histogram := func(name string, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: buckets}, labels)
+		m.registry.MustRegister(h)
+		return h
+	}
+
+	// Launches take seconds (image unpack, start); API calls and LXD calls milliseconds.
+	slow := []float64{0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300}
+	fast := prometheus.DefBuckets
+
+	m.launches = counter("instance_launches_total", "Instance launches asked of the governor API, by result: ok, refused_bound (the shape is at its maximum), failed.", append(shapeLabels, "result")...)
+	m.deletes = counter("instance_deletes_total", "Instance deletes asked of the governor API, by result: ok, refused_bound (the shape is at its minimum), failed.", append(shapeLabels, "result")...)
+	m.launchDuration = histogram("instance_launch_duration_seconds", "Time from a launch's reservation until its instance runs in LXD (successful launches).", slow, shapeLabels...)
+	m.deleteDuration = histogram("instance_delete_duration_seconds", "Time from a delete's reservation until LXD has removed the instance (successful deletes).", slow, shapeLabels...)
+	m.scaleRequests = counter("scale_requests_total", "Scale requests queued for governors.", shapeLabels...)
+	m.apiRequests = counter("api_requests_total", "API requests by route template, method and HTTP status code.", "route", "method", "code")
+	m.apiDuration = histogram("api_request_duration_seconds", "API request latency by route template and method (streams such as /1.0/events count until they end).", fast, "route", "method")
+	m.lxdCalls = counter("lxd_calls_total", "Calls to LXD by kind (create, delete, list, state, probe) and result (ok, error).", "kind", "result")
+	m.lxdDuration = histogram("lxd_call_duration_seconds", "Latency of calls to LXD by kind, operations waited for included.", slow, "kind")
+	m.webhookAttempts = counter("webhook_delivery_attempts_total", "Webhook delivery attempts by result (ok, error).", "project", "deployment", "result")
+	m.webhookDuration = histogram("webhook_delivery_duration_seconds", "Latency of webhook delivery attempts, answered or not.", fast, "project", "deployment")
+	m.templateExpansion = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: "template_expansion_duration_seconds", Help: "Time spent expanding templated configs.", Buckets: fast})
+	m.registry.MustRegister(m.templateExpansion)
+
+	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registry.MustRegister(newStateCollector(sources))
+	return m
+}
+
+// Handler serves the exposition: OpenMetrics to clients asking for it (Prometheus does),
+// the Prometheus text format otherwise.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorHandling: promhttp.ContinueOnError})
+}
+
+// Registry returns the registry, for tests that gather without HTTP.
+func (m *Metrics) Registry() *prometheus.Registry {
+	return m.registry
+}
+
+// Launch records the end of a launch: its result and, when it succeeded, how long it took.
+func (m *Metrics) Launch(project string, deployment string, shape string, result string, took time.Duration) {
+	if m == nil {
+		return
+	}
+
+	m.launches.WithLabelValues(project, deployment, shape, result).Inc()
+	if result == ResultOK {
+		m.launchDuration.WithLabelValues(project, deployment, shape).Observe(took.Seconds())
+	}
+}
+
+// Delete records the end of a delete, as Launch does.
+func (m *Metrics) Delete(project string, deployment string, shape string, result string, took time.Duration) {
+	if m == nil {
+		return
+	}
+
+	m.deletes.WithLabelValues(project, deployment, shape, result).Inc()
+	if result == ResultOK {
+		m.deleteDuration.WithLabelValues(project, deployment, shape).Observe(took.Seconds())
+	}
+}
+
+// ScaleRequest counts a scale request queued for a shape's governor.
+func (m *Metrics) ScaleRequest(project string, deployment string, shape string) {
+	if m == nil {
+		return
+	}
+
+	m.scaleRequests.WithLabelValues(project, deployment, shape).Inc()
+}
+
+// APIRequest records one answered request under its route template (never the raw path,
+// which holds names).
+func (m *Metrics) APIRequest(route string, method string, code int, took time.Duration) {
+	if m == nil {
+		return
+	}
+
+	m.apiRequests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
+	m.apiDuration.WithLabelValues(route, method).Observe(took.Seconds())
+}
+
+// LXDCall records one call to LXD.
+func (m *Metrics) LXDCall(kind string, took time.Duration, err error) {
+	if m == nil {
+		return
+	}
+
+	m.lxdCalls.WithLabelValues(kind, okOrError(err)).Inc()
+	m.lxdDuration.WithLabelValues(kind).Observe(took.Seconds())
+}
+
+// WebhookAttempt records one delivery attempt.
+func (m *Metrics) WebhookAttempt(project string, deployment string, took time.Duration, err error) {
+	if m == nil {
+		return
+	}
+
+	m.webhookAttempts.WithLabelValues(project, deployment, okOrError(err)).Inc()
+	m.webhookDuration.WithLabelValues(project, deployment).Observe(took.Seconds())
+}
+
+// TemplateExpansion records the time one templated config took to expand.
+func (m *Metrics) TemplateExpansion(took time.Duration) {
+	if m == nil {
+		return
+	}
+
+	m.templateExpansion.Observe(took.Seconds())
+}
+
+func okOrError(err error) string {
+	if err != nil {
+		return "error"
+	}
+
+	return "ok"
+}

@@ -1,0 +1,185 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	lxd "github.com/canonical/lxd/client"
+
+	"github.com/lxd-deployd/lxd-deployd/client"
+	"github.com/lxd-deployd/lxd-deployd/internal/privatelxd"
+	"github.com/lxd-deployd/lxd-deployd/test/lxdtest"
+)
+
+// readmeTour returns the shell block of README.md's tour (after "<!-- tour -->"), so that
+// the README cannot rot.
+func readmeTour(t *testing.T) string {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	must(t, err)
+	_, rest, found := strings.Cut(string(readme), "<!-- tour -->\n```sh\n")
+	if !found {
+		t.Fatal("README.md has no <!-- tour --> sh block")
+	}
+
+	block, _, found := strings.Cut(rest, "\n```")
+	if !found {
+		t.Fatal("README.md's tour block is not closed")
+	}
+
+	return block + "\n"
+}
+
+// TestReadmeTour runs README.md's tour as a new user would on a fresh machine: the daemon as
+// `make run` starts it (no LXD answering, so its own private LXD under .run/lxd), then the
+// tour's commands as written, in bash, from the directory holding bin/ and .run/. The
+// daemon and the tour share a network namespace of their own, so the tour's fixed ports
+// (8444, 9000) are free and nothing leaves loopback.
+func TestReadmeTour(t *testing.T) {
+	if reason, ok := lxdtest.Available(); !ok {
+		if os.Getenv("LXDTEST_REQUIRE") != "" {
+			t.Fatalf("the tour needs a private LXD: %s", reason)
+		}
+
+		t.Skipf("the tour needs a private LXD: %s", reason)
+	}
+
+	for _, socket := range []string{"/var/snap/lxd/common/lxd/unix.socket", "/var/lib/lxd/unix.socket"} {
+		c, err := lxd.ConnectLXDUnix(socket, nil)
+		if err == nil {
+			c.Disconnect()
+			t.Skipf("a real LXD answers at %s: the tour would use it (a real LXD always wins) and leave instances there", socket)
+		}
+	}
+
+	// Under /tmp and traversable, as the private LXD's containers need (see lxdtest).
+	dir, err := os.MkdirTemp("/tmp", "ldd-tour-")
+	must(t, err)
+	must(t, os.Chmod(dir, 0o711))
+	runDir := filepath.Join(dir, ".run")
+	t.Cleanup(func() {
+		err := privatelxd.Remove(filepath.Join(runDir, "lxd"))
+		if err != nil {
+			t.Errorf("remove the private LXD: %v", err)
+		}
+
+		_ = os.RemoveAll(dir)
+	})
+
+	must(t, os.Mkdir(filepath.Join(dir, "bin"), 0o755))
+	must(t, os.Symlink(daemonBinary, filepath.Join(dir, "bin", "lxd-deployd")))
+	must(t, os.Symlink(cliBinary, filepath.Join(dir, "bin", "lxd-deploy")))
+	must(t, os.Mkdir(runDir, 0o711))
+
+	// What `make run` runs, in a network namespace of its own with loopback up.
+	logPath := filepath.Join(dir, "daemon.log")
+	logFile, err := os.Create(logPath)
+	must(t, err)
+	daemonCmd := exec.Command("unshare", "--net", "sh", "-c", `ip link set lo up && exec "$0" "$@"`,
+		filepath.Join(dir, "bin", "lxd-deployd"), "--private-lxd="+filepath.Join(runDir, "lxd"), "--lxd-socket", filepath.Join(dir, "no-lxd.socket"), "--debug")
+	daemonCmd.Dir = dir
+	daemonCmd.Env = append(os.Environ(), "LXD_DEPLOYD_DIR="+runDir, "LXD_DIR=")
+	daemonCmd.Stdout, daemonCmd.Stderr = logFile, logFile
+	daemonCmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	must(t, daemonCmd.Start())
+	_ = logFile.Close()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+
+		stopped = true
+		_ = daemonCmd.Process.Signal(syscall.SIGTERM)
+		_ = daemonCmd.Wait()
+	}
+
+	t.Cleanup(stop)
+	daemonLog := func() string {
+		data, _ := os.ReadFile(logPath)
+		return string(data)
+	}
+
+	// Wait until it answers with LXD online (the private LXD starts before the API).
+	admin, err := client.ConnectUnix(filepath.Join(runDir, "unix.socket"), nil)
+	must(t, err)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		server, _, err := admin.GetServer()
+		if err == nil && server.Environment != nil && server.Environment.LXDStatus == "online" {
+			if !server.Environment.LXDPrivate || !strings.HasPrefix(server.Environment.LXDSocket, runDir) {
+				t.Fatalf("GET /1.0 does not say the LXD is private: %+v", server.Environment)
+			}
+
+			break
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon did not come up with its private LXD:\n%s", daemonLog())
+		}
+
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	if strings.Count(daemonLog(), "running a private LXD") != 1 {
+		t.Fatalf("the daemon does not say once that it runs a private LXD:\n%s", daemonLog())
+	}
+
+	// The tour, as written, in the daemon's network namespace; aliases as in a terminal.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	tour := exec.CommandContext(ctx, "nsenter", fmt.Sprintf("--net=/proc/%d/ns/net", daemonCmd.Process.Pid), "bash", "-e", "-c", "shopt -s expand_aliases\n"+readmeTour(t))
+	tour.Dir = dir
+	tour.Env = append(os.Environ(), "LXD_DEPLOY_CONF="+filepath.Join(dir, "conf"), "HOME="+dir)
+	// On a timeout the whole tour goes, the governor it left in the background included.
+	tour.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	tour.Cancel = func() error { return syscall.Kill(-tour.Process.Pid, syscall.SIGKILL) }
+	tour.WaitDelay = 5 * time.Second
+	out, err := tour.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the README tour failed: %v\n%s\ndaemon log:\n%s", err, out, daemonLog())
+	}
+
+	if !strings.Contains(string(out), "at its scaling minimum") || !strings.Contains(string(out), "action=scale-up") {
+		t.Fatalf("the tour did not show the refused delete and the governor's scale up:\n%s", out)
+	}
+
+	// What the tour did: two running instances of web, the second launched by the governor
+	// (its launch finishes in the daemon even though the tour stopped the governor).
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		instances, err := admin.GetDeploymentShapeInstances("dep1", "web")
+		must(t, err)
+		running := 0
+		for _, instance := range instances {
+			if instance.Status == "Running" && instance.State == "created" {
+				running++
+			}
+		}
+
+		if running == 2 {
+			break
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("after the tour: %d running instances (want 2): %+v\noutput:\n%s", running, instances, out)
+		}
+
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// On exit the daemon stops its private LXD, and the next run starts it again.
+	stop()
+	c, err := lxd.ConnectLXDUnix(filepath.Join(runDir, "lxd", "unix.socket"), nil)
+	if err == nil {
+		c.Disconnect()
+		t.Fatalf("the private LXD still answers after the daemon stopped:\n%s", daemonLog())
+	}
+}
