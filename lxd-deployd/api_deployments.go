@@ -16,11 +16,10 @@ import (
 
 // deploymentsAPI serves /1.0/deployments.
 type deploymentsAPI struct {
-	db         *db.Cluster
-	lxd        *backend.LXD
-	sockets    governorSockets
-	lifecycle  lifecycle
-	reconciler *reconciler
+	db        *db.Cluster
+	lxd       *backend.LXD
+	sockets   governorSockets
+	lifecycle lifecycle
 
 	// fetcher reaches the template registries the daemon is configured with (nil: none).
 	fetcher templates.Fetcher
@@ -63,7 +62,6 @@ func (a deploymentsAPI) list(r *http.Request) response.Response {
 
 	result := make([]api.Deployment, 0, len(deployments))
 	for _, d := range deployments {
-		d.OrphanedInstances = a.reconciler.orphaned(d.ID)
 		result = append(result, d.Deployment)
 	}
 
@@ -159,7 +157,6 @@ func (a deploymentsAPI) get(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	d.OrphanedInstances = a.reconciler.orphaned(d.ID)
 	return response.SyncResponseETag(d.Deployment, d.Writable())
 }
 

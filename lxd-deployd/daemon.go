@@ -22,6 +22,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
@@ -35,6 +36,7 @@ type config struct {
 	lxdSocket         string
 	clusterAddress    string
 	clusterJoin       []string
+	clusterName       string
 	lxdPollInterval   time.Duration
 	reconcileInterval time.Duration
 	vsockPort         uint32
@@ -60,6 +62,8 @@ type daemon struct {
 	governors  *governor.Listener
 	tokens     *auth.TokenVerifier
 	webhooks   *webhooks.Dispatcher
+	member     string
+	leases     *lease.Manager
 	servers    []*http.Server
 	cancel     context.CancelFunc
 	background sync.WaitGroup
@@ -98,7 +102,13 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 
-	location, _ := os.Hostname()
+	d.member, err = d.registerMember(ctx)
+	if err != nil {
+		return err
+	}
+
+	location := d.member
+	d.leases = lease.NewManager(d.db, d.member, lease.DefaultTTL, d.logger)
 	runCtx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	d.lxd = backend.NewLXD(d.config.lxdSocket, d.logger)
@@ -114,10 +124,8 @@ func (d *daemon) start(ctx context.Context) error {
 	d.webhooks = webhooks.NewDispatcher(d.db, d.db.Address(), d.logger)
 	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, lifecycle{events: d.events, webhooks: d.webhooks}, d.logger, d.db.Address())
 	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
-	d.goBackground(func() { d.webhooks.Run(runCtx) })
-	d.goBackground(func() { metrics.Run(runCtx, time.Second) })
 	d.goBackground(func() { d.lxd.Run(runCtx, d.config.lxdPollInterval) })
-	d.goBackground(func() { d.reconciler.run(runCtx, d.config.reconcileInterval) })
+	d.startLeasedWork(runCtx, metrics)
 
 	handlers := endpoints(d.apis())
 	router := newRouter(handlers, d.authenticate, d.logger, false)
@@ -189,7 +197,7 @@ func (d *daemon) apis() apis {
 			members:         d.db.Members,
 		},
 		certificates: certificatesAPI{db: d.db, serverFingerprint: d.cert.Fingerprint(), addresses: d.addresses},
-		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, reconciler: d.reconciler, fetcher: d.templateFetcher()},
+		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, fetcher: d.templateFetcher()},
 		keys:         keysAPI{db: d.db, lifecycle: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: fleet, lifecycle: l},

@@ -52,6 +52,7 @@ func rootCommand() *cobra.Command {
 	flags.StringVar(&cfg.lxdSocket, "lxd-socket", defaultLXDSocket(), "unix socket of the LXD daemon")
 	flags.StringVar(&cfg.clusterAddress, "cluster-address", "", "host:port for dqlite to listen on, so that other daemons can join (first start only; default: a private local socket)")
 	flags.StringSliceVar(&cfg.clusterJoin, "cluster-join", nil, "dqlite addresses of existing daemons to join on first start")
+	flags.StringVar(&cfg.clusterName, "cluster-name", "", "this member's name in the cluster (default: the host name, or the name its join token gives)")
 	flags.DurationVar(&cfg.lxdPollInterval, "lxd-poll-interval", 5*time.Second, "how often to check the connection to LXD")
 	flags.DurationVar(&cfg.reconcileInterval, "reconcile-interval", time.Minute, "how often to compare instance records with LXD")
 	flags.Uint32Var(&cfg.vsockPort, "vsock-port", 8444, "vsock port for governors in VMs (0 disables)")

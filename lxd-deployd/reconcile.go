@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"sort"
-	"sync"
 	"time"
 
 	lxd "github.com/canonical/lxd/client"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -36,12 +35,20 @@ type reconciler struct {
 	// for a grace period, since their launches may still be running.
 	owner string
 
-	mu      sync.RWMutex
-	orphans map[int64][]string // deployment id -> instance URLs
+	// fence, when set, is called in the transaction recording a pass's findings: it fails
+	// once this member no longer holds the reconcile lease (lease.Check).
+	fence func(ctx context.Context, tx *sql.Tx) error
 }
 
 func newReconciler(cluster *db.Cluster, lxd *backend.LXD, flight *inflight, sockets governorSockets, l lifecycle, logger *slog.Logger, owner string) *reconciler {
-	return &reconciler{db: cluster, lxd: lxd, inflight: flight, sockets: sockets, lifecycle: l, logger: logger, owner: owner, orphans: map[int64][]string{}}
+	return &reconciler{db: cluster, lxd: lxd, inflight: flight, sockets: sockets, lifecycle: l, logger: logger, owner: owner}
+}
+
+// fenced returns a copy of the reconciler whose writes commit only while held is.
+func (rc *reconciler) fenced(held lease.Lease) *reconciler {
+	copied := *rc
+	copied.fence = func(ctx context.Context, tx *sql.Tx) error { return lease.Check(ctx, tx, held) }
+	return &copied
 }
 
 // run reconciles as soon as LXD is reachable, then every interval.
@@ -71,13 +78,6 @@ func (rc *reconciler) run(ctx context.Context, interval time.Duration) {
 		case <-ticker.C:
 		}
 	}
-}
-
-// orphaned returns the orphaned instances last found for a deployment.
-func (rc *reconciler) orphaned(deploymentID int64) []string {
-	rc.mu.RLock()
-	defer rc.mu.RUnlock()
-	return append([]string{}, rc.orphans[deploymentID]...)
 }
 
 // reconcile makes one pass: a single LXD listing per project, compared with the rows.
@@ -151,6 +151,7 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 	}
 
 	orphans := map[int64][]string{}
+	tagged := map[string]lxdapi.Instance{} // instance URL -> instance
 	for key, instance := range live {
 		deployment := instance.Config[backend.ConfigDeployment]
 		if deployment == "" || known[key] || busy[key] {
@@ -164,33 +165,37 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 
 		url := api.InstanceURL(instance.Project, instance.Name)
 		orphans[id] = append(orphans[id], url)
-		if !rc.wasOrphan(id, url) {
-			rc.logger.Warn("orphaned instance: tagged for a deployment but not recorded; not deleting it", "instance", instance.Name, "project", instance.Project, "deployment", deployment)
+		tagged[url] = instance
+	}
+
+	// The list lives in dqlite so that every member answers with it; the write is fenced
+	// by the reconcile lease, so a member that lost it cannot overwrite the new holder's.
+	var added map[int64][]string
+	err = rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if rc.fence != nil {
+			err := rc.fence(ctx, tx)
+			if err != nil {
+				return err
+			}
+		}
+
+		added, err = db.ReplaceOrphans(ctx, tx, orphans, time.Now())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record orphaned instances: %w", err)
+	}
+
+	for id, urls := range added {
+		for _, url := range urls {
+			instance := tagged[url]
+			rc.logger.Warn("orphaned instance: tagged for a deployment but not recorded; not deleting it", "instance", instance.Name, "project", instance.Project, "deployment", instance.Config[backend.ConfigDeployment])
 			rc.lifecycle.emit(internalRequestor("reconcile"), instance.Project, id, lifecycleInstanceOrphaned, url)
 			rc.lifecycle.instanceChanged(ctx, id, lifecycleInstanceOrphaned, instance.Config[backend.ConfigShape], instance.Name)
 		}
 	}
 
-	for id := range orphans {
-		sort.Strings(orphans[id])
-	}
-
-	rc.mu.Lock()
-	rc.orphans = orphans
-	rc.mu.Unlock()
 	return nil
-}
-
-func (rc *reconciler) wasOrphan(id int64, url string) bool {
-	rc.mu.RLock()
-	defer rc.mu.RUnlock()
-	for _, known := range rc.orphans[id] {
-		if known == url {
-			return true
-		}
-	}
-
-	return false
 }
 
 // othersGrace is how long a record another daemon left creating or deleting is assumed to

@@ -115,17 +115,13 @@ func (c *Collector) Run(ctx context.Context, tick time.Duration) {
 	}
 }
 
-// collect sends metrics to the deployments that are due. In a cluster only the dqlite
-// leader collects, so that a governor gets one metrics event per interval.
+// collect sends metrics to the deployments that are due. In a cluster, Run runs on the
+// one member holding the metrics lease, so that a governor gets one metrics event per
+// interval whatever the number of members.
 func (c *Collector) collect(ctx context.Context, now time.Time) error {
-	leader, err := c.db.IsLeader(ctx)
-	if err != nil || !leader {
-		return err
-	}
-
 	var due []db.Deployment
 	instances := map[int64][]db.Instance{}
-	err = c.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := c.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		deployments, err := db.GetDeployments(ctx, tx, db.DeploymentFilter{})
 		if err != nil {
 			return err

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
+)
+
+const (
+	// heartbeatInterval is how often a member records that it is alive.
+	heartbeatInterval = 2 * time.Second
+
+	// offlineAfter is how long without a heartbeat before a member is listed offline.
+	offlineAfter = 4 * heartbeatInterval
+)
+
+// The leases under which background work runs: exactly one member of a cluster does each.
+const (
+	leaseReconcile = "reconcile"
+	leaseMetrics   = "metrics"
+	leaseWebhooks  = "webhooks"
+)
+
+// registerMember records this daemon in the members table under its name, and returns the
+// name. The name comes from --cluster-name (or the join token), then from an earlier
+// start, then from the host name, made unique when several members share a host.
+func (d *daemon) registerMember(ctx context.Context) (string, error) {
+	var name string
+	err := d.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		name = d.config.clusterName
+		if name == "" {
+			existing, err := db.GetMemberByDatabaseAddress(ctx, tx, d.db.Address())
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+
+			if existing != nil {
+				name = existing.Name
+			} else {
+				name, err = defaultMemberName(ctx, tx, d.db.Address())
+				if err != nil {
+					return err
+				}
+			}
+		}
+
+		return db.SaveMember(ctx, tx, db.Member{Name: name, Address: strings.Join(d.addresses(), ","), DatabaseAddress: d.db.Address(), HeartbeatAt: time.Now()})
+	})
+	if err != nil {
+		return "", fmt.Errorf("register cluster member: %w", err)
+	}
+
+	return name, nil
+}
+
+// defaultMemberName is the host name, with a suffix derived from the database address when
+// another member (on the same host) has it already.
+func defaultMemberName(ctx context.Context, tx *sql.Tx, databaseAddress string) (string, error) {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "member"
+	}
+
+	host, _, _ = strings.Cut(host, ".")
+	_, err = db.GetMember(ctx, tx, host)
+	if err != nil {
+		return host, nil
+	}
+
+	sum := sha256.Sum256([]byte(databaseAddress))
+	return host + "-" + hex.EncodeToString(sum[:3]), nil
+}
+
+// heartbeat records every heartbeatInterval that this member is alive, until ctx ends.
+func (d *daemon) heartbeat(ctx context.Context) {
+	ticker := time.NewTicker(heartbeatInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+
+		err := d.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			return db.MemberHeartbeat(ctx, tx, d.db.Address(), time.Now())
+		})
+		if err != nil && ctx.Err() == nil {
+			d.logger.Debug("heartbeat not recorded", "err", err)
+		}
+	}
+}
+
+// startLeasedWork runs the cluster-wide background tasks, each under its lease: whichever
+// member holds it does the work, another takes it over within lease.DefaultTTL when the
+// holder dies, and at once when it stops cleanly (the lease is released).
+func (d *daemon) startLeasedWork(ctx context.Context, metrics *webhooks.Collector) {
+	d.goBackground(func() { d.heartbeat(ctx) })
+	d.goBackground(func() {
+		d.leases.Run(ctx, leaseWebhooks, func(ctx context.Context, _ lease.Lease) { d.webhooks.Run(ctx) })
+	})
+
+	d.goBackground(func() {
+		d.leases.Run(ctx, leaseMetrics, func(ctx context.Context, _ lease.Lease) { metrics.Run(ctx, time.Second) })
+	})
+
+	d.goBackground(func() {
+		d.leases.Run(ctx, leaseReconcile, func(ctx context.Context, held lease.Lease) {
+			d.reconciler.fenced(held).run(ctx, d.config.reconcileInterval)
+		})
+	})
+}
