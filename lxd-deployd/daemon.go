@@ -115,7 +115,7 @@ func (d *daemon) start(ctx context.Context) error {
 	d.events = events.NewServer(d.logger, location)
 	d.ops = operations.NewManager(d.logger, d.events, location)
 	d.inflight = newInflight()
-	d.tokens = auth.NewTokenVerifier()
+	d.tokens = auth.NewSharedTokenVerifier(replayStore{db: d.db})
 	d.governors, err = governor.NewListener(filepath.Join(d.config.dataDir, "governor"))
 	if err != nil {
 		return err
