@@ -92,6 +92,8 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 	options := []app.Option{
 		app.WithAddress(address),
 		app.WithCluster(opts.Cluster),
+		app.WithNetworkLatency(networkLatency),
+		app.WithRolesAdjustmentFrequency(rolesAdjustment),
 		app.WithLogFunc(func(level client.LogLevel, format string, a ...any) {
 			if level >= client.LogWarn {
 				logger.Warn(fmt.Sprintf(format, a...), "component", "dqlite")

@@ -100,14 +100,16 @@ func SaveMember(ctx context.Context, tx *sql.Tx, m Member) error {
 	return nil
 }
 
-// MemberHeartbeat records that the member with this database address is alive at now.
-func MemberHeartbeat(ctx context.Context, tx *sql.Tx, databaseAddress string, now time.Time) error {
-	_, err := tx.ExecContext(ctx, "UPDATE members SET heartbeat_at = ? WHERE database_address = ?", now.UTC(), databaseAddress)
+// MemberHeartbeat records that the member with this database address is alive at now,
+// and reports false when there is no such member (it was removed from the cluster).
+func MemberHeartbeat(ctx context.Context, tx *sql.Tx, databaseAddress string, now time.Time) (bool, error) {
+	result, err := tx.ExecContext(ctx, "UPDATE members SET heartbeat_at = ? WHERE database_address = ?", now.UTC(), databaseAddress)
 	if err != nil {
-		return fmt.Errorf("record heartbeat: %w", err)
+		return false, fmt.Errorf("record heartbeat: %w", err)
 	}
 
-	return nil
+	n, err := result.RowsAffected()
+	return n == 1, err
 }
 
 // DeleteMember forgets a member.

@@ -12,16 +12,19 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
 const (
 	// heartbeatInterval is how often a member records that it is alive.
-	heartbeatInterval = 2 * time.Second
+	heartbeatInterval = time.Second
 
 	// offlineAfter is how long without a heartbeat before a member is listed offline.
-	offlineAfter = 4 * heartbeatInterval
+	offlineAfter = 5 * heartbeatInterval
 )
 
 // The leases under which background work runs: exactly one member of a cluster does each.
@@ -38,7 +41,12 @@ func (d *daemon) registerMember(ctx context.Context) (string, error) {
 	var name string
 	err := d.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		name = d.config.clusterName
-		if name == "" {
+		if name != "" {
+			err := validate.Name("cluster member", name)
+			if err != nil {
+				return err
+			}
+		} else {
 			existing, err := db.GetMemberByDatabaseAddress(ctx, tx, d.db.Address())
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
@@ -72,6 +80,10 @@ func defaultMemberName(ctx context.Context, tx *sql.Tx, databaseAddress string) 
 	}
 
 	host, _, _ = strings.Cut(host, ".")
+	if validate.Name("cluster member", host) != nil {
+		host = "member"
+	}
+
 	_, err = db.GetMember(ctx, tx, host)
 	if err != nil {
 		return host, nil
@@ -92,11 +104,28 @@ func (d *daemon) heartbeat(ctx context.Context) {
 		case <-ticker.C:
 		}
 
+		var member bool
 		err := d.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			return db.MemberHeartbeat(ctx, tx, d.db.Address(), time.Now())
+			var err error
+			member, err = db.MemberHeartbeat(ctx, tx, d.db.Address(), time.Now())
+			return err
 		})
-		if err != nil && ctx.Err() == nil {
-			d.logger.Debug("heartbeat not recorded", "err", err)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.logger.Debug("heartbeat not recorded", "err", err)
+			}
+
+			continue
+		}
+
+		if !member {
+			// Another member removed this one: it has no database to work with any more.
+			d.logger.Error("this member was removed from the cluster: stopping; wipe its data directory before joining it again")
+			if d.quit != nil {
+				d.quit()
+			}
+
+			return
 		}
 	}
 }
@@ -119,4 +148,15 @@ func (d *daemon) startLeasedWork(ctx context.Context, metrics *webhooks.Collecto
 			d.reconciler.fenced(held).run(ctx, d.config.reconcileInterval)
 		})
 	})
+}
+
+// memberCaller is another member calling: it presented the cluster certificate. It acts
+// as an admin, since it forwards requests the receiving member has already authorised.
+func memberCaller(identity *clusterIdentity) *auth.Caller {
+	return &auth.Caller{Protocol: auth.ProtocolTLS, Trusted: true, Fingerprint: identity.fingerprint, CertificateType: api.CertificateTypeClient, Name: "cluster-member"}
+}
+
+// clusterAPI builds the cluster API's handler set.
+func (d *daemon) clusterAPI() clusterAPI {
+	return clusterAPI{db: d.db, member: d.member, identity: d.identity, tokenExpiry: d.config.joinTokenExpiry}
 }

@@ -37,6 +37,8 @@ type config struct {
 	clusterAddress    string
 	clusterJoin       []string
 	clusterName       string
+	clusterJoinToken  string
+	joinTokenExpiry   time.Duration
 	lxdPollInterval   time.Duration
 	reconcileInterval time.Duration
 	vsockPort         uint32
@@ -63,10 +65,14 @@ type daemon struct {
 	tokens     *auth.TokenVerifier
 	webhooks   *webhooks.Dispatcher
 	member     string
+	identity   *clusterIdentity
 	leases     *lease.Manager
 	servers    []*http.Server
 	cancel     context.CancelFunc
 	background sync.WaitGroup
+
+	// quit stops the daemon as SIGTERM would (a member removed from the cluster).
+	quit context.CancelFunc
 }
 
 type listenerKey struct{}
@@ -87,9 +93,21 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 
+	err = joinWithToken(ctx, &d.config)
+	if err != nil {
+		return err
+	}
+
 	clusterTLS, err := clusterCertificate(d.config)
 	if err != nil {
 		return err
+	}
+
+	if clusterTLS != nil {
+		d.identity, err = loadClusterIdentity(d.config.dataDir)
+		if err != nil {
+			return err
+		}
 	}
 
 	d.db, err = db.Open(ctx, filepath.Join(d.config.dataDir, "database"), db.Options{
@@ -127,7 +145,7 @@ func (d *daemon) start(ctx context.Context) error {
 	d.goBackground(func() { d.lxd.Run(runCtx, d.config.lxdPollInterval) })
 	d.startLeasedWork(runCtx, metrics)
 
-	handlers := endpoints(d.apis())
+	handlers := append(endpoints(d.apis()), clusterEndpoints(d.clusterAPI())...)
 	router := newRouter(handlers, d.authenticate, d.logger, false)
 
 	unixListener, err := listenUnix(filepath.Join(d.config.dataDir, "unix.socket"))
@@ -272,6 +290,10 @@ func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 			return &auth.Caller{Protocol: auth.ProtocolTLS}, nil
 		}
 
+		if d.identity.isMember(r.TLS.PeerCertificates, time.Now()) {
+			return memberCaller(d.identity), nil
+		}
+
 		var trusted []auth.TrustedCertificate
 		err := d.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 			certs, err := db.GetCertificates(ctx, tx)
@@ -301,6 +323,8 @@ func (d *daemon) tlsConfig() *tls.Config {
 		MinVersion:   tls.VersionTLS13,
 		ClientAuth:   tls.RequestClientCert,
 		Certificates: []tls.Certificate{d.cert.KeyPair()},
+		// Members and joining daemons ask for the cluster's name and get its certificate.
+		GetCertificate: d.identity.serverCertificate,
 	}
 }
 
