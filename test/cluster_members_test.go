@@ -81,7 +81,6 @@ func TestClusterMembers(t *testing.T) {
 	late, err := m1.Unix(t).CreateClusterJoinToken("late")
 	must(t, err)
 	issued := time.Now()
-	_, _ = late, issued
 
 	m2 := startMember(t, m1, "m2", private.Socket)
 	token3, err := m1.Unix(t).CreateClusterJoinToken("m3")
@@ -96,5 +95,75 @@ func TestClusterMembers(t *testing.T) {
 
 	// Three voters as soon as three members are up.
 	waitMembers(t, m3, map[string]string{"m1": "voter/Online", "m2": "voter/Online", "m3": "voter/Online"})
-	_ = m2
+	list := newCLIUser(t, m2).run("", "cluster", "list", "--format", "csv")
+	if list.code != 0 || !contains(list.stdout, "m1,", "m2,", "m3,", "voter") {
+		t.Fatalf("lxd-deploy cluster list: %+v", list)
+	}
+
+	// With three members, metrics go out once per interval and each event once.
+	hook := newReceiver(t)
+	must(t, m2.Unix(t).CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}, DeploymentPut: api.DeploymentPut{GovernorWebhookURL: hook.server.URL, Config: map[string]string{"webhook.metrics_interval": "1s"}}}))
+	secret, err := m3.Unix(t).GetWebhookSecret("dep1", false)
+	must(t, err)
+	hook.set(secret, 0)
+	pings := map[string]bool{}
+	for _, m := range []*daemon{m1, m2, m3} {
+		id, err := m.Unix(t).PingWebhook("dep1")
+		must(t, err)
+		pings[id] = true
+	}
+
+	hook.waitFor("metrics", 20*time.Second, func(e api.WebhookEvent) bool { return e.Type == "metrics" })
+	time.Sleep(5 * time.Second)
+	hook.mu.Lock()
+	metrics := map[int64]int{} // second -> events
+	for _, e := range hook.events {
+		if e.Type == "metrics" {
+			metrics[e.Timestamp.Unix()]++
+		}
+
+		delete(pings, e.ID)
+	}
+
+	attempts, unique := hook.attempts, len(hook.events)
+	hook.mu.Unlock()
+	for second, n := range metrics {
+		if n > 1 {
+			t.Fatalf("%d metrics events in second %d: each member runs its own rounds (%v)", n, second, metrics)
+		}
+	}
+
+	if len(metrics) < 3 || len(pings) != 0 || attempts != unique {
+		t.Fatalf("metrics seconds %v, pings not delivered %v, %d attempts for %d events", metrics, pings, attempts, unique)
+	}
+
+	// A token is good once and for a limited time.
+	time.Sleep(time.Until(issued.Add(9 * time.Second)))
+	if out := joinOutput(t, late.Token); !strings.Contains(out, "expired") {
+		t.Fatalf("an expired token: %s", out)
+	}
+
+	// A dead member is removed with --force once it is seen offline; two members remain
+	// and keep a working database.
+	m3.Kill(t)
+	waitMembers(t, m1, map[string]string{"m1": "voter/Online", "m2": "voter/Online", "m3": "voter/Offline"})
+	err = m1.Unix(t).DeleteClusterMember("m3", false)
+	expectCode(t, err, 409, "removing an offline member without force")
+	remove := newCLIUser(t, m1).run("", "cluster", "remove", "m3", "--force")
+	if remove.code != 0 {
+		t.Fatalf("lxd-deploy cluster remove --force: %+v", remove)
+	}
+
+	waitMembers(t, m2, map[string]string{"m1": "voter/Online", "m2": "voter/Online"})
+	must(t, m2.Unix(t).CreateDeploymentShape("dep1", webShape("after-force", 0, 1)))
+
+	// A live member is removed cleanly: it hands its role over and stops by itself.
+	m4 := startMember(t, m1, "m4", private.Socket)
+	waitMembers(t, m4, map[string]string{"m1": "voter/Online", "m2": "voter/Online", "m4": "voter/Online"})
+	must(t, m4.Unix(t).DeleteClusterMember("m2", false))
+	waitExit(t, m2, 30*time.Second)
+	waitMembers(t, m1, map[string]string{"m1": "voter/Online", "m4": "voter/Online"})
+	must(t, m1.Unix(t).CreateDeploymentShape("dep1", webShape("after-clean", 0, 1)))
+	_, _, err = m4.Unix(t).GetDeploymentShape("dep1", "after-force")
+	must(t, err)
 }
