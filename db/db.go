@@ -199,7 +199,7 @@ func (c *Cluster) Transaction(ctx context.Context, f func(ctx context.Context, t
 	var err error
 	for attempt := 0; attempt < 10; attempt++ {
 		err = c.transaction(ctx, f)
-		if err == nil || !isRetryable(err) {
+		if err == nil || !(isRetryable(err) || isLostBeforeCommit(err)) {
 			break
 		}
 
@@ -210,7 +210,7 @@ func (c *Cluster) Transaction(ctx context.Context, f func(ctx context.Context, t
 		}
 	}
 
-	return mapConstraintError(err)
+	return mapConstraintError(mapLostCommit(err))
 }
 
 func (c *Cluster) transaction(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error) error {
@@ -227,7 +227,7 @@ func (c *Cluster) transaction(ctx context.Context, f func(ctx context.Context, t
 
 	err = tx.Commit()
 	if err != nil {
-		return fmt.Errorf("commit transaction: %w", err)
+		return fmt.Errorf("commit transaction: %w", commitError{err})
 	}
 
 	return nil

@@ -10,13 +10,13 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 )
 
-// Raft timing. dqlite derives its heartbeat (15x) and election (150x) timeouts from the
-// network latency: 5 ms gives 75 ms heartbeats and a 750 ms election timeout, randomised
-// by raft up to 1.5 s, instead of the 3-6 s defaults that made a leader's death stall
-// writes for over 6 s. Loopback and LAN round trips are well under 5 ms; a slower network
-// (or a member starved of CPU for longer than the election timeout) sees needless
-// elections, which cost a short stall but lose nothing.
-const networkLatency = 5 * time.Millisecond
+// Raft timing. dqlite derives its heartbeat and election timeouts from the network
+// latency; its default election timeout (3 s, randomised up to 6 s) made a leader's death
+// stall writes for over 6 s. At 20 ms a SIGKILLed leader stalls writes about 0.7 s on
+// loopback (`make bench`, BenchmarkLeaderLoss). Lower values shorten that further but let
+// a member starved of CPU for a few hundred milliseconds trigger needless elections, each
+// a short stall that loses nothing.
+const networkLatency = 20 * time.Millisecond
 
 // rolesAdjustment is how often the dqlite leader checks that there are 3 voters when 3
 // members are online, promoting a spare or stand-by to replace a voter that went away.
