@@ -48,6 +48,9 @@ type Options struct {
 type Cluster struct {
 	app *app.App
 	db  *sql.DB
+
+	// markCommits is set once the schema has the commit_markers table (retry.go).
+	markCommits bool
 }
 
 // Open starts (or joins) the dqlite node whose data lives in dir, waits for it to be ready
@@ -66,6 +69,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("update database schema: %w", err)
 	}
 
+	c.markCommits = true
 	return c, nil
 }
 
@@ -199,6 +203,11 @@ func (c *Cluster) Transaction(ctx context.Context, f func(ctx context.Context, t
 	var err error
 	for attempt := 0; attempt < 10; attempt++ {
 		err = c.transaction(ctx, f)
+		if err != nil && isLostCommit(err) {
+			// The leader went away during COMMIT: read back whether it applied.
+			err = c.resolveLostCommit(ctx, err)
+		}
+
 		if err == nil || !(isRetryable(err) || isLostBeforeCommit(err)) {
 			break
 		}
@@ -219,7 +228,22 @@ func (c *Cluster) transaction(ctx context.Context, f func(ctx context.Context, t
 		return fmt.Errorf("begin transaction: %w", err)
 	}
 
+	before := int64(-1)
+	if c.markCommits {
+		err = tx.QueryRowContext(ctx, "SELECT total_changes()").Scan(&before)
+		if err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("begin transaction: %w", err)
+		}
+	}
+
 	err = f(ctx, tx)
+	if err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+
+	marker, err := markCommit(ctx, tx, before)
 	if err != nil {
 		_ = tx.Rollback()
 		return err
@@ -227,7 +251,7 @@ func (c *Cluster) transaction(ctx context.Context, f func(ctx context.Context, t
 
 	err = tx.Commit()
 	if err != nil {
-		return fmt.Errorf("commit transaction: %w", commitError{err})
+		return fmt.Errorf("commit transaction: %w", commitError{err: err, marker: marker})
 	}
 
 	return nil

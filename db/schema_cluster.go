@@ -15,7 +15,9 @@ import (
 //     the member running reconcile, readable from every member;
 //   - used_jtis: governor JWT ids seen until they expire, so a token replays on no member;
 //   - operations: every member's background operations, so any member can list them and
-//     forward to the member that runs one.
+//     forward to the member that runs one;
+//   - commit_markers: one row written by each transaction that changes something, so that
+//     when the leader dies during COMMIT the outcome can be read back instead of guessed.
 func updateAddClusterState(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `
 CREATE TABLE leases (
@@ -83,6 +85,15 @@ CREATE TABLE operations (
 );
 
 CREATE INDEX operations_updated_at_idx ON operations (updated_at);
+
+CREATE TABLE commit_markers (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    marker     TEXT NOT NULL,
+    created_at DATETIME NOT NULL,
+    UNIQUE (marker)
+);
+
+CREATE INDEX commit_markers_created_at_idx ON commit_markers (created_at);
 `)
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -27,6 +28,9 @@ type clusterAPI struct {
 
 	// tokenExpiry is how long a join token can be used.
 	tokenExpiry time.Duration
+
+	// events are this member's own events, streamed to the other members.
+	events *events.Server
 }
 
 // clusterEndpoints are the routes of the cluster API.
@@ -51,6 +55,10 @@ func clusterEndpoints(a clusterAPI) []endpoint {
 			path:   "/1.0/cluster/members/{member}",
 			get:    with(admin, a.getMember),
 			delete: with(admin, a.deleteMember),
+		},
+		{
+			path: memberEventsPath,
+			get:  action{handler: a.memberEvents, access: a.allowMember},
 		},
 		{
 			// Public: a new member has no trusted certificate yet; the join token's secret

@@ -97,6 +97,7 @@ func defaultMemberName(ctx context.Context, tx *sql.Tx, databaseAddress string) 
 func (d *daemon) heartbeat(ctx context.Context) {
 	ticker := time.NewTicker(heartbeatInterval)
 	defer ticker.Stop()
+	beats := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -104,11 +105,17 @@ func (d *daemon) heartbeat(ctx context.Context) {
 		case <-ticker.C:
 		}
 
+		beats++
 		var member bool
 		err := d.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			var err error
 			member, err = db.MemberHeartbeat(ctx, tx, d.db.Address(), time.Now())
-			return err
+			if err != nil || beats%60 != 0 {
+				return err
+			}
+
+			// Commit markers only matter for the seconds after a leader's death.
+			return db.PruneCommitMarkers(ctx, tx, time.Now().Add(-10*time.Minute))
 		})
 		if err != nil {
 			if ctx.Err() == nil {
@@ -135,6 +142,10 @@ func (d *daemon) heartbeat(ctx context.Context) {
 // holder dies, and at once when it stops cleanly (the lease is released).
 func (d *daemon) startLeasedWork(ctx context.Context, metrics *webhooks.Collector) {
 	d.goBackground(func() { d.heartbeat(ctx) })
+	if d.identity != nil {
+		d.goBackground(func() { d.relayEvents(ctx) })
+	}
+
 	d.goBackground(func() {
 		d.leases.Run(ctx, leaseWebhooks, func(ctx context.Context, _ lease.Lease) { d.webhooks.Run(ctx) })
 	})
@@ -158,5 +169,17 @@ func memberCaller(identity *clusterIdentity) *auth.Caller {
 
 // clusterAPI builds the cluster API's handler set.
 func (d *daemon) clusterAPI() clusterAPI {
-	return clusterAPI{db: d.db, member: d.member, identity: d.identity, tokenExpiry: d.config.joinTokenExpiry}
+	return clusterAPI{db: d.db, member: d.member, identity: d.identity, tokenExpiry: d.config.joinTokenExpiry, events: d.events}
+}
+
+// shareOperations records this member's operations in dqlite and settles the ones it left
+// running before a restart.
+func (d *daemon) shareOperations(ctx context.Context) error {
+	d.ops.SetRecorder(operationRecorder{db: d.db, member: d.member})
+	return d.clusterOps().settle(ctx)
+}
+
+// clusterOps answers for other members' operations.
+func (d *daemon) clusterOps() *clusterOperations {
+	return &clusterOperations{db: d.db, member: d.member, identity: d.identity}
 }

@@ -132,6 +132,10 @@ func (d *daemon) start(ctx context.Context) error {
 	d.lxd = backend.NewLXD(d.config.lxdSocket, d.logger)
 	d.events = events.NewServer(d.logger, location)
 	d.ops = operations.NewManager(d.logger, d.events, location)
+	err = d.shareOperations(ctx)
+	if err != nil {
+		return err
+	}
 	d.inflight = newInflight()
 	d.tokens = auth.NewSharedTokenVerifier(replayStore{db: d.db})
 	d.governors, err = governor.NewListener(filepath.Join(d.config.dataDir, "governor"))
@@ -219,7 +223,7 @@ func (d *daemon) apis() apis {
 		keys:         keysAPI{db: d.db, lifecycle: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: fleet, lifecycle: l},
-		operations:   operationsAPI{ops: d.ops, events: d.events, access: access},
+		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks},
 		access:       access,
 	}

@@ -16,7 +16,7 @@ import (
 // Event is an LXD event plus the deployment it concerns (0: server-wide, admins only).
 type Event struct {
 	lxdapi.Event
-	DeploymentID int64
+	DeploymentID int64 `json:"deployment_id"`
 }
 
 // Filter decides whether a listener may see events of a deployment.
@@ -50,6 +50,10 @@ type listener struct {
 	project string // empty: every project
 	allowed Filter
 	queue   chan Event
+
+	// member is another member of the cluster relaying this member's own events: it gets
+	// no relayed event back, so events never loop between members.
+	member bool
 }
 
 // Send delivers an event to every listener that wants its type and may see it. A listener
@@ -72,10 +76,21 @@ func (s *Server) Send(eventType string, project string, deploymentID int64, meta
 		DeploymentID: deploymentID,
 	}
 
+	s.deliver(event, false)
+}
+
+// Relay delivers an event another member sent (its Location names that member) to this
+// member's listeners, except the members relaying from here.
+func (s *Server) Relay(event Event) {
+	s.deliver(event, true)
+}
+
+func (s *Server) deliver(event Event, relayed bool) {
+	eventType, project := event.Type, event.Project
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for l := range s.listeners {
-		if !l.types[eventType] || (l.project != "" && project != "" && l.project != project) {
+		if (relayed && l.member) || !l.types[eventType] || (l.project != "" && project != "" && l.project != project) {
 			continue
 		}
 
@@ -106,13 +121,6 @@ var upgrader = websocket.Upgrader{
 // Serve upgrades the request to a websocket and streams the events of the given types
 // (every type when empty) that allowed lets through, until the client goes away.
 func (s *Server) Serve(w http.ResponseWriter, r *http.Request, types []string, project string, allowed Filter) error {
-	conn, err := upgrader.Upgrade(w, r, nil)
-	if err != nil {
-		return err
-	}
-
-	defer func() { _ = conn.Close() }()
-
 	l := &listener{types: map[string]bool{}, project: project, allowed: allowed, queue: make(chan Event, 1024)}
 	if len(types) == 0 {
 		types = []string{lxdapi.EventTypeOperation, lxdapi.EventTypeLifecycle}
@@ -121,6 +129,30 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, types []string, p
 	for _, t := range types {
 		l.types[t] = true
 	}
+
+	return s.serve(w, r, l, func(e Event) any { return e.Event })
+}
+
+// ServeMember streams this member's own events, every type and project, with the
+// deployment each concerns, to another member that relays them to its listeners.
+func (s *Server) ServeMember(w http.ResponseWriter, r *http.Request) error {
+	l := &listener{
+		types:   map[string]bool{lxdapi.EventTypeOperation: true, lxdapi.EventTypeLifecycle: true},
+		allowed: func(int64) bool { return true },
+		queue:   make(chan Event, 1024),
+		member:  true,
+	}
+
+	return s.serve(w, r, l, func(e Event) any { return e })
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, l *listener, encode func(Event) any) error {
+	conn, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return err
+	}
+
+	defer func() { _ = conn.Close() }()
 
 	s.mu.Lock()
 	s.listeners[l] = struct{}{}
@@ -164,7 +196,7 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, types []string, p
 			}
 
 			_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
-			err = conn.WriteJSON(event.Event)
+			err = conn.WriteJSON(encode(event))
 			if err != nil {
 				return nil
 			}
