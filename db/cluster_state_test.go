@@ -51,7 +51,9 @@ func TestLostCommitIsReadBack(t *testing.T) {
 		}
 	}
 
-	tx(t, c, func(ctx context.Context, tx *sql.Tx) error { return PruneCommitMarkers(ctx, tx, time.Now().Add(time.Minute)) })
+	tx(t, c, func(ctx context.Context, tx *sql.Tx) error {
+		return PruneCommitMarkers(ctx, tx, time.Now().Add(time.Minute))
+	})
 	if err := c.resolveLostCommit(ctx, lost(marker)); !isLostBeforeCommit(err) {
 		t.Fatalf("a pruned marker reads as not applied, got %v", err)
 	}
