@@ -169,23 +169,6 @@ func (c *Cluster) Members(ctx context.Context) (int, error) {
 	return len(nodes), err
 }
 
-// IsLeader reports whether this node is the dqlite leader. Work that one daemon of a cluster
-// should do (metrics rounds) runs on the leader.
-func (c *Cluster) IsLeader(ctx context.Context) (bool, error) {
-	cli, err := c.app.Client(ctx)
-	if err != nil {
-		return false, err
-	}
-
-	defer func() { _ = cli.Close() }()
-	leader, err := cli.Leader(ctx)
-	if err != nil || leader == nil {
-		return false, err
-	}
-
-	return leader.Address == c.app.Address(), nil
-}
-
 // Close hands leadership over to another member if there is one, then stops the node.
 func (c *Cluster) Close(ctx context.Context) error {
 	handoverCtx, cancel := context.WithTimeout(ctx, 10*time.Second)

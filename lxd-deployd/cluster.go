@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -62,13 +63,36 @@ func (d *daemon) registerMember(ctx context.Context) (string, error) {
 			}
 		}
 
-		return db.SaveMember(ctx, tx, db.Member{Name: name, Address: strings.Join(d.addresses(), ","), DatabaseAddress: d.db.Address(), HeartbeatAt: time.Now()})
+		return db.SaveMember(ctx, tx, db.Member{Name: name, Address: strings.Join(d.memberAddresses(), ","), DatabaseAddress: d.db.Address(), HeartbeatAt: time.Now()})
 	})
 	if err != nil {
 		return "", fmt.Errorf("register cluster member: %w", err)
 	}
 
 	return name, nil
+}
+
+// memberAddresses are the HTTPS addresses other members (and joining daemons) use to reach
+// this one, first the one to try. A wildcard --https-address is reached on the host of
+// --cluster-address, which the other members reach already for the database; a loopback
+// address (of a wildcard's expansion) would make them talk to themselves.
+func (d *daemon) memberAddresses() []string {
+	host, port, err := net.SplitHostPort(d.config.httpsAddress)
+	if err != nil || d.config.httpsAddress == "" {
+		return d.addresses()
+	}
+
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	if host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return []string{d.config.httpsAddress}
+	}
+
+	databaseHost, _, err := net.SplitHostPort(d.db.Address())
+	if err != nil {
+		return d.addresses() // a single node on a unix socket: nobody dials it
+	}
+
+	return []string{net.JoinHostPort(databaseHost, port)}
 }
 
 // defaultMemberName is the host name, with a suffix derived from the database address when
