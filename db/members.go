@@ -11,18 +11,19 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 )
 
-// Member is a daemon of the cluster: its name, HTTPS API address, dqlite address and the
-// last time it said it was alive.
+// Member is a daemon of the cluster: its name, HTTPS API address, dqlite address, when its
+// process started and the last time it said it was alive.
 type Member struct {
 	Name            string
 	Address         string
 	DatabaseAddress string
+	StartedAt       time.Time
 	HeartbeatAt     time.Time
 }
 
 // GetMembers returns every member, ordered by name.
 func GetMembers(ctx context.Context, tx *sql.Tx) ([]Member, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT name, address, database_address, heartbeat_at FROM members ORDER BY name")
+	rows, err := tx.QueryContext(ctx, "SELECT name, address, database_address, started_at, heartbeat_at FROM members ORDER BY name")
 	if err != nil {
 		return nil, fmt.Errorf("read members: %w", err)
 	}
@@ -31,7 +32,7 @@ func GetMembers(ctx context.Context, tx *sql.Tx) ([]Member, error) {
 	members := []Member{}
 	for rows.Next() {
 		var m Member
-		err = rows.Scan(&m.Name, &m.Address, &m.DatabaseAddress, &m.HeartbeatAt)
+		err = rows.Scan(&m.Name, &m.Address, &m.DatabaseAddress, &m.StartedAt, &m.HeartbeatAt)
 		if err != nil {
 			return nil, fmt.Errorf("read members: %w", err)
 		}
@@ -45,7 +46,7 @@ func GetMembers(ctx context.Context, tx *sql.Tx) ([]Member, error) {
 // GetMember returns the member called name, or a 404 that names it.
 func GetMember(ctx context.Context, tx *sql.Tx, name string) (*Member, error) {
 	m := Member{Name: name}
-	err := tx.QueryRowContext(ctx, "SELECT address, database_address, heartbeat_at FROM members WHERE name = ?", name).Scan(&m.Address, &m.DatabaseAddress, &m.HeartbeatAt)
+	err := tx.QueryRowContext(ctx, "SELECT address, database_address, started_at, heartbeat_at FROM members WHERE name = ?", name).Scan(&m.Address, &m.DatabaseAddress, &m.StartedAt, &m.HeartbeatAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, lxdapi.StatusErrorf(http.StatusNotFound, "cluster member %q not found: `lxd-deploy cluster list` shows the members", name)
 	}
@@ -61,7 +62,7 @@ func GetMember(ctx context.Context, tx *sql.Tx, name string) (*Member, error) {
 // sql.ErrNoRows.
 func GetMemberByDatabaseAddress(ctx context.Context, tx *sql.Tx, address string) (*Member, error) {
 	m := Member{DatabaseAddress: address}
-	err := tx.QueryRowContext(ctx, "SELECT name, address, heartbeat_at FROM members WHERE database_address = ?", address).Scan(&m.Name, &m.Address, &m.HeartbeatAt)
+	err := tx.QueryRowContext(ctx, "SELECT name, address, started_at, heartbeat_at FROM members WHERE database_address = ?", address).Scan(&m.Name, &m.Address, &m.StartedAt, &m.HeartbeatAt)
 	if err != nil {
 		return nil, err
 	}
@@ -69,8 +70,8 @@ func GetMemberByDatabaseAddress(ctx context.Context, tx *sql.Tx, address string)
 	return &m, nil
 }
 
-// SaveMember records a member, or updates the one with the same database address (a
-// restart with a new HTTPS address). A name taken by another member is a 409.
+// SaveMember records a member as it starts, or updates the one with the same database
+// address (a restart). A name taken by another member is a 409.
 func SaveMember(ctx context.Context, tx *sql.Tx, m Member) error {
 	var other string
 	err := tx.QueryRowContext(ctx, "SELECT database_address FROM members WHERE name = ?", m.Name).Scan(&other)
@@ -82,7 +83,7 @@ func SaveMember(ctx context.Context, tx *sql.Tx, m Member) error {
 		return fmt.Errorf("read member %q: %w", m.Name, err)
 	}
 
-	result, err := tx.ExecContext(ctx, "UPDATE members SET name = ?, address = ?, heartbeat_at = ? WHERE database_address = ?", m.Name, m.Address, m.HeartbeatAt.UTC(), m.DatabaseAddress)
+	result, err := tx.ExecContext(ctx, "UPDATE members SET name = ?, address = ?, started_at = ?, heartbeat_at = ? WHERE database_address = ?", m.Name, m.Address, m.StartedAt.UTC(), m.HeartbeatAt.UTC(), m.DatabaseAddress)
 	if err != nil {
 		return fmt.Errorf("record member %q: %w", m.Name, err)
 	}
@@ -92,7 +93,7 @@ func SaveMember(ctx context.Context, tx *sql.Tx, m Member) error {
 		return err
 	}
 
-	_, err = tx.ExecContext(ctx, "INSERT INTO members (name, address, database_address, heartbeat_at) VALUES (?, ?, ?, ?)", m.Name, m.Address, m.DatabaseAddress, m.HeartbeatAt.UTC())
+	_, err = tx.ExecContext(ctx, "INSERT INTO members (name, address, database_address, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)", m.Name, m.Address, m.DatabaseAddress, m.StartedAt.UTC(), m.HeartbeatAt.UTC())
 	if err != nil {
 		return fmt.Errorf("record member %q: %w", m.Name, err)
 	}

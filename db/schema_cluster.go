@@ -9,7 +9,8 @@ import (
 // every member of a cluster sees the same world:
 //   - leases: one owner per background task (reconcile, metrics, webhooks, rollouts...),
 //     with a fencing token that grows each time the lease changes hands;
-//   - members: each daemon's name, API and database addresses and last heartbeat;
+//   - members: each daemon's name, API and database addresses, when its process started
+//     and its last heartbeat;
 //   - cluster_join_tokens: one-time secrets (stored hashed) for `lxd-deploy cluster add`;
 //   - orphans: instances tagged as a deployment's that it has no record of, as found by
 //     the member running reconcile, readable from every member;
@@ -34,6 +35,7 @@ CREATE TABLE members (
     name             TEXT NOT NULL,
     address          TEXT NOT NULL DEFAULT '',
     database_address TEXT NOT NULL,
+    started_at       DATETIME NOT NULL,
     heartbeat_at     DATETIME NOT NULL,
     UNIQUE (name),
     UNIQUE (database_address)

@@ -27,7 +27,7 @@ func newClusterTestAPI(t *testing.T, clustered bool) (*testAPI, *clusterIdentity
 
 	t.Cleanup(func() { _ = cluster.Close(context.Background()) })
 	err = cluster.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
-		return db.SaveMember(ctx, tx, db.Member{Name: "m1", Address: "127.0.0.1:8444", DatabaseAddress: cluster.Address(), HeartbeatAt: time.Now()})
+		return db.SaveMember(ctx, tx, db.Member{Name: "m1", Address: "127.0.0.1:8444", DatabaseAddress: cluster.Address(), StartedAt: time.Now(), HeartbeatAt: time.Now()})
 	})
 	if err != nil {
 		t.Fatal(err)

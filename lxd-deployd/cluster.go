@@ -63,7 +63,7 @@ func (d *daemon) registerMember(ctx context.Context) (string, error) {
 			}
 		}
 
-		return db.SaveMember(ctx, tx, db.Member{Name: name, Address: strings.Join(d.memberAddresses(), ","), DatabaseAddress: d.db.Address(), HeartbeatAt: time.Now()})
+		return db.SaveMember(ctx, tx, db.Member{Name: name, Address: strings.Join(d.memberAddresses(), ","), DatabaseAddress: d.db.Address(), StartedAt: time.Now(), HeartbeatAt: time.Now()})
 	})
 	if err != nil {
 		return "", fmt.Errorf("register cluster member: %w", err)

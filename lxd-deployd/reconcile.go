@@ -89,6 +89,7 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 
 	var rows []db.Instance
 	var projects []string
+	var members []db.Member
 	deployments := map[string]int64{} // project/name -> id
 	err = rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
@@ -103,6 +104,11 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 
 		for _, d := range all {
 			deployments[d.Project+"/"+d.Name] = d.ID
+		}
+
+		members, err = db.GetMembers(ctx, tx)
+		if err != nil {
+			return err
 		}
 
 		projects, err = db.GetProjects(ctx, tx)
@@ -139,7 +145,7 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 	for _, row := range rows {
 		key := row.Project + "/" + row.Name
 		known[key] = true
-		if rc.inflight.has(row.Project, row.Name) || busy[key] || rc.othersInFlux(row) {
+		if rc.inflight.has(row.Project, row.Name) || busy[key] || othersInFlux(row, rc.owner, members, time.Now()) {
 			continue
 		}
 
@@ -202,11 +208,24 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 // be that daemon's work in progress.
 const othersGrace = 10 * time.Minute
 
-// othersInFlux reports whether a record is another daemon's launch or delete that may
-// still be running: only the daemon that changed it repairs it at once (after its crash).
-func (rc *reconciler) othersInFlux(row db.Instance) bool {
+// othersInFlux reports whether a record is another member's launch or delete that may
+// still be running: the member that changed it (owner) is online and has not restarted
+// since, within the grace period. A dead or restarted member's work died with its process,
+// so its records are repaired at once by whichever member reconciles.
+func othersInFlux(row db.Instance, owner string, members []db.Member, now time.Time) bool {
 	inFlux := row.State == db.InstanceCreating || row.State == db.InstanceDeleting
-	return inFlux && row.Owner != rc.owner && time.Since(row.StateChangedAt) < othersGrace
+	if !inFlux || row.Owner == owner || now.Sub(row.StateChangedAt) >= othersGrace {
+		return false
+	}
+
+	for _, m := range members {
+		if m.DatabaseAddress == row.Owner {
+			return now.Sub(m.HeartbeatAt) < offlineAfter && !m.StartedAt.After(row.StateChangedAt)
+		}
+	}
+
+	// No member by that address: it was removed from the cluster, and stopped.
+	return false
 }
 
 // repair fixes one row that no operation of this daemon is working on. Every write is a
