@@ -164,7 +164,19 @@ func TestClusterMembers(t *testing.T) {
 	must(t, m2.Unix(t).CreateDeploymentShape("dep1", webShape("after-force", 0, 1)))
 
 	// A live member is removed cleanly: it hands its role over and stops by itself.
-	m4 := startMember(t, m1, "m4", private.Socket)
+	cli := newCLIUser(t, m1)
+	add := cli.run("", "cluster", "add", "m4")
+	lines := strings.Split(strings.TrimSpace(add.stdout), "\n")
+	if add.code != 0 || len(lines) != 2 || !strings.Contains(lines[0], "m4 join token") {
+		t.Fatalf("lxd-deploy cluster add: %+v", add)
+	}
+
+	m4 := startDaemon(t, daemonOptions{LXDSocket: private.Socket, ExtraArgs: []string{"--cluster-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cluster-join-token", lines[1]}})
+	show := cli.run("", "cluster", "show", "m4")
+	if show.code != 0 || !contains(show.stdout, "server_name: m4", "database_address: 127.0.0.1:") {
+		t.Fatalf("lxd-deploy cluster show: %+v", show)
+	}
+
 	waitMembers(t, m4, map[string]string{"m1": "voter/Online", "m2": "voter/Online", "m4": "voter/Online"})
 	must(t, m4.Unix(t).CreateDeploymentShape("dep1", webShape("on-m4", 0, 1)))
 	must(t, m4.Unix(t).DeleteClusterMember("m2", false))
