@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -21,7 +22,8 @@ import (
 // m1 is waited on through m2 with LXD's Go client and shows in m3's /1.0/events. Then,
 // under continuous writes against m2 and governor launches against m2 and m3, m1 (the
 // database leader) is SIGKILLed: every acknowledged write and launch is there afterwards,
-// the shape's bound held, LXD and the records agree; m1 restarts and catches up.
+// the shape's bound held, LXD and the records agree; m1 restarts and catches up. A
+// governor token used through m1 is refused through m2.
 func TestClusterFailover(t *testing.T) {
 	const max = 5
 	private := lxdtest.Shared(t)
@@ -97,6 +99,8 @@ func TestClusterFailover(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
+	replayAcrossMembers(t, env, m1, m2)
+
 	// Writes against m2, launches against m2 and m3 (more than the bound allows), and the
 	// leader dies in the middle.
 	load := startWrites(t, m2, "w")
@@ -171,6 +175,48 @@ func TestClusterFailover(t *testing.T) {
 	if got := instanceNames(t, m1.Unix(t)); strings.Join(got, ",") != strings.Join(rows, ",") {
 		t.Fatalf("restarted m1 sees instances %v, the others %v", got, rows)
 	}
+}
+
+// replayAcrossMembers launches an instance with a governor socket through m1 and has m2
+// serve a socket for it too (members re-create the sockets of every such instance when
+// they start): a governor token used through m1 is refused through m2.
+func replayAcrossMembers(t *testing.T, env *governorEnv, m1 *daemon, m2 *daemon) {
+	t.Helper()
+	must(t, env.admin.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep2"}}))
+	gov := webShape("gov", 0, 1)
+	gov.Config = map[string]string{"governor.socket": "true"}
+	must(t, env.admin.CreateDeploymentShape("dep2", gov))
+	id := newIdentity(t)
+	trustIdentity(t, env.admin, id, "replay-cert", "deployments")
+	must(t, env.admin.CreateDeploymentKey("dep2", api.DeploymentKeysPost{DeploymentKeyPost: api.DeploymentKeyPost{Name: "gov"}, DeploymentKeyPut: api.DeploymentKeyPut{Role: "read-only"}, CertificateFingerprint: id.Fingerprint}))
+	name := env.name("gov")
+	op, err := env.admin.CreateDeploymentShapeInstance("dep2", "gov", name)
+	must(t, err)
+	must(t, op.Wait(t.Context()))
+	m2.Restart(t)
+
+	signer, err := client.NewTokenSigner(id.CertPEM, id.KeyPEM, api.DefaultProject, "dep2", name)
+	must(t, err)
+	token, err := signer.Token()
+	must(t, err)
+	source := func() (string, error) { return token, nil }
+	viaM1, err := client.ConnectUnix(filepath.Join(m1.DataDir, "governor", name+".sock"), &client.ConnectionArgs{TokenSource: source})
+	must(t, err)
+	viaM2, err := client.ConnectUnix(filepath.Join(m2.DataDir, "governor", name+".sock"), &client.ConnectionArgs{TokenSource: source})
+	must(t, err)
+	_, err = viaM1.GetDeploymentShapeInstanceNames("dep2", "gov")
+	must(t, err)
+	_, err = viaM2.GetDeploymentShapeInstanceNames("dep2", "gov")
+	expectCode(t, err, 401, "a token replayed on another member")
+	if !strings.Contains(err.Error(), "already used") {
+		t.Fatalf("the replay must be refused as one: %v", err)
+	}
+
+	// A fresh token works through m2: it was the replay that was refused, not the socket.
+	token, err = signer.Token()
+	must(t, err)
+	_, err = viaM2.GetDeploymentShapeInstanceNames("dep2", "gov")
+	must(t, err)
 }
 
 // relayWait is how long members take to open their event relays to each other.
