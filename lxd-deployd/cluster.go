@@ -41,13 +41,8 @@ const (
 func (d *daemon) registerMember(ctx context.Context) (string, error) {
 	var name string
 	err := d.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		name = d.config.clusterName
-		if name != "" {
-			err := validate.Name("cluster member", name)
-			if err != nil {
-				return err
-			}
-		} else {
+		name = d.config.clusterName // checked by prepareCluster
+		if name == "" {
 			existing, err := db.GetMemberByDatabaseAddress(ctx, tx, d.db.Address())
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
 // clusterIdentity is the key pair every member holds: it encrypts dqlite traffic, members
@@ -94,6 +95,22 @@ func (c *clusterIdentity) memberClient(timeout time.Duration) *http.Client {
 			},
 		},
 	}
+}
+
+// prepareCluster checks the cluster flags and, on a first start with a join token, joins.
+func prepareCluster(ctx context.Context, cfg *config) error {
+	if cfg.joinTokenExpiry <= 0 {
+		return fmt.Errorf("--cluster-join-token-expiry must be positive, got %s", cfg.joinTokenExpiry)
+	}
+
+	if cfg.clusterName != "" {
+		err := validate.Name("cluster member", cfg.clusterName)
+		if err != nil {
+			return fmt.Errorf("--cluster-name: %w", err)
+		}
+	}
+
+	return joinWithToken(ctx, cfg)
 }
 
 // joinWithToken prepares the first start of a member given --cluster-join-token: it asks

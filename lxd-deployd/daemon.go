@@ -93,7 +93,7 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 
-	err = joinWithToken(ctx, &d.config)
+	err = prepareCluster(ctx, &d.config)
 	if err != nil {
 		return err
 	}

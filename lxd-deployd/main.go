@@ -53,7 +53,7 @@ func rootCommand() *cobra.Command {
 	flags.StringVar(&cfg.clusterAddress, "cluster-address", "", "host:port for dqlite to listen on, so that other daemons can join (first start only; default: a private local socket)")
 	flags.StringSliceVar(&cfg.clusterJoin, "cluster-join", nil, "dqlite addresses of existing daemons to join on first start")
 	flags.StringVar(&cfg.clusterName, "cluster-name", "", "this member's name in the cluster (default: the host name, or the name its join token gives)")
-	flags.StringVar(&cfg.clusterJoinToken, "cluster-join-token", "", "join token from `lxd-deploy cluster add <name>` on a member (first start; needs --cluster-address)")
+	flags.StringVar(&cfg.clusterJoinToken, "cluster-join-token", "", "join token printed by \"lxd-deploy cluster add <name>\" on a member (first start; needs --cluster-address)")
 	flags.DurationVar(&cfg.joinTokenExpiry, "cluster-join-token-expiry", 3*time.Hour, "how long the join tokens this member issues can be used")
 	flags.DurationVar(&cfg.lxdPollInterval, "lxd-poll-interval", 5*time.Second, "how often to check the connection to LXD")
 	flags.DurationVar(&cfg.reconcileInterval, "reconcile-interval", time.Minute, "how often to compare instance records with LXD")
