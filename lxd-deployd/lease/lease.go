@@ -41,8 +41,9 @@ import (
 )
 
 // DefaultTTL is how long a lease lasts without renewal: a dead holder's task is taken over
-// within about this long. It is larger than the worst write stall of a leader change (about
-// 2.5 s on loopback), so that a live holder keeps its lease through an election.
+// within about this long. It is several times the worst write stall of a leader change
+// (under a second on loopback, see `make bench`), so that a live holder keeps its lease
+// through an election.
 const DefaultTTL = 8 * time.Second
 
 // Lease is a held lease: its name, holder, fencing token and expiry (database time).
@@ -84,7 +85,9 @@ func (m *Manager) Holder() string {
 }
 
 // Acquire takes the lease called name, returning ErrHeld when another member holds it.
-// Acquiring a lease this member already holds starts a new tenure with a new token.
+// Acquiring a lease this member already holds succeeds with a new token, which fences the
+// earlier tenure (its Check and Renew then fail): leases arbitrate between members, so
+// two goroutines of one member that must not both work serialise themselves.
 func (m *Manager) Acquire(ctx context.Context, name string) (Lease, error) {
 	var lease *Lease
 	err := m.store.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
