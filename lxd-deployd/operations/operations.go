@@ -184,8 +184,11 @@ func (op *Operation) finish(err error) {
 	op.updatedAt = time.Now().UTC()
 	op.mu.Unlock()
 
+	// Recorded before waiters wake, so that a waiter reading the record (on any member)
+	// afterwards sees the outcome.
+	op.record()
 	close(op.done)
-	op.notify()
+	op.sendEvent()
 	if err != nil {
 		op.manager.logger.Warn("operation failed", "id", op.id, "description", op.description, "err", err)
 	}
