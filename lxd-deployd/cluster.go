@@ -170,7 +170,9 @@ func (d *daemon) startLeasedWork(ctx context.Context, metrics *webhooks.Collecto
 	})
 
 	d.goBackground(func() {
-		d.leases.Run(ctx, leaseMetrics, func(ctx context.Context, _ lease.Lease) { metrics.Run(ctx, time.Second) })
+		d.leases.Run(ctx, leaseMetrics, func(ctx context.Context, held lease.Lease) {
+			metrics.RunFenced(ctx, time.Second, func(ctx context.Context, tx *sql.Tx) error { return lease.Check(ctx, tx, held) })
+		})
 	})
 
 	d.goBackground(func() {
