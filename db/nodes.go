@@ -69,22 +69,23 @@ func roleName(role client.NodeRole) string {
 }
 
 // RemoveNode takes the node at address out of the dqlite cluster, handing its role over
-// first: leadership moves to another voter, and a spare or stand-by is promoted to take
-// a voter's place, so the cluster keeps its voters. The last voter cannot be removed.
-func (c *Cluster) RemoveNode(ctx context.Context, address string) error {
+// first: a spare or stand-by is promoted to take a voter's place, and leadership moves to
+// another voter, so the cluster keeps its voters. online says which other nodes may take
+// a role (nil: all). A voter with no online node to take its place cannot be removed.
+func (c *Cluster) RemoveNode(ctx context.Context, address string, online map[string]bool) error {
 	for attempt := 0; ; attempt++ {
 		cli, err := c.app.Leader(ctx)
 		if err != nil {
 			return fmt.Errorf("reach the database leader: %w", err)
 		}
 
-		done, err := removeNode(ctx, cli, address)
+		done, err := removeNode(ctx, cli, address, online)
 		_ = cli.Close()
 		if err != nil || done {
 			return err
 		}
 
-		// Leadership was transferred away from the node: ask the new leader.
+		// A role moved (leadership or a promotion): ask the leader again.
 		if attempt >= 10 {
 			return lxdapi.StatusErrorf(http.StatusServiceUnavailable, "database leadership did not move away from %s: try again", address)
 		}
@@ -97,9 +98,9 @@ func (c *Cluster) RemoveNode(ctx context.Context, address string) error {
 	}
 }
 
-// removeNode does one step of RemoveNode through the leader's client; false means
-// leadership was transferred and the caller must ask the new leader.
-func removeNode(ctx context.Context, cli *client.Client, address string) (bool, error) {
+// removeNode does one step of RemoveNode through the leader's client; false means a role
+// moved and the caller must ask the leader again.
+func removeNode(ctx context.Context, cli *client.Client, address string, online map[string]bool) (bool, error) {
 	nodes, err := cli.Cluster(ctx)
 	if err != nil {
 		return false, fmt.Errorf("list database nodes: %w", err)
@@ -112,19 +113,16 @@ func removeNode(ctx context.Context, cli *client.Client, address string) (bool, 
 
 	var target *client.NodeInfo
 	var otherVoter, replacement *client.NodeInfo
-	voters := 0
 	for i, n := range nodes {
 		switch {
 		case n.Address == address:
 			target = &nodes[i]
+		case online != nil && !online[n.Address]:
+			// A dead node takes no role.
 		case n.Role == client.Voter:
 			otherVoter = &nodes[i]
 		case replacement == nil || n.Role == client.StandBy:
 			replacement = &nodes[i]
-		}
-
-		if n.Role == client.Voter {
-			voters++
 		}
 	}
 
@@ -132,15 +130,21 @@ func removeNode(ctx context.Context, cli *client.Client, address string) (bool, 
 		return true, nil // not (or no longer) a database node
 	}
 
-	if target.Role == client.Voter && voters == 1 {
-		return false, lxdapi.StatusErrorf(http.StatusConflict, "the member at %s is the last database voter: removing it would leave no database", address)
+	if target.Role == client.Voter && otherVoter == nil {
+		// The last live voter: an online spare or stand-by takes the role first.
+		if replacement == nil {
+			return false, lxdapi.StatusErrorf(http.StatusConflict, "the member at %s is the last database voter and no online member can take its place: removing it would leave no database", address)
+		}
+
+		err = cli.Assign(ctx, replacement.ID, client.Voter)
+		if err != nil {
+			return false, fmt.Errorf("promote %s to database voter: %w", replacement.Address, err)
+		}
+
+		return false, nil
 	}
 
 	if leader != nil && leader.ID == target.ID {
-		if otherVoter == nil {
-			return false, lxdapi.StatusErrorf(http.StatusConflict, "the member at %s leads the database and no other voter can take over", address)
-		}
-
 		err = cli.Transfer(ctx, otherVoter.ID)
 		if err != nil {
 			return false, fmt.Errorf("transfer database leadership away from %s: %w", address, err)

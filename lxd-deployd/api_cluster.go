@@ -261,6 +261,22 @@ func (a clusterAPI) join(r *http.Request) response.Response {
 	})
 }
 
+// onlineDatabaseAddresses are the database addresses of the members heard from lately.
+func (a clusterAPI) onlineDatabaseAddresses(ctx context.Context) (map[string]bool, error) {
+	online := map[string]bool{}
+	err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		members, err := db.GetMembers(ctx, tx)
+		for _, m := range members {
+			if time.Since(m.HeartbeatAt) < offlineAfter {
+				online[m.DatabaseAddress] = true
+			}
+		}
+
+		return err
+	})
+	return online, err
+}
+
 // deleteMember removes a member from the cluster. An online member is removed cleanly:
 // its database role goes to another member first. An offline one needs ?force=1, since
 // it might only be unreachable for a while. This member cannot remove itself, and the
@@ -290,7 +306,12 @@ func (a clusterAPI) deleteMember(r *http.Request) response.Response {
 		return response.SmartError(lxdapi.StatusErrorf(http.StatusConflict, "member %q is offline (last heartbeat %s): remove it with --force if it is not coming back", name, member.HeartbeatAt.Format(time.RFC3339)))
 	}
 
-	err = a.db.RemoveNode(r.Context(), member.DatabaseAddress)
+	live, err := a.onlineDatabaseAddresses(r.Context())
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	err = a.db.RemoveNode(r.Context(), member.DatabaseAddress, live)
 	if err != nil {
 		return response.SmartError(err)
 	}
