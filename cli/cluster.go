@@ -107,7 +107,8 @@ func (a *app) clusterRemoveCommand() *cobra.Command {
 		Aliases: []string{"rm"},
 		Short:   "Remove a member from the cluster",
 		Long: "Remove a member from the cluster. An online member hands its database role over first and\n" +
-			"stops. A member that is offline for good needs --force. The last database voter cannot be removed.",
+			"stops. A member that is offline for good needs --force. A database voter is removed only when an\n" +
+			"online member can take its place.",
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := a.connectArg(args[0], "cluster member")
