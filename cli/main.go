@@ -78,6 +78,7 @@ func (a *app) command() *cobra.Command {
 		a.deploymentCommand(),
 		a.configCommand(),
 		a.remoteCommand(),
+		a.clusterCommand(),
 		a.governorCommand(),
 		a.expandCommand(), a.deployCommand(), a.registryCommand(),
 		a.monitorCommand(),

@@ -52,6 +52,9 @@ type Cluster struct {
 
 	// retries counts transactions retried after a transient error, for metrics.
 	retries atomic.Uint64
+
+	// markCommits is set once the schema has the commit_markers table (retry.go).
+	markCommits bool
 }
 
 // Retries returns how many transactions were retried since the database was opened.
@@ -75,6 +78,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("update database schema: %w", err)
 	}
 
+	c.markCommits = true
 	return c, nil
 }
 
@@ -101,6 +105,8 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 	options := []app.Option{
 		app.WithAddress(address),
 		app.WithCluster(opts.Cluster),
+		app.WithNetworkLatency(networkLatency),
+		app.WithRolesAdjustmentFrequency(rolesAdjustment),
 		app.WithLogFunc(func(level client.LogLevel, format string, a ...any) {
 			if level >= client.LogWarn {
 				logger.Warn(fmt.Sprintf(format, a...), "component", "dqlite")
@@ -172,8 +178,8 @@ func (c *Cluster) Members(ctx context.Context) (int, error) {
 	return len(nodes), err
 }
 
-// IsLeader reports whether this node is the dqlite leader. Work that one daemon of a cluster
-// should do (metrics rounds) runs on the leader.
+// IsLeader reports whether this node is the dqlite leader (the leader gauge in metrics;
+// work one member should do runs under a lease instead, lxd-deployd/lease).
 func (c *Cluster) IsLeader(ctx context.Context) (bool, error) {
 	cli, err := c.app.Client(ctx)
 	if err != nil {
@@ -206,7 +212,12 @@ func (c *Cluster) Transaction(ctx context.Context, f func(ctx context.Context, t
 	var err error
 	for attempt := 0; attempt < 10; attempt++ {
 		err = c.transaction(ctx, f)
-		if err == nil || !isRetryable(err) {
+		if err != nil && isLostCommit(err) {
+			// The leader went away during COMMIT: read back whether it applied.
+			err = c.resolveLostCommit(ctx, err)
+		}
+
+		if err == nil || !(isRetryable(err) || isLostBeforeCommit(err)) {
 			break
 		}
 
@@ -219,7 +230,7 @@ func (c *Cluster) Transaction(ctx context.Context, f func(ctx context.Context, t
 		}
 	}
 
-	return mapConstraintError(err)
+	return mapConstraintError(mapLostCommit(err))
 }
 
 func (c *Cluster) transaction(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error) error {
@@ -228,7 +239,22 @@ func (c *Cluster) transaction(ctx context.Context, f func(ctx context.Context, t
 		return fmt.Errorf("begin transaction: %w", err)
 	}
 
+	before := int64(-1)
+	if c.markCommits {
+		err = tx.QueryRowContext(ctx, "SELECT total_changes()").Scan(&before)
+		if err != nil {
+			_ = tx.Rollback()
+			return fmt.Errorf("begin transaction: %w", err)
+		}
+	}
+
 	err = f(ctx, tx)
+	if err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+
+	marker, err := markCommit(ctx, tx, before)
 	if err != nil {
 		_ = tx.Rollback()
 		return err
@@ -236,7 +262,7 @@ func (c *Cluster) transaction(ctx context.Context, f func(ctx context.Context, t
 
 	err = tx.Commit()
 	if err != nil {
-		return fmt.Errorf("commit transaction: %w", err)
+		return fmt.Errorf("commit transaction: %w", commitError{err: err, marker: marker})
 	}
 
 	return nil

@@ -88,6 +88,11 @@ func GetDeployments(ctx context.Context, tx *sql.Tx, filter DeploymentFilter) ([
 		return nil, err
 	}
 
+	orphans, err := GetOrphans(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+
 	for i := range deployments {
 		d := &deployments[i]
 		d.Config = configs[d.ID]
@@ -103,7 +108,7 @@ func GetDeployments(ctx context.Context, tx *sql.Tx, filter DeploymentFilter) ([
 		}
 
 		d.UsedBy = []string{}
-		d.OrphanedInstances = []string{}
+		d.OrphanedInstances = append([]string{}, orphans[d.ID]...)
 		for _, instance := range instances {
 			if instance.DeploymentID == d.ID {
 				d.UsedBy = append(d.UsedBy, api.InstanceURL(d.Project, instance.Name))

@@ -20,6 +20,7 @@ var updates = map[int]update{
 	5: updateFromV4,
 	6: updateFromV5,
 	7: updateAddMetricsCertificates,
+	8: updateAddClusterState,
 }
 
 // SchemaVersion is the version a fully updated database has.

@@ -18,11 +18,10 @@ import (
 
 // deploymentsAPI serves /1.0/deployments.
 type deploymentsAPI struct {
-	db         *db.Cluster
-	lxd        *backend.LXD
-	sockets    governorSockets
-	lifecycle  lifecycle
-	reconciler *reconciler
+	db        *db.Cluster
+	lxd       *backend.LXD
+	sockets   governorSockets
+	lifecycle lifecycle
 
 	// fetcher reaches the template registries the daemon is configured with (nil: none).
 	fetcher templates.Fetcher
@@ -68,7 +67,6 @@ func (a deploymentsAPI) list(r *http.Request) response.Response {
 
 	result := make([]api.Deployment, 0, len(deployments))
 	for _, d := range deployments {
-		d.OrphanedInstances = a.reconciler.orphaned(d.ID)
 		result = append(result, d.Deployment)
 	}
 
@@ -169,7 +167,6 @@ func (a deploymentsAPI) get(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	d.OrphanedInstances = a.reconciler.orphaned(d.ID)
 	etag := d.Writable()
 	if !auth.CallerFromContext(r.Context()).IsAdmin() {
 		// Webhook URLs often carry credentials in their query: only admins see them whole.

@@ -9,6 +9,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 	"github.com/gorilla/mux"
 
+	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
@@ -22,6 +23,9 @@ type operationsAPI struct {
 	ops    *operations.Manager
 	events *events.Server
 	access access
+
+	// cluster answers for the operations of other members; nil outside a daemon.
+	cluster *clusterOperations
 }
 
 func (a operationsAPI) filter(r *http.Request) events.Filter {
@@ -44,6 +48,24 @@ func (a operationsAPI) list(r *http.Request) response.Response {
 		full[status] = append(full[status], info)
 	}
 
+	if a.cluster != nil {
+		others, err := a.cluster.others(r.Context())
+		if err != nil {
+			return response.SmartError(err)
+		}
+
+		allowed := a.filter(r)
+		for _, op := range others {
+			if !allowed(op.DeploymentID) {
+				continue
+			}
+
+			status := strings.ToLower(op.Status)
+			urls[status] = append(urls[status], "/1.0/operations/"+op.ID)
+			full[status] = append(full[status], op.Operation)
+		}
+	}
+
 	if level == 0 {
 		return response.SyncResponse(urls)
 	}
@@ -51,34 +73,56 @@ func (a operationsAPI) list(r *http.Request) response.Response {
 	return response.SyncResponse(full)
 }
 
-// visible returns the operation in the path if the caller may see it; otherwise a 404, so
-// that other deployments' operations do not leak.
-func (a operationsAPI) visible(r *http.Request) (*operations.Operation, error) {
+// visible returns the operation in the path if the caller may see it: this member's
+// (local), or the record of one another member runs (remote); otherwise a 404, so that
+// other deployments' operations do not leak.
+func (a operationsAPI) visible(r *http.Request) (local *operations.Operation, remote *db.Operation, err error) {
 	id := mux.Vars(r)["id"]
-	op, err := a.ops.Get(id)
+	local, err = a.ops.Get(id)
+	if err == nil {
+		if !a.filter(r)(local.DeploymentID()) {
+			return nil, nil, notFoundf("operation %q not found", id)
+		}
+
+		return local, nil, nil
+	}
+
+	if a.cluster == nil {
+		return nil, nil, err
+	}
+
+	remote, err = a.cluster.lookup(r.Context(), id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
-	if !a.filter(r)(op.DeploymentID()) {
-		return nil, notFoundf("operation %q not found", id)
+	if !a.filter(r)(remote.DeploymentID) {
+		return nil, nil, notFoundf("operation %q not found", id)
 	}
 
-	return op, nil
+	return nil, remote, nil
 }
 
+// get answers from memory for this member's operations and from the record, which the
+// running member keeps current, for the others'.
 func (a operationsAPI) get(r *http.Request) response.Response {
-	op, err := a.visible(r)
+	op, remote, err := a.visible(r)
 	if err != nil {
 		return response.SmartError(err)
+	}
+
+	if remote != nil {
+		return response.SyncResponse(remote.Operation)
 	}
 
 	return response.SyncResponse(op.API())
 }
 
 // wait blocks until the operation finishes or ?timeout= seconds pass (-1 or none: no limit).
+// Another member's operation is waited on at that member; when it cannot be reached, its
+// record is watched instead.
 func (a operationsAPI) wait(r *http.Request) response.Response {
-	op, err := a.visible(r)
+	op, remote, err := a.visible(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -96,15 +140,49 @@ func (a operationsAPI) wait(r *http.Request) response.Response {
 		}
 	}
 
+	if remote != nil {
+		if remote.Member != a.cluster.member {
+			forwarded, err := a.cluster.forward(r, remote.Member)
+			if err == nil {
+				return forwarded
+			}
+		}
+
+		remote, err = a.cluster.waitRecord(r.Context(), remote.ID, timeout)
+		if err != nil {
+			return response.SmartError(err)
+		}
+
+		return response.SyncResponse(remote.Operation)
+	}
+
 	return response.SyncResponse(op.Wait(r.Context(), timeout))
 }
 
 // cancel needs the right to change what the operation changes: an admin, or an admin key
 // on the operation's deployment.
 func (a operationsAPI) cancel(r *http.Request) response.Response {
-	op, err := a.visible(r)
+	op, remote, err := a.visible(r)
 	if err != nil {
 		return response.SmartError(err)
+	}
+
+	if remote != nil {
+		err = a.access.allowAdminOn(r.Context(), auth.CallerFromContext(r.Context()), remote.DeploymentID)
+		if err != nil {
+			return response.SmartError(err)
+		}
+
+		if remote.StatusCode.IsFinal() || remote.Member == a.cluster.member {
+			return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "operation %s has already finished", remote.ID))
+		}
+
+		forwarded, err := a.cluster.forward(r, remote.Member)
+		if err != nil {
+			return response.SmartError(lxdapi.StatusErrorf(http.StatusServiceUnavailable, "member %q, which runs operation %s, cannot be reached (%v): try again", remote.Member, remote.ID, err))
+		}
+
+		return forwarded
 	}
 
 	err = a.access.allowAdminOn(r.Context(), auth.CallerFromContext(r.Context()), op.DeploymentID())

@@ -51,7 +51,7 @@ func newTestAPI(t *testing.T) *testAPI {
 	handlers := apis{
 		server:       serverAPI{lxd: lxdConn, addresses: addresses},
 		certificates: certificatesAPI{db: cluster, serverFingerprint: strings.Repeat("f", 64), addresses: addresses},
-		deployments:  deploymentsAPI{db: cluster, lxd: lxdConn, sockets: sockets, reconciler: newReconciler(cluster, lxdConn, flight, sockets, lifecycle{}, logger, "test")},
+		deployments:  deploymentsAPI{db: cluster, lxd: lxdConn, sockets: sockets},
 		keys:         keysAPI{db: cluster},
 		shapes:       shapesAPI{db: cluster, lxd: lxdConn, sockets: sockets},
 		instances:    instancesAPI{db: cluster, lxd: lxdConn, ops: ops, fleet: &fleet{db: cluster, lxd: lxdConn, ops: ops, inflight: flight, sockets: sockets, owner: "test"}},

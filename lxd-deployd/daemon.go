@@ -24,6 +24,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
@@ -37,6 +38,9 @@ type config struct {
 	lxdSocket         string
 	clusterAddress    string
 	clusterJoin       []string
+	clusterName       string
+	clusterJoinToken  string
+	joinTokenExpiry   time.Duration
 	lxdPollInterval   time.Duration
 	reconcileInterval time.Duration
 	vsockPort         uint32
@@ -74,9 +78,15 @@ type daemon struct {
 	webhooks   *webhooks.Dispatcher
 	metrics    *metrics.Metrics
 	privateLXD *privatelxd.LXD
+	member     string
+	identity   *clusterIdentity
+	leases     *lease.Manager
 	servers    []*http.Server
 	cancel     context.CancelFunc
 	background sync.WaitGroup
+
+	// quit stops the daemon as SIGTERM would (a member removed from the cluster).
+	quit context.CancelFunc
 }
 
 type listenerKey struct{}
@@ -97,6 +107,11 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 
+	err = prepareCluster(ctx, &d.config)
+	if err != nil {
+		return err
+	}
+
 	clusterTLS, err := clusterCertificate(d.config)
 	if err != nil {
 		return err
@@ -106,6 +121,13 @@ func (d *daemon) start(ctx context.Context) error {
 	err = fixFileModes(d.config.dataDir)
 	if err != nil {
 		return err
+	}
+
+	if clusterTLS != nil {
+		d.identity, err = loadClusterIdentity(d.config.dataDir)
+		if err != nil {
+			return err
+		}
 	}
 
 	d.db, err = db.Open(ctx, filepath.Join(d.config.dataDir, "database"), db.Options{
@@ -123,15 +145,26 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 
-	location, _ := os.Hostname()
+	d.member, err = d.registerMember(ctx)
+	if err != nil {
+		return err
+	}
+
+	location := d.member
+	d.leases = lease.NewManager(d.db, d.member, lease.DefaultTTL, d.logger)
 	runCtx, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	d.events = events.NewServer(d.logger, location)
 	d.logger = withLoggingEvents(d.logger, d.events)
 	d.lxd = backend.NewLXD(d.config.lxdSocket, d.logger)
 	d.ops = operations.NewManager(d.logger, d.events, location)
+	err = d.shareOperations(ctx)
+	if err != nil {
+		return err
+	}
+
 	d.inflight = newInflight()
-	d.tokens = auth.NewTokenVerifier()
+	d.tokens = auth.NewSharedTokenVerifier(replayStore{db: d.db})
 	d.governors, err = governor.NewListener(filepath.Join(d.config.dataDir, "governor"))
 	if err != nil {
 		return err
@@ -147,12 +180,10 @@ func (d *daemon) start(ctx context.Context) error {
 	d.startMetrics()
 	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, d.lifecycle(), d.logger, d.db.Address())
 	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
-	d.goBackground(func() { d.webhooks.Run(runCtx) })
-	d.goBackground(func() { metrics.Run(runCtx, time.Second) })
 	d.goBackground(func() { d.lxd.Run(runCtx, d.config.lxdPollInterval) })
-	d.goBackground(func() { d.reconciler.run(runCtx, d.config.reconcileInterval) })
+	d.startLeasedWork(runCtx, metrics)
 
-	handlers := endpoints(d.apis())
+	handlers := append(endpoints(d.apis()), clusterEndpoints(d.clusterAPI())...)
 	router := newRouter(handlers, d.authenticate, d.logger, false)
 
 	unixListener, err := listenUnix(filepath.Join(d.config.dataDir, "unix.socket"))
@@ -223,11 +254,11 @@ func (d *daemon) apis() apis {
 			lxdPrivate:      d.privateLXD != nil,
 		},
 		certificates: certificatesAPI{db: d.db, serverFingerprint: d.cert.Fingerprint(), addresses: d.addresses},
-		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, reconciler: d.reconciler, fetcher: d.templateFetcher(), engine: d.templateEngine()},
+		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, fetcher: d.templateFetcher(), engine: d.templateEngine()},
 		keys:         keysAPI{db: d.db, lifecycle: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: fleet, lifecycle: l},
-		operations:   operationsAPI{ops: d.ops, events: d.events, access: access},
+		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},
 		metrics:      metricsAPI{metrics: d.metrics},
 		access:       access,
@@ -310,6 +341,10 @@ func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 			return &auth.Caller{Protocol: auth.ProtocolTLS}, nil
 		}
 
+		if d.identity.isMember(r.TLS.PeerCertificates, time.Now()) {
+			return memberCaller(d.identity), nil
+		}
+
 		var trusted []auth.TrustedCertificate
 		err := d.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 			certs, err := db.GetCertificates(ctx, tx)
@@ -339,6 +374,8 @@ func (d *daemon) tlsConfig() *tls.Config {
 		MinVersion:   tls.VersionTLS13,
 		ClientAuth:   tls.RequestClientCert,
 		Certificates: []tls.Certificate{d.cert.KeyPair()},
+		// Members and joining daemons ask for the cluster's name and get its certificate.
+		GetCertificate: d.identity.serverCertificate,
 	}
 }
 

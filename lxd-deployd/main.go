@@ -55,6 +55,9 @@ func rootCommand() *cobra.Command {
 	flags.StringVar(&cfg.lxdSocket, "lxd-socket", defaultLXDSocket(), "unix socket of the LXD daemon")
 	flags.StringVar(&cfg.clusterAddress, "cluster-address", "", "host:port for dqlite to listen on, so that other daemons can join (first start only; default: a private local socket)")
 	flags.StringSliceVar(&cfg.clusterJoin, "cluster-join", nil, "dqlite addresses of existing daemons to join on first start")
+	flags.StringVar(&cfg.clusterName, "cluster-name", "", "this member's name in the cluster (default: the host name, or the name its join token gives)")
+	flags.StringVar(&cfg.clusterJoinToken, "cluster-join-token", "", "join token printed by \"lxd-deploy cluster add <name>\" on a member (first start; needs --cluster-address)")
+	flags.DurationVar(&cfg.joinTokenExpiry, "cluster-join-token-expiry", 3*time.Hour, "how long the join tokens this member issues can be used")
 	flags.DurationVar(&cfg.lxdPollInterval, "lxd-poll-interval", 5*time.Second, "how often to check the connection to LXD")
 	flags.DurationVar(&cfg.reconcileInterval, "reconcile-interval", time.Minute, "how often to compare instance records with LXD")
 	flags.Uint32Var(&cfg.vsockPort, "vsock-port", 8444, "vsock port for governors in VMs (0 disables)")
@@ -73,7 +76,7 @@ func run(cfg config, logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	d := &daemon{config: cfg, logger: logger}
+	d := &daemon{config: cfg, logger: logger, quit: stop}
 	err := d.start(ctx)
 	if err != nil {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

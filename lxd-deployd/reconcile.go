@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"sort"
-	"sync"
 	"time"
 
 	lxd "github.com/canonical/lxd/client"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -36,12 +35,20 @@ type reconciler struct {
 	// for a grace period, since their launches may still be running.
 	owner string
 
-	mu      sync.RWMutex
-	orphans map[int64][]string // deployment id -> instance URLs
+	// fence, when set, is called in the transaction recording a pass's findings: it fails
+	// once this member no longer holds the reconcile lease (lease.Check).
+	fence func(ctx context.Context, tx *sql.Tx) error
 }
 
 func newReconciler(cluster *db.Cluster, lxd *backend.LXD, flight *inflight, sockets governorSockets, l lifecycle, logger *slog.Logger, owner string) *reconciler {
-	return &reconciler{db: cluster, lxd: lxd, inflight: flight, sockets: sockets, lifecycle: l, logger: logger, owner: owner, orphans: map[int64][]string{}}
+	return &reconciler{db: cluster, lxd: lxd, inflight: flight, sockets: sockets, lifecycle: l, logger: logger, owner: owner}
+}
+
+// fenced returns a copy of the reconciler whose writes commit only while held is.
+func (rc *reconciler) fenced(held lease.Lease) *reconciler {
+	copied := *rc
+	copied.fence = func(ctx context.Context, tx *sql.Tx) error { return lease.Check(ctx, tx, held) }
+	return &copied
 }
 
 // run reconciles as soon as LXD is reachable, then every interval.
@@ -73,13 +80,6 @@ func (rc *reconciler) run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// orphaned returns the orphaned instances last found for a deployment.
-func (rc *reconciler) orphaned(deploymentID int64) []string {
-	rc.mu.RLock()
-	defer rc.mu.RUnlock()
-	return append([]string{}, rc.orphans[deploymentID]...)
-}
-
 // reconcile makes one pass: a single LXD listing per project, compared with the rows.
 func (rc *reconciler) reconcile(ctx context.Context) error {
 	client, err := rc.lxd.Client()
@@ -89,6 +89,7 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 
 	var rows []db.Instance
 	var projects []string
+	var members []db.Member
 	deployments := map[string]int64{} // project/name -> id
 	err = rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
@@ -103,6 +104,11 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 
 		for _, d := range all {
 			deployments[d.Project+"/"+d.Name] = d.ID
+		}
+
+		members, err = db.GetMembers(ctx, tx)
+		if err != nil {
+			return err
 		}
 
 		projects, err = db.GetProjects(ctx, tx)
@@ -141,7 +147,7 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 	for _, row := range rows {
 		key := row.Project + "/" + row.Name
 		known[key] = true
-		if rc.inflight.has(row.Project, row.Name) || busy[key] || rc.othersInFlux(row) {
+		if rc.inflight.has(row.Project, row.Name) || busy[key] || othersInFlux(row, rc.owner, members, time.Now()) {
 			continue
 		}
 
@@ -153,6 +159,7 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 	}
 
 	orphans := map[int64][]string{}
+	tagged := map[string]lxdapi.Instance{} // instance URL -> instance
 	for key, instance := range live {
 		deployment := instance.Config[backend.ConfigDeployment]
 		if deployment == "" || known[key] || busy[key] {
@@ -166,44 +173,61 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 
 		url := api.InstanceURL(instance.Project, instance.Name)
 		orphans[id] = append(orphans[id], url)
-		if !rc.wasOrphan(id, url) {
-			rc.logger.Warn("orphaned instance: tagged for a deployment but not recorded; not deleting it", "instance", instance.Name, "project", instance.Project, "deployment", deployment)
+		tagged[url] = instance
+	}
+
+	// The list lives in dqlite so that every member answers with it; the write is fenced
+	// by the reconcile lease, so a member that lost it cannot overwrite the new holder's.
+	var added map[int64][]string
+	err = rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if rc.fence != nil {
+			err := rc.fence(ctx, tx)
+			if err != nil {
+				return err
+			}
+		}
+
+		added, err = db.ReplaceOrphans(ctx, tx, orphans, time.Now())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record orphaned instances: %w", err)
+	}
+
+	for id, urls := range added {
+		for _, url := range urls {
+			instance := tagged[url]
+			rc.logger.Warn("orphaned instance: tagged for a deployment but not recorded; not deleting it", "instance", instance.Name, "project", instance.Project, "deployment", instance.Config[backend.ConfigDeployment])
 			rc.lifecycle.emit(internalRequestor("reconcile"), instance.Project, id, lifecycleInstanceOrphaned, url)
 			rc.lifecycle.instanceChanged(ctx, id, lifecycleInstanceOrphaned, instance.Config[backend.ConfigShape], instance.Name)
 		}
 	}
 
-	for id := range orphans {
-		sort.Strings(orphans[id])
-	}
-
-	rc.mu.Lock()
-	rc.orphans = orphans
-	rc.mu.Unlock()
 	return nil
-}
-
-func (rc *reconciler) wasOrphan(id int64, url string) bool {
-	rc.mu.RLock()
-	defer rc.mu.RUnlock()
-	for _, known := range rc.orphans[id] {
-		if known == url {
-			return true
-		}
-	}
-
-	return false
 }
 
 // othersGrace is how long a record another daemon left creating or deleting is assumed to
 // be that daemon's work in progress.
 const othersGrace = 10 * time.Minute
 
-// othersInFlux reports whether a record is another daemon's launch or delete that may
-// still be running: only the daemon that changed it repairs it at once (after its crash).
-func (rc *reconciler) othersInFlux(row db.Instance) bool {
+// othersInFlux reports whether a record is another member's launch or delete that may
+// still be running: the member that changed it (owner) is online and has not restarted
+// since, within the grace period. A dead or restarted member's work died with its process,
+// so its records are repaired at once by whichever member reconciles.
+func othersInFlux(row db.Instance, owner string, members []db.Member, now time.Time) bool {
 	inFlux := row.State == db.InstanceCreating || row.State == db.InstanceDeleting
-	return inFlux && row.Owner != rc.owner && time.Since(row.StateChangedAt) < othersGrace
+	if !inFlux || row.Owner == owner || now.Sub(row.StateChangedAt) >= othersGrace {
+		return false
+	}
+
+	for _, m := range members {
+		if m.DatabaseAddress == row.Owner {
+			return now.Sub(m.HeartbeatAt) < offlineAfter && !m.StartedAt.After(row.StateChangedAt)
+		}
+	}
+
+	// No member by that address: it was removed from the cluster, and stopped.
+	return false
 }
 
 // repair fixes one row that no operation of this daemon is working on. Every write is a

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -45,14 +46,32 @@ type TokenCertificate struct {
 // It remembers the jti of every token it accepted until the token expires, so a token can
 // be used once only.
 type TokenVerifier struct {
+	// replays, when set, remembers token ids for the whole cluster; otherwise they are
+	// remembered in this process's memory.
+	replays ReplayStore
+
 	mu       sync.Mutex
 	seen     map[string]time.Time // issuer + jti -> expiry
 	prunedAt time.Time
 }
 
-// NewTokenVerifier returns a verifier with an empty replay cache.
+// ReplayStore remembers the token ids accepted by any member of a cluster.
+type ReplayStore interface {
+	// Remember records issuer/jti until expires, and reports false when it was recorded
+	// already (the token is being replayed). It prunes ids that expired before now.
+	Remember(ctx context.Context, issuer string, jti string, expires time.Time, now time.Time) (bool, error)
+}
+
+// NewTokenVerifier returns a verifier with an empty in-memory replay cache, for a single
+// process.
 func NewTokenVerifier() *TokenVerifier {
 	return &TokenVerifier{seen: map[string]time.Time{}}
+}
+
+// NewSharedTokenVerifier returns a verifier that remembers token ids in store, so that a
+// token used on one member of a cluster is refused on every other, and after a restart.
+func NewSharedTokenVerifier(store ReplayStore) *TokenVerifier {
+	return &TokenVerifier{replays: store, seen: map[string]time.Time{}}
 }
 
 // unauthorized is a 401 with a reason that helps the governor's author.
@@ -185,7 +204,7 @@ func (v *TokenVerifier) checkClaims(claims *jwt.RegisteredClaims, cert *TokenCer
 		return nil, unauthorized("jti is required: a unique id per token")
 	}
 
-	err := v.remember(cert.Fingerprint+"/"+claims.ID, claims.ExpiresAt.Add(TokenLeeway), now)
+	err := v.remember(cert.Fingerprint, claims.ID, claims.ExpiresAt.Add(TokenLeeway), now)
 	if err != nil {
 		return nil, err
 	}
@@ -201,11 +220,26 @@ func (v *TokenVerifier) checkClaims(claims *jwt.RegisteredClaims, cert *TokenCer
 	}, nil
 }
 
-// remember records a token id until it expires, refusing one seen before. Expired ids are
-// dropped every few seconds rather than on every request. The cache is per daemon and in
-// memory: a token can be replayed once against another member or after a restart, within
-// its few minutes of life.
-func (v *TokenVerifier) remember(jti string, expires time.Time, now time.Time) error {
+// remember records a token id until it expires, refusing one seen before: in the shared
+// store when there is one, else in memory, where expired ids are dropped every few seconds
+// rather than on every request.
+func (v *TokenVerifier) remember(issuer string, id string, expires time.Time, now time.Time) error {
+	jti := issuer + "/" + id
+	if v.replays != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		fresh, err := v.replays.Remember(ctx, issuer, id, expires, now)
+		if err != nil {
+			return fmt.Errorf("record governor token id: %w", err)
+		}
+
+		if !fresh {
+			return unauthorized("token was already used (jti %q): sign a fresh one for each request", jti)
+		}
+
+		return nil
+	}
+
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if now.Sub(v.prunedAt) > 10*time.Second {

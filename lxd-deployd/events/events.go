@@ -19,7 +19,7 @@ import (
 // Event is an LXD event plus the deployment it concerns (0: server-wide, admins only).
 type Event struct {
 	lxdapi.Event
-	DeploymentID int64
+	DeploymentID int64 `json:"deployment_id"`
 }
 
 // Filter decides whether a listener may see events of a deployment.
@@ -54,6 +54,10 @@ type listener struct {
 	project string // empty: every project
 	allowed Filter
 	queue   chan Event
+
+	// member is another member of the cluster relaying this member's own events: it gets
+	// no relayed event back, so events never loop between members.
+	member bool
 }
 
 // Send delivers an event to every listener that wants its type and may see it. A listener
@@ -76,10 +80,21 @@ func (s *Server) Send(eventType string, project string, deploymentID int64, meta
 		DeploymentID: deploymentID,
 	}
 
+	s.deliver(event, false)
+}
+
+// Relay delivers an event another member sent (its Location names that member) to this
+// member's listeners, except the members relaying from here.
+func (s *Server) Relay(event Event) {
+	s.deliver(event, true)
+}
+
+func (s *Server) deliver(event Event, relayed bool) {
+	eventType, project := event.Type, event.Project
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for l := range s.listeners {
-		if !l.types[eventType] || (l.project != "" && project != "" && l.project != project) {
+		if (relayed && l.member) || !l.types[eventType] || (l.project != "" && project != "" && l.project != project) {
 			continue
 		}
 
@@ -161,14 +176,6 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, caller string, ty
 		s.mu.Unlock()
 	}()
 
-	conn, err := upgrader.Upgrade(w, r, nil)
-	if err != nil {
-		return nil // Upgrade answered already.
-	}
-
-	defer func() { _ = conn.Close() }()
-	conn.SetReadLimit(MaxClientMessage)
-
 	l := &listener{types: map[string]bool{}, project: project, allowed: allowed, queue: make(chan Event, 1024)}
 	if len(types) == 0 {
 		types = []string{lxdapi.EventTypeOperation, lxdapi.EventTypeLifecycle}
@@ -177,6 +184,31 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, caller string, ty
 	for _, t := range types {
 		l.types[t] = true
 	}
+
+	return s.serve(w, r, l, func(e Event) any { return e.Event })
+}
+
+// ServeMember streams this member's own events, every type and project, with the
+// deployment each concerns, to another member that relays them to its listeners.
+func (s *Server) ServeMember(w http.ResponseWriter, r *http.Request) error {
+	l := &listener{
+		types:   map[string]bool{lxdapi.EventTypeOperation: true, lxdapi.EventTypeLifecycle: true},
+		allowed: func(int64) bool { return true },
+		queue:   make(chan Event, 1024),
+		member:  true,
+	}
+
+	return s.serve(w, r, l, func(e Event) any { return e })
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, l *listener, encode func(Event) any) error {
+	conn, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return nil // Upgrade answered already.
+	}
+
+	defer func() { _ = conn.Close() }()
+	conn.SetReadLimit(MaxClientMessage)
 
 	s.mu.Lock()
 	s.listeners[l] = struct{}{}
@@ -220,7 +252,7 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request, caller string, ty
 			}
 
 			_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
-			err = conn.WriteJSON(event.Event)
+			err = conn.WriteJSON(encode(event))
 			if err != nil {
 				return nil
 			}

@@ -69,11 +69,24 @@ type Operation struct {
 	err       string
 }
 
+// Recorder keeps a copy of every operation where the other members of a cluster can read
+// it (dqlite), so any member can list them and find which member runs one.
+type Recorder interface {
+	// Record saves the operation's current state with who may see it.
+	Record(ctx context.Context, op lxdapi.Operation, project string, deploymentID int64) error
+
+	// Forget removes a finished operation once its retention has passed.
+	Forget(ctx context.Context, id string) error
+}
+
 // Manager keeps this daemon's operations.
 type Manager struct {
 	logger   *slog.Logger
 	events   *events.Server
 	location string
+
+	// recorder, when set, gets every state change (SetRecorder).
+	recorder Recorder
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -87,6 +100,28 @@ type Manager struct {
 func NewManager(logger *slog.Logger, eventServer *events.Server, location string) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{logger: logger, events: eventServer, location: location, ctx: ctx, cancel: cancel, ops: map[string]*Operation{}}
+}
+
+// SetRecorder makes the manager record every operation's state changes; call it before
+// the first Start.
+func (m *Manager) SetRecorder(r Recorder) {
+	m.recorder = r
+}
+
+// record saves the operation's state through the recorder, if any. A failure (the
+// database has no leader for a moment) costs other members a stale view, not the
+// operation, so it is logged and not returned.
+func (op *Operation) record() {
+	if op.manager.recorder == nil {
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := op.manager.recorder.Record(ctx, op.API(), op.project, op.deploymentID)
+	if err != nil {
+		op.manager.logger.Warn("record operation", "id", op.id, "err", err)
+	}
 }
 
 // Start creates an operation and runs it in the background.
@@ -124,11 +159,14 @@ func (m *Manager) Start(args Args) *Operation {
 	m.ops[id] = op
 	m.mu.Unlock()
 
+	// Recorded before the caller answers 202, so that a client asking another member
+	// about the operation right away finds it.
+	op.record()
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		defer cancel()
-		op.notify()
+		op.sendEvent() // recorded already
 		op.logger.Debug("operation started", "description", op.description)
 		err := args.Run(ctx, op)
 		op.finish(err)
@@ -154,8 +192,11 @@ func (op *Operation) finish(err error) {
 	op.updatedAt = time.Now().UTC()
 	op.mu.Unlock()
 
+	// Recorded before waiters wake, so that a waiter reading the record (on any member)
+	// afterwards sees the outcome.
+	op.record()
 	close(op.done)
-	op.notify()
+	op.sendEvent()
 	if err != nil {
 		op.logger.Warn("operation failed", "description", op.description, "err", err)
 	} else {
@@ -166,6 +207,11 @@ func (op *Operation) finish(err error) {
 		op.manager.mu.Lock()
 		delete(op.manager.ops, op.id)
 		op.manager.mu.Unlock()
+		if op.manager.recorder != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = op.manager.recorder.Forget(ctx, op.id)
+		}
 	})
 }
 
@@ -181,7 +227,13 @@ func (op *Operation) SetMetadata(values map[string]any) {
 	op.notify()
 }
 
+// notify records the operation's new state and tells event listeners.
 func (op *Operation) notify() {
+	op.record()
+	op.sendEvent()
+}
+
+func (op *Operation) sendEvent() {
 	if op.manager.events != nil {
 		op.manager.events.Send(lxdapi.EventTypeOperation, op.project, op.deploymentID, op.API())
 	}

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -101,8 +102,15 @@ func NewCollector(cluster *db.Cluster, lxd *backend.LXD, dispatcher *Dispatcher,
 
 // Run collects until ctx ends, checking every tick which deployments are due.
 func (c *Collector) Run(ctx context.Context, tick time.Duration) {
+	c.RunFenced(ctx, tick, nil)
+}
+
+// RunFenced is Run for the holder of a lease: fence runs in the transaction queueing each
+// metrics event and refuses it once the lease is lost (lease.Check), so that a member
+// paused past its lease cannot send a round the new holder sends too.
+func (c *Collector) RunFenced(ctx context.Context, tick time.Duration, fence func(ctx context.Context, tx *sql.Tx) error) {
 	for {
-		err := c.collect(ctx, time.Now())
+		err := c.collect(ctx, time.Now(), fence)
 		if err != nil && ctx.Err() == nil {
 			c.logger.Debug("metrics round skipped", "err", err)
 		}
@@ -115,17 +123,13 @@ func (c *Collector) Run(ctx context.Context, tick time.Duration) {
 	}
 }
 
-// collect sends metrics to the deployments that are due. In a cluster only the dqlite
-// leader collects, so that a governor gets one metrics event per interval.
-func (c *Collector) collect(ctx context.Context, now time.Time) error {
-	leader, err := c.db.IsLeader(ctx)
-	if err != nil || !leader {
-		return err
-	}
-
+// collect sends metrics to the deployments that are due. In a cluster, Run runs on the
+// one member holding the metrics lease, so that a governor gets one metrics event per
+// interval whatever the number of members.
+func (c *Collector) collect(ctx context.Context, now time.Time, fence func(ctx context.Context, tx *sql.Tx) error) error {
 	var due []db.Deployment
 	instances := map[int64][]db.Instance{}
-	err = c.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := c.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		deployments, err := db.GetDeployments(ctx, tx, db.DeploymentFilter{})
 		if err != nil {
 			return err
@@ -181,11 +185,29 @@ func (c *Collector) collect(ctx context.Context, now time.Time) error {
 	}
 
 	c.mu.Unlock()
+	var errs []error
 	for id, metadata := range events {
-		c.dispatcher.Emit(ctx, id, api.WebhookMetrics, metadata)
+		err := c.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			if fence != nil {
+				err := fence(ctx, tx)
+				if err != nil {
+					return err
+				}
+			}
+
+			_, err := Enqueue(ctx, tx, id, api.WebhookMetrics, metadata, now)
+			return err
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("queue metrics event: %w", err))
+		}
 	}
 
-	return nil
+	if len(events) > 0 {
+		c.dispatcher.Poke()
+	}
+
+	return errors.Join(errs...)
 }
 
 // lxdMetricsCache is the longest LXD caches /1.0/metrics (8s in 5.0, 15s in some

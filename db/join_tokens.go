@@ -1,0 +1,72 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+)
+
+// JoinToken is an outstanding invitation for a new member; only a hash of its secret is
+// kept.
+type JoinToken struct {
+	Name       string
+	SecretHash string
+	ExpiresAt  time.Time
+}
+
+// CreateJoinToken records a join token for a new member name. A name that a member or
+// another outstanding token has is a 409.
+func CreateJoinToken(ctx context.Context, tx *sql.Tx, token JoinToken, now time.Time) error {
+	_, err := tx.ExecContext(ctx, "DELETE FROM cluster_join_tokens WHERE expires_at < ?", now.UTC())
+	if err != nil {
+		return fmt.Errorf("purge expired join tokens: %w", err)
+	}
+
+	var n int
+	err = tx.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM members WHERE name = ?) + (SELECT COUNT(*) FROM cluster_join_tokens WHERE name = ?)", token.Name, token.Name).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("check member name: %w", err)
+	}
+
+	if n > 0 {
+		return lxdapi.StatusErrorf(http.StatusConflict, "cluster member name %q is taken by a member or an unused join token: choose another name", token.Name)
+	}
+
+	_, err = tx.ExecContext(ctx, "INSERT INTO cluster_join_tokens (name, secret_hash, expires_at) VALUES (?, ?, ?)", token.Name, token.SecretHash, token.ExpiresAt.UTC())
+	if err != nil {
+		return fmt.Errorf("add join token: %w", err)
+	}
+
+	return nil
+}
+
+// ConsumeJoinToken removes and returns the unexpired token whose secret hashes to
+// secretHash, so that a token joins one member once.
+func ConsumeJoinToken(ctx context.Context, tx *sql.Tx, secretHash string, now time.Time) (*JoinToken, error) {
+	_, err := tx.ExecContext(ctx, "DELETE FROM cluster_join_tokens WHERE expires_at < ?", now.UTC())
+	if err != nil {
+		return nil, fmt.Errorf("purge expired join tokens: %w", err)
+	}
+
+	token := JoinToken{SecretHash: secretHash}
+	err = tx.QueryRowContext(ctx, "SELECT name, expires_at FROM cluster_join_tokens WHERE secret_hash = ?", secretHash).Scan(&token.Name, &token.ExpiresAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, lxdapi.StatusErrorf(http.StatusForbidden, "join token is not valid: it is unknown, expired or already used; run `lxd-deploy cluster add <name>` on a member for a new one")
+	}
+
+	if err != nil {
+		return nil, fmt.Errorf("read join token: %w", err)
+	}
+
+	_, err = tx.ExecContext(ctx, "DELETE FROM cluster_join_tokens WHERE secret_hash = ?", secretHash)
+	if err != nil {
+		return nil, fmt.Errorf("consume join token: %w", err)
+	}
+
+	return &token, nil
+}

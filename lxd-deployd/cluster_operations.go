@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+)
+
+// operationRecorder keeps every operation of this member in dqlite
+// (operations.Recorder), so that any member can list it and knows who runs it.
+type operationRecorder struct {
+	db     *db.Cluster
+	member string
+}
+
+// Record saves an operation's state.
+func (r operationRecorder) Record(ctx context.Context, op lxdapi.Operation, project string, deploymentID int64) error {
+	return r.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return db.SaveOperation(ctx, tx, db.Operation{Operation: op, Member: r.member, Project: project, DeploymentID: deploymentID})
+	})
+}
+
+// Forget removes an operation past its retention.
+func (r operationRecorder) Forget(ctx context.Context, id string) error {
+	return r.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return db.DeleteOperation(ctx, tx, id)
+	})
+}
+
+// clusterOperations answers for operations other members run: from their dqlite records,
+// and by forwarding to the member itself where live state is needed (waiting, cancelling),
+// as LXD does.
+type clusterOperations struct {
+	db       *db.Cluster
+	member   string
+	identity *clusterIdentity
+}
+
+// settle marks the operations this member left running before a restart as failed: their
+// work died with the old process (reconcile repairs what it left half done).
+func (c *clusterOperations) settle(ctx context.Context) error {
+	return c.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return db.FailOrphanedOperations(ctx, tx, c.member, time.Now(), time.Now().Add(-time.Hour))
+	})
+}
+
+// lookup returns the record of an operation: another member's, or one of this member's
+// from before a restart.
+func (c *clusterOperations) lookup(ctx context.Context, id string) (*db.Operation, error) {
+	var op *db.Operation
+	err := c.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		op, err = db.GetOperation(ctx, tx, id)
+		return err
+	})
+	return op, err
+}
+
+// others returns the operations other members recorded.
+func (c *clusterOperations) others(ctx context.Context) ([]db.Operation, error) {
+	var all []db.Operation
+	err := c.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		all, err = db.GetOperations(ctx, tx)
+		return err
+	})
+
+	result := []db.Operation{}
+	for _, op := range all {
+		if op.Member != c.member {
+			result = append(result, op)
+		}
+	}
+
+	return result, err
+}
+
+// forward sends the request to member and relays its answer as is. The caller has checked
+// that the request's caller may see the operation: the member trusts this one by the
+// cluster certificate.
+func (c *clusterOperations) forward(r *http.Request, member string) (response.Response, error) {
+	if c.identity == nil {
+		return nil, errors.New("not clustered")
+	}
+
+	var address string
+	err := c.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		m, err := db.GetMember(ctx, tx, member)
+		if err != nil {
+			return err
+		}
+
+		if time.Since(m.HeartbeatAt) > offlineAfter {
+			return fmt.Errorf("member %q is offline", member)
+		}
+
+		address, _, _ = strings.Cut(m.Address, ",")
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	if address == "" {
+		return nil, fmt.Errorf("member %q serves no HTTPS", member)
+	}
+
+	request, err := http.NewRequestWithContext(r.Context(), r.Method, "https://"+address+r.URL.RequestURI(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	// No overall timeout: a wait lasts as long as the caller asked; the caller's context
+	// ends it.
+	resp, err := c.identity.memberClient(0).Do(request)
+	if err != nil {
+		return nil, err
+	}
+
+	return response.ManualResponse(func(w http.ResponseWriter) error {
+		defer func() { _ = resp.Body.Close() }()
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		_, err := io.Copy(w, io.LimitReader(resp.Body, 16<<20))
+		return err
+	}), nil
+}
+
+// waitRecord polls the record of another member's operation until it finishes, the
+// timeout passes (negative: none) or the request ends: the fallback when the member cannot
+// be reached to wait there.
+func (c *clusterOperations) waitRecord(ctx context.Context, id string, timeout time.Duration) (*db.Operation, error) {
+	var deadline <-chan time.Time
+	if timeout >= 0 {
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		deadline = timer.C
+	}
+
+	for {
+		op, err := c.lookup(ctx, id)
+		if err != nil || op.StatusCode.IsFinal() {
+			return op, err
+		}
+
+		select {
+		case <-ctx.Done():
+			return op, nil
+		case <-deadline:
+			return op, nil
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
