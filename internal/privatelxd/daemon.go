@@ -172,7 +172,10 @@ func (d *daemon) start() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("lxd", "--group", "root", "--logfile", filepath.Join(d.dir, "lxd.log"))
+	// LXD gets the usual umask, not its parent's: lxd-deployd runs under umask 077 (its own
+	// files are private), which would leave LXD's directories closed to the containers'
+	// unprivileged root and make every start fail. exec keeps the pid LXD's.
+	cmd := exec.Command("sh", "-c", `umask 022 && exec lxd "$@"`, "lxd", "--group", "root", "--logfile", filepath.Join(d.dir, "lxd.log"))
 	cmd.Env = d.env(false)
 	cmd.Stdout = out
 	cmd.Stderr = out
