@@ -19,6 +19,7 @@ var updates = map[int]update{
 	4: updateFromV3,
 	5: updateFromV4,
 	6: updateFromV5,
+	7: updateAddRevisionsRolloutsActivity,
 }
 
 // SchemaVersion is the version a fully updated database has.

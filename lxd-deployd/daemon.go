@@ -57,6 +57,7 @@ type daemon struct {
 	ops        *operations.Manager
 	inflight   *inflight
 	reconciler *reconciler
+	rollouts   *rolloutEngine
 	governors  *governor.Listener
 	tokens     *auth.TokenVerifier
 	webhooks   *webhooks.Dispatcher
@@ -118,6 +119,8 @@ func (d *daemon) start(ctx context.Context) error {
 	d.goBackground(func() { metrics.Run(runCtx, time.Second) })
 	d.goBackground(func() { d.lxd.Run(runCtx, d.config.lxdPollInterval) })
 	d.goBackground(func() { d.reconciler.run(runCtx, d.config.reconcileInterval) })
+	d.rollouts = newRolloutEngine(d.db, d.lxd, d.fleet(), lifecycle{events: d.events, webhooks: d.webhooks}, d.logger, d.db.Address())
+	d.goBackground(func() { d.rollouts.run(runCtx, time.Second) })
 
 	handlers := endpoints(d.apis())
 	router := newRouter(handlers, d.authenticate, d.logger, false)
@@ -176,7 +179,7 @@ func (d *daemon) goBackground(f func()) {
 
 // apis builds each resource's handler set with only the dependencies it uses.
 func (d *daemon) apis() apis {
-	l := lifecycle{events: d.events, webhooks: d.webhooks}
+	l := lifecycle{events: d.events, webhooks: d.webhooks, rollouts: d.rollouts}
 	access := access{db: d.db}
 	fleet := d.fleet()
 	return apis{
@@ -195,6 +198,8 @@ func (d *daemon) apis() apis {
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: fleet, lifecycle: l},
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks},
+		revisions:    revisionsAPI{db: d.db, lxd: d.lxd, lifecycle: l},
+		rollouts:     rolloutsAPI{db: d.db, lxd: d.lxd, ops: d.ops, engine: d.rollouts, lifecycle: l},
 		access:       access,
 	}
 }

@@ -42,6 +42,10 @@ type change struct {
 	// inTx, when set, runs inside the reservation's transaction after the bound check:
 	// rollouts record their progress there, so a crash cannot count a step twice.
 	inTx func(ctx context.Context, tx *sql.Tx, shape *db.Shape, row int64) error
+
+	// fromRollout marks a rollout's own launches: any other launch or delete moves the size
+	// a running rollout keeps (scaleActivity).
+	fromRollout bool
 }
 
 // pendingLaunch is a reserved instance waiting for LXD to make it.
@@ -53,6 +57,9 @@ type pendingLaunch struct {
 	req          lxdapi.InstancesPost
 	client       lxd.InstanceServer
 	by           api.DeploymentRequestor
+
+	// sized says the reservation moved a running rollout's size, to undo if it is dropped.
+	sized bool
 }
 
 // reserveLaunch checks the bounds and records the new instance in one transaction.
@@ -62,7 +69,7 @@ func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (*
 		return nil, err
 	}
 
-	p := &pendingLaunch{ref: ref, client: client, by: c.by}
+	p := &pendingLaunch{ref: ref, client: client, by: c.by, sized: !c.fromRollout}
 	var shape *db.Shape
 	err = f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		p.deploymentID, shape, err = shapeInTx(ctx, tx, ref.shapeRef)
@@ -75,7 +82,12 @@ func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (*
 			return err
 		}
 
-		p.row, err = db.CreateInstance(ctx, tx, ref.project, shape.ID, ref.instance, backend.TemplateHash(shape.InstanceTemplate), f.owner, time.Now())
+		p.row, err = db.CreateInstance(ctx, tx, ref.project, shape.ID, ref.instance, backend.TemplateHash(shape.InstanceTemplate), shape.Revision, f.owner, time.Now())
+		if err != nil {
+			return err
+		}
+
+		err = scaleActivity(ctx, tx, p.deploymentID, shape, ref.instance, +1, c)
 		if err != nil {
 			return err
 		}
@@ -102,7 +114,7 @@ func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (*
 	if p.socket {
 		hostPath, err := f.sockets.AddInstance(ref.project, ref.instance)
 		if err != nil {
-			f.dropReservation(ctx, p.row)
+			f.dropReservation(ctx, p)
 			return nil, err
 		}
 
@@ -113,9 +125,19 @@ func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (*
 	return p, nil
 }
 
-func (f *fleet) dropReservation(ctx context.Context, row int64) {
+func (f *fleet) dropReservation(ctx context.Context, p *pendingLaunch) {
 	_ = f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
-		return db.DeleteInstance(ctx, tx, row, db.InstanceCreating)
+		err := db.DeleteInstance(ctx, tx, p.row, db.InstanceCreating)
+		if err != nil || !p.sized {
+			return err
+		}
+
+		shapeID, err := db.GetShapeID(ctx, tx, p.deploymentID, p.ref.shape)
+		if err != nil {
+			return err
+		}
+
+		return db.AdjustRolloutSize(ctx, tx, shapeID, -1)
 	})
 }
 
@@ -136,7 +158,7 @@ func (f *fleet) finishLaunch(ctx context.Context, p *pendingLaunch) error {
 			f.sockets.RemoveInstance(ref.project, ref.instance)
 		}
 
-		f.dropReservation(ctx, p.row)
+		f.dropReservation(ctx, p)
 		return err
 	}
 
@@ -228,6 +250,13 @@ func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (*
 		err = db.SetInstanceState(ctx, tx, row.ID, row.State, db.InstanceDeleting, f.owner, time.Now())
 		if err != nil {
 			return err
+		}
+
+		if row.State != db.InstanceMissing {
+			err = scaleActivity(ctx, tx, p.deploymentID, shape, ref.instance, -1, c)
+			if err != nil {
+				return err
+			}
 		}
 
 		if c.inTx != nil {

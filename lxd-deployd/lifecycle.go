@@ -38,6 +38,9 @@ const (
 type lifecycle struct {
 	events   *events.Server
 	webhooks *webhooks.Dispatcher
+
+	// rollouts, when set, is woken when a change starts a rollout.
+	rollouts *rolloutEngine
 }
 
 // notify queues a webhook event for the deployment's governor (nothing without a URL).

@@ -51,3 +51,13 @@ func (l lifecycle) shapeUpdated(ctx context.Context, by api.DeploymentRequestor,
 func (l lifecycle) shapeDeleted(by api.DeploymentRequestor, ref deploymentRef, deploymentID int64, name string) {
 	l.emit(by, ref.project, deploymentID, lifecycleShapeDeleted, api.DeploymentShapeURL(ref.project, ref.name, name))
 }
+
+// shapeRevised announces the rollout a new revision started through the shape's trigger.
+func (l lifecycle) shapeRevised(by api.DeploymentRequestor, ref shapeRef, deploymentID int64, revised shapeRevised) {
+	if revised.rollout != 0 {
+		l.rolloutEvent(by, ref, deploymentID, revised.rollout, lifecycleRolloutStarted)
+		if l.rollouts != nil {
+			l.rollouts.poke()
+		}
+	}
+}
