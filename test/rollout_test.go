@@ -240,3 +240,103 @@ func TestShapeRevisionsAndOutdated(t *testing.T) {
 		t.Fatalf("?since= returned %d entries, want 1", len(since))
 	}
 }
+
+// sampleBounds samples the shape's instances until stop is closed and reports the fewest
+// ready (created and Running) and the most counted (creating or created) it saw.
+func (env *governorEnv) sampleBounds(t testing.TB, stop <-chan struct{}) (fewestReady int, most int, samples int) {
+	fewestReady = 1 << 30
+	for {
+		instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
+		if err == nil {
+			ready, counted := 0, 0
+			for _, i := range instances {
+				if i.State == "created" && i.Status == "Running" {
+					ready++
+				}
+
+				if i.State == "created" || i.State == "creating" {
+					counted++
+				}
+			}
+
+			fewestReady, most, samples = min(fewestReady, ready), max(most, counted), samples+1
+		}
+
+		select {
+		case <-stop:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func TestRollingRolloutKeepsReadyAndBounds(t *testing.T) {
+	env := newRolloutEnv(t, 0, 5)
+	env.scaleTo(t, 4)
+	env.updateShape(t, "", func(put *api.DeploymentShapePut) {
+		setVersion("2")(put)
+		put.Rollout = api.DeploymentShapeRollout{MaxSurge: "1", MaxUnavailable: "0", MinReady: "1s"}
+	})
+
+	stop := make(chan struct{})
+	type result struct{ fewest, most, samples int }
+	sampled := make(chan result)
+	go func() {
+		f, m, n := env.sampleBounds(t, stop)
+		sampled <- result{f, m, n}
+	}()
+
+	op, err := env.admin.CreateDeploymentShapeRollout("dep1", "web", api.DeploymentRolloutsPost{Notes: "ship v2"})
+	must(t, err)
+	_, err = env.admin.CreateDeploymentShapeRollout("dep1", "web", api.DeploymentRolloutsPost{})
+	expectCode(t, err, 409, "a second rollout while one runs")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	err = op.Wait(ctx)
+	close(stop)
+	bounds := <-sampled
+	must(t, err)
+	if bounds.fewest < 4 || bounds.most > 5 {
+		t.Fatalf("during the rollout: fewest ready %d (want >= 4), most instances %d (want <= 5) over %d samples", bounds.fewest, bounds.most, bounds.samples)
+	}
+
+	t.Logf("rolling rollout: fewest ready %d, most instances %d over %d samples", bounds.fewest, bounds.most, bounds.samples)
+	versions := env.versions(t)
+	if len(versions) != 4 {
+		t.Fatalf("after the rollout: %v", versions)
+	}
+
+	for name, v := range versions {
+		if v != "2" || !strings.HasPrefix(name, "web-r2-") {
+			t.Fatalf("after the rollout: %v", versions)
+		}
+	}
+
+	r := env.waitRollout(t, 1, time.Second, "complete")
+	if r.Cause != "api" || r.Notes != "ship v2" || r.Updated != 4 || r.Outdated != 0 || r.FinishedAt == nil {
+		t.Fatalf("rollout: %+v", r)
+	}
+
+	activity, err := env.admin.GetDeploymentActivity("dep1", 0, "web")
+	must(t, err)
+	counts := map[string]int{}
+	for _, a := range activity {
+		counts[a.Action+"/"+a.Who]++
+	}
+
+	if counts["rollout-started/admin"] != 1 || counts["scale-up/rollout"] != 4 || counts["scale-down/rollout"] != 4 || counts["rollout-complete/rollout"] != 1 {
+		t.Fatalf("activity: %v", counts)
+	}
+
+	// Rollback to revision 1, then a rollout, restores the original template everywhere.
+	_, err = env.admin.RollbackDeploymentShape("dep1", "web", api.DeploymentShapeRollbackPost{Revision: 1})
+	must(t, err)
+	op, err = env.admin.CreateDeploymentShapeRollout("dep1", "web", api.DeploymentRolloutsPost{})
+	must(t, err)
+	must(t, op.Wait(ctx))
+	for name, v := range env.versions(t) {
+		if v != "" {
+			t.Fatalf("after rollback and rollout, %s runs version %q", name, v)
+		}
+	}
+}
