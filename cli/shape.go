@@ -35,6 +35,7 @@ func (a *app) shapeCommand() *cobra.Command {
 		a.shapeDeleteCommand(),
 		a.instanceCommand(),
 		a.shapeScaleRequestCommand(),
+		a.shapeRevisionCommand(), a.shapeRollbackCommand(), a.shapeRolloutCommand(),
 	)
 
 	return cmd

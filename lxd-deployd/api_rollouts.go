@@ -231,7 +231,7 @@ func checkRolloutFeasible(ctx context.Context, tx *sql.Tx, shape *db.Shape) erro
 // rollout lives in the database, not in the operation: cancelling the operation stops the
 // watching only (POST .../cancel cancels the rollout), and a restart resumes the rollout.
 func (a rolloutsAPI) watch(ref shapeRef, deploymentID int64, number int) *operations.Operation {
-	return a.ops.Start(operations.Args{
+	op := a.ops.Start(operations.Args{
 		Description:  fmt.Sprintf("Rolling out shape %s (rollout %d)", ref.shape, number),
 		Project:      ref.project,
 		DeploymentID: deploymentID,
@@ -278,6 +278,10 @@ func (a rolloutsAPI) watch(ref shapeRef, deploymentID int64, number int) *operat
 			}
 		},
 	})
+
+	// The answer names the rollout at once, before the first progress update.
+	op.SetMetadata(map[string]any{"rollout": number})
+	return op
 }
 
 // action serves POST .../rollouts/{n}/{action}: pause, resume, cancel, promote, abort.

@@ -19,6 +19,16 @@ import (
 // one call per instance); a slow sweep catches changes made while it was not listening.
 type imageWatcher struct {
 	engine *rolloutEngine
+	wake   chan struct{}
+}
+
+// poke makes the watcher check now: a shape changed, so it learns the image its alias
+// names before that alias can move.
+func (w *imageWatcher) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 // imageSweep is how often aliases are checked without an event.
@@ -38,6 +48,7 @@ func (w *imageWatcher) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-events:
+		case <-w.wake:
 		case <-timer.C:
 			timer.Reset(imageSweep)
 		}

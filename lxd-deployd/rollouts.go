@@ -110,7 +110,7 @@ type rolloutEngine struct {
 
 func newRolloutEngine(cluster *db.Cluster, l *backend.LXD, f *fleet, lc lifecycle, logger *slog.Logger, owner string) *rolloutEngine {
 	e := &rolloutEngine{db: cluster, lxd: l, fleet: f, lifecycle: lc, logger: logger, claim: columnClaim{owner: owner, ttl: 15 * time.Second}, wake: make(chan struct{}, 1)}
-	e.images = &imageWatcher{engine: e}
+	e.images = &imageWatcher{engine: e, wake: make(chan struct{}, 1)}
 	return e
 }
 
