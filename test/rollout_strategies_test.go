@@ -108,6 +108,29 @@ func TestRolloutFailureAutoReverts(t *testing.T) {
 			t.Fatalf("after the revert every instance is at the reverted revision: %+v", instances)
 		}
 	}
+
+	// The CLI: status --watch fails for a failed rollout (for CI pipelines); the history,
+	// the diff and the activity say what happened.
+	u := newCLIUser(t, env.d)
+	watched := u.run("", "deployment", "shape", "rollout", "status", "dep1", "web", "1", "--watch")
+	if watched.code == 0 || !strings.Contains(watched.stderr, "reverted") || !strings.Contains(watched.stdout, "(reverted)") {
+		t.Fatalf("rollout status --watch of a reverted rollout: exit %d\n%s\n%s", watched.code, watched.stdout, watched.stderr)
+	}
+
+	u.ok("deployment", "shape", "rollout", "status", "dep1", "web", "--watch")
+	for _, check := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"deployment", "shape", "revision", "list", "dep1", "web"}, "rollback to 2"},
+		{[]string{"deployment", "shape", "revision", "diff", "dep1", "web", "3"}, "instance_template.source.alias: \"no-such-image\" -> \"busybox\""},
+		{[]string{"deployment", "shape", "rollout", "list", "dep1", "web"}, "reverted"},
+		{[]string{"deployment", "activity", "dep1", "--shape", "web"}, "rollout-reverted"},
+	} {
+		if out := u.ok(check.args...); !strings.Contains(out, check.want) {
+			t.Fatalf("lxd-deploy %s: want %q in\n%s", strings.Join(check.args, " "), check.want, out)
+		}
+	}
 }
 
 func TestRolloutPauseResumeCancelWithGovernor(t *testing.T) {

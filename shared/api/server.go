@@ -5,7 +5,7 @@ import (
 )
 
 // APIExtensions lists the API extensions this server supports.
-var APIExtensions = []string{"deployments"}
+var APIExtensions = []string{"deployments", "deployment_shape_revisions", "deployment_shape_rollouts", "deployment_activity"}
 
 // Server is GET /1.0. Its JSON is a superset of LXD's api.Server, so that LXD's own Go
 // client (lxd.ConnectLXD) can connect to lxd-deployd.
