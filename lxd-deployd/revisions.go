@@ -275,3 +275,21 @@ func rollbackShape(ctx context.Context, tx *sql.Tx, shape *db.Shape, revision in
 	after, err := shapeByID(ctx, tx, shape.DeploymentID, shape.ID)
 	return after, out, err
 }
+
+// reconcileActivity records, in reconcile's transaction, a size change reconcile found: an
+// instance gone from LXD (-1) or back (+1). The size read there already counts the change.
+func reconcileActivity(row db.Instance, delta int, why string) func(ctx context.Context, tx *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		shape, err := db.GetShape(ctx, tx, row.DeploymentID, row.Shape)
+		if err != nil {
+			return err
+		}
+
+		action := "scale-up"
+		if delta < 0 {
+			action = "scale-down"
+		}
+
+		return recordActivity(ctx, tx, row.DeploymentID, api.DeploymentActivity{Shape: row.Shape, Action: action, From: shape.ScalingCurrent - delta, To: shape.ScalingCurrent, Requestor: internalRequestor("reconcile"), Why: why})
+	}
+}
