@@ -16,6 +16,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -297,23 +298,37 @@ func (e *rolloutEngine) step(ctx context.Context, client lxd.InstanceServer, r d
 	// Deletes go first: with max_unavailable they make the room the launches use.
 	for _, name := range p.Remove {
 		c := change{by: rolloutRequestor, why: fmt.Sprintf("rollout %d: replace outdated instance", r.Number), inTx: e.progressInTx(r), fromRollout: true}
-		_, err := e.fleet.startDelete(ctx, instanceRef{shapeRef: ref, instance: name}, c)
+		op, err := e.fleet.startDelete(ctx, instanceRef{shapeRef: ref, instance: name}, c)
 		if err != nil {
 			e.logger.Info("rollout: delete refused", "instance", name, "err", err)
+			continue
 		}
+
+		e.pokeWhenDone(op)
 	}
 
 	for i := 0; i < p.Launch; i++ {
 		name := replacementName(r.Shape, v.shape.Revision)
 		c := change{by: rolloutRequestor, why: fmt.Sprintf("rollout %d: launch at revision %d", r.Number, v.shape.Revision), fromRollout: true}
-		_, err := e.fleet.startLaunch(ctx, instanceRef{shapeRef: ref, instance: name}, c)
+		op, err := e.fleet.startLaunch(ctx, instanceRef{shapeRef: ref, instance: name}, c)
 		if err != nil {
 			e.logger.Info("rollout: launch refused", "instance", name, "err", err)
 			break
 		}
+
+		e.pokeWhenDone(op)
 	}
 
 	return nil
+}
+
+// pokeWhenDone ticks again as soon as a launch or delete finishes, rather than at the next
+// tick: a rollout moves at LXD's pace.
+func (e *rolloutEngine) pokeWhenDone(op *operations.Operation) {
+	go func() {
+		<-op.Done()
+		e.poke()
+	}()
 }
 
 // progressInTx marks a rollout as progressing in the transaction that removes an outdated
