@@ -224,6 +224,10 @@ func (e *rolloutEngine) observe(ctx context.Context, client lxd.InstanceServer, 
 	now := time.Now()
 	state := shapes.RolloutState{Settings: v.settings, Size: r.Size, Minimum: v.shape.ScalingMinimum, Maximum: v.shape.ScalingMaximum, Target: v.shape.Revision, Promoted: r.Promoted}
 	for _, row := range v.rows {
+		if row.State == db.InstanceDeleting {
+			state.Deleting++
+		}
+
 		if row.State != db.InstanceCreating && row.State != db.InstanceCreated {
 			continue
 		}

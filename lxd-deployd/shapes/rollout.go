@@ -88,6 +88,9 @@ type RolloutState struct {
 	Target    int
 	Promoted  bool
 	Instances []RolloutInstance
+
+	// Deleting counts instances being deleted: a rollout is complete once they are gone.
+	Deleting int
 }
 
 // RolloutPlan is what one step of a rollout does.
@@ -139,7 +142,7 @@ func PlanRollout(s RolloutState) RolloutPlan {
 	}
 
 	switch {
-	case len(outdated) == 0 && p.Ready == len(fresh) && !creating:
+	case len(outdated) == 0 && p.Ready == len(fresh) && !creating && s.Deleting == 0:
 		p.Complete, p.Phase = true, "done"
 		return p
 	case canary && p.Ready >= want && len(fresh) >= want && total <= size && !creating:
