@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -36,12 +37,13 @@ const imageSweep = 30 * time.Second
 
 func (w *imageWatcher) run(ctx context.Context) {
 	events := make(chan struct{}, 1)
-	var listening bool
+	var listener *lxd.EventListener
 	timer := time.NewTimer(time.Second)
 	defer timer.Stop()
 	for {
-		if !listening {
-			listening = w.listen(ctx, events)
+		// (Re)subscribe when LXD was away or dropped the stream; the sweep covers the gap.
+		if listener == nil || !listener.IsActive() {
+			listener = w.listen(ctx, events)
 		}
 
 		select {
@@ -60,18 +62,18 @@ func (w *imageWatcher) run(ctx context.Context) {
 	}
 }
 
-// listen subscribes to LXD's lifecycle events for images; it reports whether it could.
-func (w *imageWatcher) listen(ctx context.Context, events chan<- struct{}) bool {
+// listen subscribes to LXD's lifecycle events for images; nil when it could not.
+func (w *imageWatcher) listen(ctx context.Context, events chan<- struct{}) *lxd.EventListener {
 	client, err := w.engine.lxd.Client()
 	if err != nil {
-		return false
+		return nil
 	}
 
 	listener, err := client.GetEventsAllProjects()
 	if err != nil {
 		listener, err = client.GetEvents()
 		if err != nil {
-			return false
+			return nil
 		}
 	}
 
@@ -91,15 +93,29 @@ func (w *imageWatcher) listen(ctx context.Context, events chan<- struct{}) bool 
 	})
 	if err != nil {
 		listener.Disconnect()
-		return false
+		return nil
 	}
 
 	go func() {
-		<-ctx.Done()
-		listener.Disconnect()
+		select {
+		case <-ctx.Done():
+			listener.Disconnect()
+		case <-listenerDone(listener):
+		}
 	}()
 
-	return true
+	return listener
+}
+
+// listenerDone is closed when an event listener stops.
+func listenerDone(l *lxd.EventListener) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		_ = l.Wait()
+		close(done)
+	}()
+
+	return done
 }
 
 // check resolves every alias an image-change shape names, once per project and alias, and
