@@ -128,16 +128,11 @@ func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (*
 func (f *fleet) dropReservation(ctx context.Context, p *pendingLaunch) {
 	_ = f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
 		err := db.DeleteInstance(ctx, tx, p.row, db.InstanceCreating)
-		if err != nil || !p.sized {
-			return err
-		}
-
-		shapeID, err := db.GetShapeID(ctx, tx, p.deploymentID, p.ref.shape)
 		if err != nil {
 			return err
 		}
 
-		return db.AdjustRolloutSize(ctx, tx, shapeID, -1)
+		return launchDropped(ctx, tx, p)
 	})
 }
 

@@ -293,3 +293,20 @@ func reconcileActivity(row db.Instance, delta int, why string) func(ctx context.
 		return recordActivity(ctx, tx, row.DeploymentID, api.DeploymentActivity{Shape: row.Shape, Action: action, From: shape.ScalingCurrent - delta, To: shape.ScalingCurrent, Requestor: internalRequestor("reconcile"), Why: why})
 	}
 }
+
+// launchDropped undoes, in the transaction that drops a failed launch's record, what its
+// reservation recorded: the activity log says the size went back, and a running rollout's
+// size moves back when the launch had moved it.
+func launchDropped(ctx context.Context, tx *sql.Tx, p *pendingLaunch) error {
+	shape, err := db.GetShape(ctx, tx, p.deploymentID, p.ref.shape)
+	if err != nil {
+		return err
+	}
+
+	err = recordActivity(ctx, tx, p.deploymentID, api.DeploymentActivity{Shape: shape.Name, Action: "scale-down", From: shape.ScalingCurrent + 1, To: shape.ScalingCurrent, Requestor: p.by, Why: "launch of " + p.ref.instance + " failed"})
+	if err != nil || !p.sized {
+		return err
+	}
+
+	return db.AdjustRolloutSize(ctx, tx, shape.ID, -1)
+}

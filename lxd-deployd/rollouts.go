@@ -326,12 +326,15 @@ func (e *rolloutEngine) step(ctx context.Context, client lxd.InstanceServer, r d
 	return nil
 }
 
-// pokeWhenDone ticks again as soon as a launch or delete finishes, rather than at the next
-// tick: a rollout moves at LXD's pace.
+// pokeWhenDone ticks again as soon as a launch or delete succeeds, rather than at the next
+// tick: a rollout moves at LXD's pace. A failure waits for the tick, so that a template
+// that cannot start is retried once a tick, not in a tight loop.
 func (e *rolloutEngine) pokeWhenDone(op *operations.Operation) {
 	go func() {
 		<-op.Done()
-		e.poke()
+		if op.API().StatusCode == lxdapi.Success {
+			e.poke()
+		}
 	}()
 }
 
