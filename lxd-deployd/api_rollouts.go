@@ -240,7 +240,7 @@ func (a rolloutsAPI) watch(ref shapeRef, deploymentID int64, number int) *operat
 			"deployment_rollouts": {api.DeploymentShapeRolloutURL(ref.project, ref.name, ref.shape, number)},
 		},
 		Run: func(ctx context.Context, op *operations.Operation) error {
-			ticker := time.NewTicker(500 * time.Millisecond)
+			ticker := time.NewTicker(time.Second)
 			defer ticker.Stop()
 			for {
 				var rollout *db.Rollout

@@ -301,7 +301,7 @@ func (e *rolloutEngine) step(ctx context.Context, client lxd.InstanceServer, r d
 
 	// Deletes go first: with max_unavailable they make the room the launches use.
 	for _, name := range p.Remove {
-		c := change{by: rolloutRequestor, why: fmt.Sprintf("rollout %d: replace outdated instance", r.Number), inTx: e.progressInTx(r), fromRollout: true}
+		c := change{by: rolloutRequestor, why: fmt.Sprintf("rollout %d: replace outdated instance", r.Number), inTx: e.stillRunning(r, true), fromRollout: true}
 		op, err := e.fleet.startDelete(ctx, instanceRef{shapeRef: ref, instance: name}, c)
 		if err != nil {
 			e.logger.Info("rollout: delete refused", "instance", name, "err", err)
@@ -313,7 +313,7 @@ func (e *rolloutEngine) step(ctx context.Context, client lxd.InstanceServer, r d
 
 	for i := 0; i < p.Launch; i++ {
 		name := replacementName(r.Shape, v.shape.Revision)
-		c := change{by: rolloutRequestor, why: fmt.Sprintf("rollout %d: launch at revision %d", r.Number, v.shape.Revision), fromRollout: true}
+		c := change{by: rolloutRequestor, why: fmt.Sprintf("rollout %d: launch at revision %d", r.Number, v.shape.Revision), fromRollout: true, inTx: e.stillRunning(r, false)}
 		op, err := e.fleet.startLaunch(ctx, instanceRef{shapeRef: ref, instance: name}, c)
 		if err != nil {
 			e.logger.Info("rollout: launch refused", "instance", name, "err", err)
@@ -338,11 +338,12 @@ func (e *rolloutEngine) pokeWhenDone(op *operations.Operation) {
 	}()
 }
 
-// progressInTx marks a rollout as progressing in the transaction that removes an outdated
-// instance, so that a crash cannot lose the step.
-func (e *rolloutEngine) progressInTx(r db.Rollout) func(ctx context.Context, tx *sql.Tx, shape *db.Shape, row int64) error {
+// stillRunning checks, in the reservation's transaction, that the rollout is still running
+// (a pause or cancel that came meanwhile stops the step), and with progress marks it as
+// progressing, so that a crash cannot lose the step.
+func (e *rolloutEngine) stillRunning(r db.Rollout, progress bool) func(ctx context.Context, tx *sql.Tx, shape *db.Shape, row int64) error {
 	return func(ctx context.Context, tx *sql.Tx, shape *db.Shape, row int64) error {
-		err := db.UpdateRollout(ctx, tx, r.ID, api.RolloutRunning, db.RolloutUpdate{Progress: true}, time.Now())
+		err := db.UpdateRollout(ctx, tx, r.ID, api.RolloutRunning, db.RolloutUpdate{Progress: progress}, time.Now())
 		if errors.Is(err, db.ErrInstanceChanged) {
 			return lxdapi.StatusErrorf(http.StatusConflict, "rollout %d is no longer running", r.Number)
 		}
