@@ -270,3 +270,69 @@ func (a *app) rolloutActionCommand(action string, short string) *cobra.Command {
 		},
 	}
 }
+
+// rolloutProperties are the shape's rollout settings as properties of get, set and unset
+// (lxd-deploy deployment shape set dep1 web rollout.strategy=canary -p), and its latest
+// revision; the daemon checks the values.
+func rolloutProperties() map[string]property[api.DeploymentShape] {
+	rollout := func(s *api.DeploymentShape) *api.DeploymentShapeRollout { return &s.Rollout }
+	count := func(field func(r *api.DeploymentShapeRollout) *api.RolloutCount) property[api.DeploymentShape] {
+		return property[api.DeploymentShape]{
+			get: func(s *api.DeploymentShape) string { return string(*field(rollout(s))) },
+			set: func(s *api.DeploymentShape, value string) error {
+				*field(rollout(s)) = api.RolloutCount(value)
+				return nil
+			},
+		}
+	}
+
+	return map[string]property[api.DeploymentShape]{
+		"revision":                  readOnly(func(s *api.DeploymentShape) string { return strconv.Itoa(s.Revision) }),
+		"rollout.strategy":          stringProperty(func(s *api.DeploymentShape) *string { return &s.Rollout.Strategy }),
+		"rollout.trigger":           stringProperty(func(s *api.DeploymentShape) *string { return &s.Rollout.Trigger }),
+		"rollout.min_ready":         stringProperty(func(s *api.DeploymentShape) *string { return &s.Rollout.MinReady }),
+		"rollout.progress_deadline": stringProperty(func(s *api.DeploymentShape) *string { return &s.Rollout.ProgressDeadline }),
+		"rollout.max_surge":         count(func(r *api.DeploymentShapeRollout) *api.RolloutCount { return &r.MaxSurge }),
+		"rollout.max_unavailable":   count(func(r *api.DeploymentShapeRollout) *api.RolloutCount { return &r.MaxUnavailable }),
+		"rollout.auto_revert": {
+			get: func(s *api.DeploymentShape) string { return strconv.FormatBool(s.Rollout.AutoRevert) },
+			set: func(s *api.DeploymentShape, value string) error {
+				if value == "" {
+					s.Rollout.AutoRevert = false
+					return nil
+				}
+
+				b, err := strconv.ParseBool(value)
+				if err != nil {
+					return fmt.Errorf("rollout.auto_revert must be true or false, got %q", value)
+				}
+
+				s.Rollout.AutoRevert = b
+				return nil
+			},
+		},
+		"rollout.canary.count": {
+			get: func(s *api.DeploymentShape) string {
+				if s.Rollout.Canary == nil {
+					return ""
+				}
+
+				return strconv.Itoa(s.Rollout.Canary.Count)
+			},
+			set: func(s *api.DeploymentShape, value string) error {
+				if value == "" {
+					s.Rollout.Canary = nil
+					return nil
+				}
+
+				n, err := strconv.Atoi(value)
+				if err != nil {
+					return fmt.Errorf("rollout.canary.count must be a whole number, got %q", value)
+				}
+
+				s.Rollout.Canary = &api.DeploymentShapeRolloutCanary{Count: n}
+				return nil
+			},
+		},
+	}
+}

@@ -1,7 +1,14 @@
 package main
 
 import (
+	"strings"
 	"testing"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
 // TestRevisionsAndRolloutsAPI covers what needs no LXD: revisions of every change, the
@@ -107,5 +114,63 @@ func TestRevisionsAndRolloutsAPI(t *testing.T) {
 	a.expect("PATCH", "/1.0/deployments/dep1/shapes/web", `{"description":"x"}`, 200, "")
 	if n := len(a.expect("GET", "/1.0/deployments/dep1/activity", "", 200, "")["metadata"].([]any)); n != 2 {
 		t.Fatalf("activity.keep 2 kept %d", n)
+	}
+}
+
+func TestRollbackOfBoundsOnly(t *testing.T) {
+	a := newTestAPI(t)
+	a.expect("POST", "/1.0/deployments", `{"name":"dep1"}`, 201, "")
+	a.expect("POST", "/1.0/deployments/dep1/shapes", shapeBody, 201, "")
+	a.expect("PATCH", "/1.0/deployments/dep1/shapes/web", `{"scaling_maximum":7,"description":"wide"}`, 200, "")
+
+	// Without the template, LXD is not asked (it is not there): only the bounds go back.
+	result := a.expect("POST", "/1.0/deployments/dep1/shapes/web/rollback", `{"template":false,"scaling":true,"notes":"too wide"}`, 200, "")["metadata"].(map[string]any)
+	if result["revision"] != float64(3) || result["rollout"] != float64(0) {
+		t.Fatalf("rollback: %v", result)
+	}
+
+	shape := a.expect("GET", "/1.0/deployments/dep1/shapes/web", "", 200, "")["metadata"].(map[string]any)
+	if shape["scaling_maximum"] != float64(3) || shape["description"] != "wide" || shape["revision"] != float64(3) {
+		t.Fatalf("after rollback: %v", shape)
+	}
+
+	rev := a.expect("GET", "/1.0/deployments/dep1/shapes/web/revisions/3", "", 200, "")["metadata"].(map[string]any)
+	if rev["cause"] != "rollback to 1" || rev["notes"] != "too wide" {
+		t.Fatalf("rollback revision: %v", rev)
+	}
+
+	// The template needs LXD to check the image: 503 and nothing changed without it.
+	a.expect("POST", "/1.0/deployments/dep1/shapes/web/rollback", `{"revision":1}`, 503, "")
+	if n := len(a.expect("GET", "/1.0/deployments/dep1/shapes/web/revisions", "", 200, "")["metadata"].([]any)); n != 3 {
+		t.Fatalf("a refused rollback made a revision: %d", n)
+	}
+}
+
+func TestIsReadyAndReplacementNames(t *testing.T) {
+	now := time.Now()
+	row := db.Instance{State: db.InstanceCreated, StateChangedAt: now.Add(-time.Minute)}
+	running := &lxdapi.Instance{StatusCode: lxdapi.Running, LastUsedAt: now.Add(-5 * time.Second)}
+	if !isReady(row, running, 5*time.Second, now) || isReady(row, running, 6*time.Second, now) {
+		t.Error("min_ready counts from the last start")
+	}
+
+	if isReady(row, &lxdapi.Instance{StatusCode: lxdapi.Stopped}, 0, now) || isReady(row, nil, 0, now) {
+		t.Error("a stopped or unknown instance is not ready")
+	}
+
+	creating := row
+	creating.State = db.InstanceCreating
+	if isReady(creating, running, 0, now) {
+		t.Error("an instance still being created is not ready")
+	}
+
+	name := replacementName("web", 12)
+	if !strings.HasPrefix(name, "web-r12-") || len(name) != len("web-r12-")+6 || validate.Name("instance", name) != nil {
+		t.Errorf("replacement name %q", name)
+	}
+
+	long := replacementName(strings.Repeat("a", 63), 3)
+	if len(long) != 63 || validate.Name("instance", long) != nil {
+		t.Errorf("long replacement name %q (%d)", long, len(long))
 	}
 }
