@@ -7,7 +7,6 @@ import (
 	"errors"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -37,13 +36,19 @@ const imageSweep = 30 * time.Second
 
 func (w *imageWatcher) run(ctx context.Context) {
 	events := make(chan struct{}, 1)
-	var listener *lxd.EventListener
+	var stream <-chan struct{} // closed when the event stream ends
 	timer := time.NewTimer(time.Second)
 	defer timer.Stop()
 	for {
 		// (Re)subscribe when LXD was away or dropped the stream; the sweep covers the gap.
-		if listener == nil || !listener.IsActive() {
-			listener = w.listen(ctx, events)
+		select {
+		case <-stream:
+			stream = nil
+		default:
+		}
+
+		if stream == nil {
+			stream = w.listen(ctx, events)
 		}
 
 		select {
@@ -62,57 +67,53 @@ func (w *imageWatcher) run(ctx context.Context) {
 	}
 }
 
-// listen subscribes to LXD's lifecycle events for images; nil when it could not.
-func (w *imageWatcher) listen(ctx context.Context, events chan<- struct{}) *lxd.EventListener {
+// listen subscribes to LXD's lifecycle events of every project on a websocket of its own,
+// asking LXD for lifecycle events only: a rollout makes many operation and logging events,
+// which this watcher has no use for and should not decode. It returns a channel closed
+// when the stream ends, or nil when it could not subscribe.
+func (w *imageWatcher) listen(ctx context.Context, events chan<- struct{}) <-chan struct{} {
 	client, err := w.engine.lxd.Client()
 	if err != nil {
 		return nil
 	}
 
-	listener, err := client.GetEventsAllProjects()
+	conn, err := client.RawWebsocket("/events?type=lifecycle&all-projects=true")
 	if err != nil {
-		listener, err = client.GetEvents()
-		if err != nil {
-			return nil
-		}
-	}
-
-	_, err = listener.AddHandler([]string{"lifecycle"}, func(e lxdapi.Event) {
-		var lifecycle lxdapi.EventLifecycle
-		if json.Unmarshal(e.Metadata, &lifecycle) != nil {
-			return
-		}
-
-		switch lifecycle.Action {
-		case "image-created", "image-alias-created", "image-alias-updated", "image-alias-renamed", "image-refreshed":
-			select {
-			case events <- struct{}{}:
-			default:
-			}
-		}
-	})
-	if err != nil {
-		listener.Disconnect()
 		return nil
 	}
 
+	done := make(chan struct{})
 	go func() {
 		select {
 		case <-ctx.Done():
-			listener.Disconnect()
-		case <-listenerDone(listener):
+		case <-done:
 		}
+
+		_ = conn.Close()
 	}()
 
-	return listener
-}
-
-// listenerDone is closed when an event listener stops.
-func listenerDone(l *lxd.EventListener) <-chan struct{} {
-	done := make(chan struct{})
 	go func() {
-		_ = l.Wait()
-		close(done)
+		defer close(done)
+		for {
+			var event lxdapi.Event
+			err := conn.ReadJSON(&event)
+			if err != nil {
+				return
+			}
+
+			var lifecycle lxdapi.EventLifecycle
+			if event.Type != lxdapi.EventTypeLifecycle || json.Unmarshal(event.Metadata, &lifecycle) != nil {
+				continue
+			}
+
+			switch lifecycle.Action {
+			case "image-created", "image-alias-created", "image-alias-updated", "image-alias-renamed", "image-refreshed":
+				select {
+				case events <- struct{}{}:
+				default:
+				}
+			}
+		}
 	}()
 
 	return done
