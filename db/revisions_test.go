@@ -134,3 +134,66 @@ func TestRevisionPruneKeepsUsedOnes(t *testing.T) {
 		return nil
 	})
 }
+
+// TestRolloutClaim checks that one daemon at a time holds a rollout, until its claim
+// expires, and that a finished rollout is nobody's.
+func TestRolloutClaim(t *testing.T) {
+	c := newTestCluster(t)
+	now := time.Now()
+	tx(t, c, func(ctx context.Context, tx *sql.Tx) error {
+		id, err := CreateDeployment(ctx, tx, "default", api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}})
+		if err != nil {
+			return err
+		}
+
+		shapeID, err := CreateShape(ctx, tx, id, api.DeploymentShapesPost{DeploymentShapePost: api.DeploymentShapePost{Name: "web"}, DeploymentShapePut: api.DeploymentShapePut{ScalingMaximum: 3}})
+		if err != nil {
+			return err
+		}
+
+		_, err = CreateRollout(ctx, tx, shapeID, api.DeploymentRollout{Status: api.RolloutRunning, Revision: 2, FromRevision: 1, Size: 2}, now)
+		if err != nil {
+			return err
+		}
+
+		r, err := GetActiveRollout(ctx, tx, shapeID)
+		if err != nil || r == nil {
+			t.Fatalf("active rollout: %+v %v", r, err)
+		}
+
+		claims := []struct {
+			owner string
+			at    time.Time
+			want  bool
+		}{
+			{"a", now, true},
+			{"b", now.Add(time.Second), false},
+			{"a", now.Add(2 * time.Second), true},
+			{"b", now.Add(20 * time.Second), true}, // a's claim (until +17s) expired
+			{"a", now.Add(21 * time.Second), false},
+		}
+
+		for _, cl := range claims {
+			ok, err := ClaimRollout(ctx, tx, r.ID, cl.owner, cl.at.Add(15*time.Second), cl.at)
+			if err != nil || ok != cl.want {
+				t.Fatalf("%s claims at %v: %v %v, want %v", cl.owner, cl.at.Sub(now), ok, err, cl.want)
+			}
+		}
+
+		status := api.RolloutComplete
+		err = UpdateRollout(ctx, tx, r.ID, api.RolloutRunning, RolloutUpdate{Status: &status}, now)
+		if err != nil {
+			return err
+		}
+
+		if ok, _ := ClaimRollout(ctx, tx, r.ID, "a", now.Add(time.Hour), now.Add(time.Hour)); ok {
+			t.Fatal("a finished rollout must not be claimed")
+		}
+
+		if err = UpdateRollout(ctx, tx, r.ID, api.RolloutRunning, RolloutUpdate{Status: &status}, now); err != ErrInstanceChanged {
+			t.Fatalf("updating a rollout no longer running: %v", err)
+		}
+
+		return AdjustRolloutSize(ctx, tx, shapeID, 1)
+	})
+}

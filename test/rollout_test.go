@@ -2,13 +2,18 @@ package test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -134,6 +139,30 @@ func (env *governorEnv) versions(t testing.TB) map[string]string {
 	}
 
 	return out
+}
+
+// actionLog collects lifecycle actions heard from several goroutines.
+type actionLog struct {
+	mu      sync.Mutex
+	actions []string
+}
+
+func (l *actionLog) add(action string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.actions = append(l.actions, action)
+}
+
+func (l *actionLog) has(action string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Contains(l.actions, action)
+}
+
+func (l *actionLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string{}, l.actions...)
 }
 
 func TestShapeRevisionsAndOutdated(t *testing.T) {
@@ -278,6 +307,36 @@ func TestRollingRolloutKeepsReadyAndBounds(t *testing.T) {
 		put.Rollout = api.DeploymentShapeRollout{MaxSurge: "1", MaxUnavailable: "0", MinReady: "1s"}
 	})
 
+	// The governor hears every step on its webhook, and /1.0/events shows them.
+	heard := &actionLog{}
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var event api.WebhookEvent
+		var lifecycle api.WebhookLifecycleMetadata
+		if json.NewDecoder(r.Body).Decode(&event) == nil && event.Type == api.WebhookLifecycle && json.Unmarshal(event.Metadata, &lifecycle) == nil {
+			heard.add("webhook " + lifecycle.Action)
+		}
+	}))
+	defer hook.Close()
+	deployment, etag, err := env.admin.GetDeployment("dep1")
+	must(t, err)
+	put := deployment.Writable()
+	put.GovernorWebhookURL = hook.URL
+	must(t, env.admin.UpdateDeployment("dep1", put, etag))
+	admin := newIdentity(t)
+	trustIdentity(t, env.admin, admin, "events", "client")
+	lxdClient, err := lxd.ConnectLXD("https://"+env.d.HTTPSAddress, &lxd.ConnectionArgs{TLSServerCert: env.d.ServerCert, TLSClientCert: admin.CertPEM, TLSClientKey: admin.KeyPEM})
+	must(t, err)
+	listener, err := lxdClient.GetEvents()
+	must(t, err)
+	defer listener.Disconnect()
+	_, err = listener.AddHandler([]string{"lifecycle"}, func(e lxdapi.Event) {
+		var lifecycle lxdapi.EventLifecycle
+		if json.Unmarshal(e.Metadata, &lifecycle) == nil {
+			heard.add("event " + lifecycle.Action)
+		}
+	})
+	must(t, err)
+
 	stop := make(chan struct{})
 	type result struct{ fewest, most, samples int }
 	sampled := make(chan result)
@@ -326,6 +385,19 @@ func TestRollingRolloutKeepsReadyAndBounds(t *testing.T) {
 
 	if counts["rollout-started/admin"] != 1 || counts["scale-up/rollout"] != 4 || counts["scale-down/rollout"] != 4 || counts["rollout-complete/rollout"] != 1 {
 		t.Fatalf("activity: %v", counts)
+	}
+
+	deadline := time.Now().Add(30 * time.Second)
+	for _, want := range []string{"deployment-shape-rollout-started", "deployment-shape-rollout-step", "deployment-shape-rollout-completed", "deployment-instance-created", "deployment-instance-deleted"} {
+		for _, via := range []string{"webhook ", "event "} {
+			for !heard.has(via + want) {
+				if time.Now().After(deadline) {
+					t.Fatalf("the governor did not hear %s%s: %v", via, want, heard.all())
+				}
+
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
 	}
 
 	// Rollback to revision 1, then a rollout, restores the original template everywhere.
