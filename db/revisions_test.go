@@ -190,7 +190,7 @@ func TestRolloutClaim(t *testing.T) {
 			t.Fatal("a finished rollout must not be claimed")
 		}
 
-		if err = UpdateRollout(ctx, tx, r.ID, api.RolloutRunning, RolloutUpdate{Status: &status}, now); err != ErrInstanceChanged {
+		if err = UpdateRollout(ctx, tx, r.ID, api.RolloutRunning, RolloutUpdate{Status: &status}, now); err != ErrRolloutChanged {
 			t.Fatalf("updating a rollout no longer running: %v", err)
 		}
 

@@ -170,8 +170,12 @@ type RolloutUpdate struct {
 	Progress bool
 }
 
-// UpdateRollout changes a rollout that is still in status from (ErrInstanceChanged
-// otherwise: someone paused, cancelled or finished it meanwhile).
+// ErrRolloutChanged says a rollout was not in the status a change expected: someone paused,
+// cancelled or finished it meanwhile.
+var ErrRolloutChanged = lxdapi.StatusErrorf(http.StatusConflict, "the rollout changed meanwhile: read it again")
+
+// UpdateRollout changes a rollout that is still in status from (ErrRolloutChanged
+// otherwise).
 func UpdateRollout(ctx context.Context, tx *sql.Tx, id int64, from string, u RolloutUpdate, now time.Time) error {
 	sets := []string{"updated_at = ?"}
 	args := []any{now.UTC()}
@@ -215,7 +219,11 @@ func UpdateRollout(ctx context.Context, tx *sql.Tx, id int64, from string, u Rol
 		return fmt.Errorf("update rollout: %w", err)
 	}
 
-	return expectOneRow(result)
+	if expectOneRow(result) != nil {
+		return ErrRolloutChanged
+	}
+
+	return nil
 }
 
 // ClaimRollout makes owner the daemon working on an active rollout until until, unless

@@ -243,13 +243,20 @@ func SetShapeRevision(ctx context.Context, tx *sql.Tx, id int64, revision int) e
 	return nil
 }
 
+// ErrShapeChanged says a shape was not as a change expected: another daemon changed it first.
+var ErrShapeChanged = lxdapi.StatusErrorf(http.StatusConflict, "the shape changed meanwhile")
+
 // SetShapeImageFingerprint records the image a shape's alias points to, if the shape still
-// records old (ErrInstanceChanged otherwise: another daemon saw the change first).
+// records old (ErrShapeChanged otherwise: another daemon saw the change first).
 func SetShapeImageFingerprint(ctx context.Context, tx *sql.Tx, id int64, old string, fingerprint string) error {
 	result, err := tx.ExecContext(ctx, "UPDATE deployments_shapes SET image_fingerprint = ? WHERE id = ? AND image_fingerprint = ?", fingerprint, id, old)
 	if err != nil {
 		return fmt.Errorf("record shape image: %w", err)
 	}
 
-	return expectOneRow(result)
+	if expectOneRow(result) != nil {
+		return ErrShapeChanged
+	}
+
+	return nil
 }

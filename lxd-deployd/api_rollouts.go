@@ -338,7 +338,7 @@ func (a rolloutsAPI) promote(ctx context.Context, ro db.Rollout, by api.Deployme
 	err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		promoted, status, phase, reason := true, api.RolloutRunning, "replace", "promoted by "+by.String()
 		err := db.UpdateRollout(ctx, tx, ro.ID, ro.Status, db.RolloutUpdate{Promoted: &promoted, Status: &status, Phase: &phase, Reason: &reason, Progress: true}, time.Now())
-		if errors.Is(err, db.ErrInstanceChanged) {
+		if errors.Is(err, db.ErrRolloutChanged) {
 			return lxdapi.StatusErrorf(http.StatusConflict, "rollout %d changed meanwhile: read it again", ro.Number)
 		}
 

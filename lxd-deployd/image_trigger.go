@@ -207,7 +207,7 @@ func (w *imageWatcher) revise(ctx context.Context, s db.Shape, project string, f
 		out, err = recordRevision(ctx, tx, s.DeploymentID, s.ID, &s, s.Writable(), revisionArgs{cause: causeImageChange, by: by, notes: "image " + fingerprint[:min(12, len(fingerprint))], image: true})
 		return err
 	})
-	if errors.Is(err, db.ErrInstanceChanged) {
+	if errors.Is(err, db.ErrShapeChanged) {
 		return nil
 	}
 

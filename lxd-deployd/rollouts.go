@@ -286,7 +286,7 @@ func (e *rolloutEngine) step(ctx context.Context, client lxd.InstanceServer, r d
 
 		return nil
 	})
-	if errors.Is(err, db.ErrInstanceChanged) {
+	if errors.Is(err, db.ErrRolloutChanged) {
 		return nil // paused or cancelled meanwhile
 	}
 
@@ -344,7 +344,7 @@ func (e *rolloutEngine) pokeWhenDone(op *operations.Operation) {
 func (e *rolloutEngine) stillRunning(r db.Rollout, progress bool) func(ctx context.Context, tx *sql.Tx, shape *db.Shape, row int64) error {
 	return func(ctx context.Context, tx *sql.Tx, shape *db.Shape, row int64) error {
 		err := db.UpdateRollout(ctx, tx, r.ID, api.RolloutRunning, db.RolloutUpdate{Progress: progress}, time.Now())
-		if errors.Is(err, db.ErrInstanceChanged) {
+		if errors.Is(err, db.ErrRolloutChanged) {
 			return lxdapi.StatusErrorf(http.StatusConflict, "rollout %d is no longer running", r.Number)
 		}
 
@@ -357,7 +357,7 @@ func (e *rolloutEngine) stillRunning(r db.Rollout, progress bool) func(ctx conte
 func (e *rolloutEngine) transition(ctx context.Context, r db.Rollout, from string, to string, phase string, reason string, action string, by api.DeploymentRequestor) error {
 	err := e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := db.UpdateRollout(ctx, tx, r.ID, from, db.RolloutUpdate{Status: &to, Phase: &phase, Reason: &reason, Progress: to == api.RolloutRunning}, time.Now())
-		if errors.Is(err, db.ErrInstanceChanged) {
+		if errors.Is(err, db.ErrRolloutChanged) {
 			return lxdapi.StatusErrorf(http.StatusConflict, "rollout %d is not %s (it changed meanwhile): read it again", r.Number, from)
 		}
 
@@ -420,7 +420,7 @@ func (e *rolloutEngine) revert(ctx context.Context, r db.Rollout, from string, c
 
 		text := fmt.Sprintf("%s; reverted to revision %d", reason, target)
 		err = db.UpdateRollout(ctx, tx, r.ID, from, db.RolloutUpdate{Status: &status, Phase: &phase, Reason: &text}, time.Now())
-		if errors.Is(err, db.ErrInstanceChanged) {
+		if errors.Is(err, db.ErrRolloutChanged) {
 			return lxdapi.StatusErrorf(http.StatusConflict, "rollout %d is not %s", r.Number, from)
 		}
 
