@@ -98,7 +98,12 @@ func rolloutRows(rollouts []api.DeploymentRollout) [][]string {
 			strategy = api.RolloutRolling
 		}
 
-		rows = append(rows, []string{strconv.Itoa(r.Number), r.Status, r.Phase, fmt.Sprintf("%d -> %d", r.FromRevision, r.Revision), strategy, r.Cause, createdAt(r.CreatedAt), r.Reason})
+		progress := ""
+		if !r.Finished() {
+			progress = fmt.Sprintf("%d/%d updated, %d ready", r.Updated, r.Updated+r.Outdated, r.Ready)
+		}
+
+		rows = append(rows, []string{strconv.Itoa(r.Number), r.Status, r.Phase, fmt.Sprintf("%d -> %d", r.FromRevision, r.Revision), strategy, progress, r.Cause, createdAt(r.CreatedAt), r.Reason})
 	}
 
 	return rows
@@ -117,7 +122,7 @@ func (a *app) rolloutListCommand() *cobra.Command {
 		}
 
 		rollouts, err := t.server.GetDeploymentShapeRollouts(t.name, args[1])
-		return newListing([]string{"ROLLOUT", "STATUS", "PHASE", "REVISIONS", "STRATEGY", "CAUSE", "CREATED AT", "REASON"}, rollouts, rolloutRows), err
+		return newListing([]string{"ROLLOUT", "STATUS", "PHASE", "REVISIONS", "STRATEGY", "PROGRESS", "CAUSE", "CREATED AT", "REASON"}, rollouts, rolloutRows), err
 	})
 }
 

@@ -133,7 +133,15 @@ func (a rolloutsAPI) list(r *http.Request) response.Response {
 		func(ro db.Rollout) string {
 			return api.DeploymentShapeRolloutURL(ref.project, ref.name, ref.shape, ro.Number)
 		},
-		func(ro db.Rollout) api.DeploymentRollout { return ro.DeploymentRollout })
+		func(ro db.Rollout) api.DeploymentRollout {
+			// Only the active rollout (one at most) gets its counts: finished ones replaced
+			// what they replaced, and reading LXD for each would cost a listing apiece.
+			if ro.Finished() {
+				return ro.DeploymentRollout
+			}
+
+			return a.withCounts(r.Context(), ro)
+		})
 }
 
 func (a rolloutsAPI) get(r *http.Request) response.Response {
