@@ -150,10 +150,18 @@ func PlanRollout(s RolloutState) RolloutPlan {
 		return p
 	}
 
-	// Unready outdated instances go first: removing them costs no availability.
-	sort.SliceStable(outdated, func(a, b int) bool { return !outdated[a].Ready && outdated[b].Ready })
+	// Unready outdated instances go first: removing them costs no availability. One still
+	// being created cannot be deleted yet (the fleet would refuse it).
+	var removable []RolloutInstance
+	for _, i := range outdated {
+		if !i.Creating {
+			removable = append(removable, i)
+		}
+	}
+
+	sort.SliceStable(removable, func(a, b int) bool { return !removable[a].Ready && removable[b].Ready })
 	remove := func(n int) {
-		for _, i := range outdated[:max(0, min(n, len(outdated)))] {
+		for _, i := range removable[:max(0, min(n, len(removable)))] {
 			p.Remove = append(p.Remove, i.Name)
 		}
 	}
@@ -194,11 +202,11 @@ func PlanRollout(s RolloutState) RolloutPlan {
 	}
 
 	p.Launch = max(0, min(maxTotal-total, want-len(fresh)))
-	removable := total - (size - s.Settings.Unavailable) - (len(fresh) - p.Ready)
+	n := total - (size - s.Settings.Unavailable) - (len(fresh) - p.Ready)
 	if canary {
-		removable = min(removable, len(outdated)-(size-want))
+		n = min(n, len(outdated)-(size-want))
 	}
 
-	remove(min(removable, total-s.Minimum))
+	remove(min(n, total-s.Minimum))
 	return p
 }

@@ -133,6 +133,14 @@ func TestPlanRollout(t *testing.T) {
 	s.Promoted = true
 	simulate(t, s, 3)
 
+	// An outdated instance still being created is not picked for removal.
+	inFlight := old(3)
+	inFlight[0].Creating, inFlight[0].Ready = true, false
+	p = PlanRollout(RolloutState{Settings: unavailable, Size: 3, Maximum: 3, Target: 2, Instances: inFlight})
+	if len(p.Remove) != 1 || p.Remove[0] == inFlight[0].Name {
+		t.Fatalf("creating instance picked: %+v", p)
+	}
+
 	// Unready outdated instances go first.
 	broken := old(3)
 	broken[2].Ready = false
