@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"testing"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -61,5 +62,32 @@ func TestTemplateApplyMakesRevisions(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTemplatedRolloutSettings checks that a templated config carries a shape's rollout
+// settings, counts given as numbers or percentages.
+func TestTemplatedRolloutSettings(t *testing.T) {
+	config := `resources:
+- name: web
+  type: shape
+  properties:
+    instance_template: {source: {type: image, alias: busybox}}
+    scaling_maximum: 3
+    rollout: {max_surge: 2, max_unavailable: "25%", strategy: canary, canary: {count: 1}, trigger: config-change}
+`
+	applied, err := expandTemplate(context.Background(), nil, "default", "shop", config, nil, causeCreate)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r := applied.shapes["web"].Rollout
+	if r.MaxSurge != "2" || r.MaxUnavailable != "25%" || r.Strategy != "canary" || r.Canary == nil || r.Canary.Count != 1 || r.Trigger != "config-change" {
+		t.Fatalf("rollout settings: %+v", r)
+	}
+
+	_, err = expandTemplate(context.Background(), nil, "default", "shop", strings.Replace(config, "strategy: canary", "strategy: sideways", 1), nil, causeCreate)
+	if err == nil || !strings.Contains(err.Error(), "rollout.strategy") {
+		t.Fatalf("a bad strategy must be refused naming the field: %v", err)
 	}
 }
