@@ -209,7 +209,7 @@ type DeploymentRollout struct {
 	// Example: running
 	Status string `json:"status" yaml:"status"`
 
-	// Where a running rollout is: surge, replace, canary, wait-promote, done
+	// Where the rollout is: starting, replace, recreate, canary, wait-promote, paused, resumed, done
 	// Example: replace
 	Phase string `json:"phase" yaml:"phase"`
 
