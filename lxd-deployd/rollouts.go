@@ -280,7 +280,7 @@ func (e *rolloutEngine) step(ctx context.Context, client lxd.InstanceServer, r d
 		}
 
 		if v.progress {
-			return recordActivity(ctx, tx, r.DeploymentID, api.DeploymentActivity{Shape: r.Shape, Action: "rollout-step", From: p.Updated, To: p.Updated + p.Outdated, Requestor: rolloutRequestor,
+			return recordActivity(ctx, tx, r.DeploymentID, api.DeploymentActivity{Shape: r.Shape, Action: "rollout-step", Requestor: rolloutRequestor,
 				Why: fmt.Sprintf("rollout %d: %d of %d instances at revision %d, %d ready", r.Number, p.Updated, p.Updated+p.Outdated, revision, p.Ready)})
 		}
 
