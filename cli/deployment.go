@@ -35,6 +35,7 @@ func (a *app) deploymentCommand() *cobra.Command {
 		a.keyCommand(),
 		a.shapeCommand(),
 		a.webhookCommand(),
+		a.activityCommand(),
 	)
 
 	return cmd

@@ -140,8 +140,30 @@ func TestShapeFields(t *testing.T) {
 	}
 
 	err = fields.applySet(s, []string{"scaling_current=2"}, true)
-	if err == nil || !strings.Contains(err.Error(), "description, scaling_maximum, scaling_minimum") {
+	if err == nil || !strings.Contains(err.Error(), "description, rollout.auto_revert, rollout.canary.count, rollout.max_surge, rollout.max_unavailable, rollout.min_ready, rollout.progress_deadline, rollout.strategy, rollout.trigger, scaling_maximum, scaling_minimum") {
 		t.Errorf("set -p scaling_current: %v", err)
+	}
+}
+
+func TestShapeRolloutProperties(t *testing.T) {
+	s := &api.DeploymentShape{}
+	fields := shapeFields()
+	err := fields.applySet(s, []string{"rollout.strategy=canary", "rollout.max_surge=25%", "rollout.canary.count=2", "rollout.auto_revert=true"}, true)
+	if err != nil || s.Rollout.Strategy != "canary" || s.Rollout.MaxSurge != "25%" || s.Rollout.Canary.Count != 2 || !s.Rollout.AutoRevert {
+		t.Fatalf("set rollout properties: %+v %v", s.Rollout, err)
+	}
+
+	err = fields.applyUnset(s, []string{"rollout.canary.count", "rollout.max_surge"}, true)
+	if err != nil || s.Rollout.Canary != nil || s.Rollout.MaxSurge != "" {
+		t.Fatalf("unset rollout properties: %+v %v", s.Rollout, err)
+	}
+
+	if err = fields.applySet(s, []string{"rollout.auto_revert=maybe"}, true); err == nil {
+		t.Error("a non-boolean auto_revert must be refused")
+	}
+
+	if err = fields.applySet(s, []string{"revision=3"}, true); err == nil {
+		t.Error("revision is read-only")
 	}
 }
 

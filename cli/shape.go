@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,6 +36,7 @@ func (a *app) shapeCommand() *cobra.Command {
 		a.shapeDeleteCommand(),
 		a.instanceCommand(),
 		a.shapeScaleRequestCommand(),
+		a.shapeRevisionCommand(), a.shapeRollbackCommand(), a.shapeRolloutCommand(),
 	)
 
 	return cmd
@@ -42,7 +44,7 @@ func (a *app) shapeCommand() *cobra.Command {
 
 // shapeFields says what get, set and unset reach on a shape.
 func shapeFields() configurable[api.DeploymentShape] {
-	return configurable[api.DeploymentShape]{
+	fields := configurable[api.DeploymentShape]{
 		kind:   "shape",
 		config: func(s *api.DeploymentShape) *map[string]string { return &s.Config },
 		properties: map[string]property[api.DeploymentShape]{
@@ -53,6 +55,9 @@ func shapeFields() configurable[api.DeploymentShape] {
 			"scaling_current": readOnly(func(s *api.DeploymentShape) string { return strconv.Itoa(s.ScalingCurrent) }),
 		},
 	}
+
+	maps.Copy(fields.properties, rolloutProperties())
+	return fields
 }
 
 // shapeSource summarises where a shape's instances come from, for list.

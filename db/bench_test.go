@@ -41,7 +41,7 @@ func BenchmarkReserveInstance(b *testing.B) {
 				return err
 			}
 
-			_, err = CreateInstance(ctx, tx, "default", shape.ID, fmt.Sprintf("i%d", i), "hash", "bench", time.Now())
+			_, err = CreateInstance(ctx, tx, "default", shape.ID, fmt.Sprintf("i%d", i), "hash", 1, "bench", time.Now())
 			return err
 		})
 		if err != nil {

@@ -350,7 +350,7 @@ func TestInstanceStateIsCompareAndSet(t *testing.T) {
 			return err
 		}
 
-		id, err = CreateInstance(ctx, tx, "default", shapeID, "web1", "h", "node1", time.Now())
+		id, err = CreateInstance(ctx, tx, "default", shapeID, "web1", "h", 1, "node1", time.Now())
 		return err
 	})
 

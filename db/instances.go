@@ -40,6 +40,9 @@ type Instance struct {
 	TemplateHash string
 	CreatedAt    time.Time
 
+	// Revision is the shape revision the instance was made from.
+	Revision int
+
 	// GovernorSocket is true when the instance was made with a governor socket.
 	GovernorSocket bool
 
@@ -81,7 +84,7 @@ func GetInstances(ctx context.Context, tx *sql.Tx, filter InstanceFilter) ([]Ins
 	}
 
 	query := `
-SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, i.name, i.state, i.template_hash, i.created_at, i.governor_socket, i.owner, i.state_changed_at
+SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, i.name, i.state, i.template_hash, i.created_at, i.governor_socket, i.owner, i.state_changed_at, i.revision
   FROM deployments_shapes_instances i
   JOIN deployments_shapes s ON s.id = i.deployment_shape_id
   JOIN deployments d ON d.id = s.deployment_id`
@@ -100,7 +103,7 @@ SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, 
 	for rows.Next() {
 		var i Instance
 		var changed sql.NullTime
-		err = rows.Scan(&i.ID, &i.ShapeID, &i.DeploymentID, &i.Project, &i.Deployment, &i.Shape, &i.Name, &i.State, &i.TemplateHash, &i.CreatedAt, &i.GovernorSocket, &i.Owner, &changed)
+		err = rows.Scan(&i.ID, &i.ShapeID, &i.DeploymentID, &i.Project, &i.Deployment, &i.Shape, &i.Name, &i.State, &i.TemplateHash, &i.CreatedAt, &i.GovernorSocket, &i.Owner, &changed, &i.Revision)
 		if err != nil {
 			return nil, fmt.Errorf("read instances: %w", err)
 		}
@@ -132,7 +135,7 @@ func GetInstance(ctx context.Context, tx *sql.Tx, shapeID int64, name string) (*
 
 // CreateInstance reserves a row for an instance about to be made in LXD. Instance names
 // are unique within an LXD project, so a name any deployment of the project uses is a 409.
-func CreateInstance(ctx context.Context, tx *sql.Tx, project string, shapeID int64, name string, templateHash string, owner string, now time.Time) (int64, error) {
+func CreateInstance(ctx context.Context, tx *sql.Tx, project string, shapeID int64, name string, templateHash string, revision int, owner string, now time.Time) (int64, error) {
 	var user string
 	err := tx.QueryRowContext(ctx, `
 SELECT d.name || '/' || s.name
@@ -148,8 +151,8 @@ SELECT d.name || '/' || s.name
 		return 0, fmt.Errorf("check instance name: %w", err)
 	}
 
-	result, err := tx.ExecContext(ctx, "INSERT INTO deployments_shapes_instances (deployment_shape_id, name, state, template_hash, owner, created_at, state_changed_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-		shapeID, name, InstanceCreating, templateHash, owner, now.UTC(), now.UTC())
+	result, err := tx.ExecContext(ctx, "INSERT INTO deployments_shapes_instances (deployment_shape_id, name, state, template_hash, revision, owner, created_at, state_changed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+		shapeID, name, InstanceCreating, templateHash, revision, owner, now.UTC(), now.UTC())
 	if err != nil {
 		return 0, fmt.Errorf("reserve instance: %w", err)
 	}
@@ -209,4 +212,15 @@ func expectOneRow(result sql.Result) error {
 // GetProjects returns the LXD projects that have deployments.
 func GetProjects(ctx context.Context, tx *sql.Tx) ([]string, error) {
 	return queryStrings(ctx, tx, "SELECT DISTINCT project FROM deployments ORDER BY project")
+}
+
+// SetInstancesRevision moves a shape's instances from one revision to another that makes
+// the same instances.
+func SetInstancesRevision(ctx context.Context, tx *sql.Tx, shapeID int64, from int, to int) error {
+	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET revision = ? WHERE deployment_shape_id = ? AND revision = ?", to, shapeID, from)
+	if err != nil {
+		return fmt.Errorf("relabel instances: %w", err)
+	}
+
+	return nil
 }

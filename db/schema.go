@@ -21,6 +21,7 @@ var updates = map[int]update{
 	6: updateFromV5,
 	7: updateAddMetricsCertificates,
 	8: updateAddClusterState,
+	9: updateAddRevisionsRolloutsActivity,
 }
 
 // SchemaVersion is the version a fully updated database has.

@@ -19,6 +19,10 @@ type Shape struct {
 	ID           int64
 	DeploymentID int64
 	api.DeploymentShape
+
+	// ImageFingerprint is the image the template's alias pointed to when last checked, for
+	// the image-change trigger.
+	ImageFingerprint string
 }
 
 // ShapeFilter selects shapes; zero fields match everything.
@@ -48,7 +52,7 @@ func GetShapes(ctx context.Context, tx *sql.Tx, filter ShapeFilter) ([]Shape, er
 	}
 
 	query := `
-SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scaling_minimum, s.scaling_maximum,
+SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scaling_minimum, s.scaling_maximum, s.revision, s.rollout, s.image_fingerprint,
        (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND ` + countedInstance + `)
   FROM deployments_shapes s`
 	if len(where) > 0 {
@@ -65,8 +69,8 @@ SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scal
 	shapes := []Shape{}
 	for rows.Next() {
 		var s Shape
-		var template string
-		err = rows.Scan(&s.ID, &s.DeploymentID, &s.Name, &s.Description, &template, &s.ScalingMinimum, &s.ScalingMaximum, &s.ScalingCurrent)
+		var template, rollout string
+		err = rows.Scan(&s.ID, &s.DeploymentID, &s.Name, &s.Description, &template, &s.ScalingMinimum, &s.ScalingMaximum, &s.Revision, &rollout, &s.ImageFingerprint, &s.ScalingCurrent)
 		if err != nil {
 			return nil, fmt.Errorf("read shapes: %w", err)
 		}
@@ -75,6 +79,11 @@ SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scal
 		err = json.Unmarshal([]byte(template), &s.InstanceTemplate)
 		if err != nil {
 			return nil, fmt.Errorf("shape %q has a corrupt instance template: %w", s.Name, err)
+		}
+
+		err = json.Unmarshal([]byte(rollout), &s.Rollout)
+		if err != nil {
+			return nil, fmt.Errorf("shape %q has corrupt rollout settings: %w", s.Name, err)
 		}
 
 		shapes = append(shapes, s)
@@ -159,8 +168,13 @@ func CreateShape(ctx context.Context, tx *sql.Tx, deploymentID int64, req api.De
 		return 0, err
 	}
 
-	result, err := tx.ExecContext(ctx, "INSERT INTO deployments_shapes (deployment_id, name, description, instance_template, scaling_minimum, scaling_maximum) VALUES (?, ?, ?, ?, ?, ?)",
-		deploymentID, req.Name, req.Description, string(template), req.ScalingMinimum, req.ScalingMaximum)
+	rollout, err := json.Marshal(req.Rollout)
+	if err != nil {
+		return 0, err
+	}
+
+	result, err := tx.ExecContext(ctx, "INSERT INTO deployments_shapes (deployment_id, name, description, instance_template, scaling_minimum, scaling_maximum, rollout) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		deploymentID, req.Name, req.Description, string(template), req.ScalingMinimum, req.ScalingMaximum, string(rollout))
 	if err != nil {
 		return 0, fmt.Errorf("add shape: %w", err)
 	}
@@ -180,8 +194,13 @@ func UpdateShape(ctx context.Context, tx *sql.Tx, id int64, put api.DeploymentSh
 		return err
 	}
 
-	_, err = tx.ExecContext(ctx, "UPDATE deployments_shapes SET description = ?, instance_template = ?, scaling_minimum = ?, scaling_maximum = ? WHERE id = ?",
-		put.Description, string(template), put.ScalingMinimum, put.ScalingMaximum, id)
+	rollout, err := json.Marshal(put.Rollout)
+	if err != nil {
+		return err
+	}
+
+	_, err = tx.ExecContext(ctx, "UPDATE deployments_shapes SET description = ?, instance_template = ?, scaling_minimum = ?, scaling_maximum = ?, rollout = ? WHERE id = ?",
+		put.Description, string(template), put.ScalingMinimum, put.ScalingMaximum, string(rollout), id)
 	if err != nil {
 		return fmt.Errorf("update shape: %w", err)
 	}
@@ -213,6 +232,34 @@ func DeleteShape(ctx context.Context, tx *sql.Tx, id int64) error {
 	_, err := tx.ExecContext(ctx, "DELETE FROM deployments_shapes WHERE id = ?", id)
 	if err != nil {
 		return fmt.Errorf("delete shape: %w", err)
+	}
+
+	return nil
+}
+
+// SetShapeRevision records the latest revision of a shape.
+func SetShapeRevision(ctx context.Context, tx *sql.Tx, id int64, revision int) error {
+	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes SET revision = ? WHERE id = ?", revision, id)
+	if err != nil {
+		return fmt.Errorf("record shape revision: %w", err)
+	}
+
+	return nil
+}
+
+// ErrShapeChanged says a shape was not as a change expected: another daemon changed it first.
+var ErrShapeChanged = lxdapi.StatusErrorf(http.StatusConflict, "the shape changed meanwhile")
+
+// SetShapeImageFingerprint records the image a shape's alias points to, if the shape still
+// records old (ErrShapeChanged otherwise: another daemon saw the change first).
+func SetShapeImageFingerprint(ctx context.Context, tx *sql.Tx, id int64, old string, fingerprint string) error {
+	result, err := tx.ExecContext(ctx, "UPDATE deployments_shapes SET image_fingerprint = ? WHERE id = ? AND image_fingerprint = ?", fingerprint, id, old)
+	if err != nil {
+		return fmt.Errorf("record shape image: %w", err)
+	}
+
+	if expectOneRow(result) != nil {
+		return ErrShapeChanged
 	}
 
 	return nil

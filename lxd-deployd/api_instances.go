@@ -30,7 +30,7 @@ type instancesAPI struct {
 }
 
 // instanceAPI turns a row (and LXD's view of it, if known) into the API type.
-func instanceAPI(row db.Instance, lxdInstance *lxdapi.Instance, lxdOnline bool) api.DeploymentInstance {
+func instanceAPI(row db.Instance, latest int, lxdInstance *lxdapi.Instance, lxdOnline bool) api.DeploymentInstance {
 	status := "Unknown"
 	switch {
 	case lxdInstance != nil:
@@ -51,6 +51,8 @@ func instanceAPI(row db.Instance, lxdInstance *lxdapi.Instance, lxdOnline bool) 
 		CreatedAt:    row.CreatedAt,
 		InstanceURL:  api.InstanceURL(row.Project, row.Name),
 		TemplateHash: row.TemplateHash,
+		Revision:     row.Revision,
+		Outdated:     row.Revision != latest,
 	}
 }
 
@@ -66,12 +68,14 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 	}
 
 	var rows []db.Instance
+	var latest int
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		_, shape, err := shapeInTx(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
 
+		latest = shape.Revision
 		rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: shape.ID})
 		return err
 	})
@@ -107,7 +111,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 			lxdInstance = &instance
 		}
 
-		result = append(result, instanceAPI(row, lxdInstance, online))
+		result = append(result, instanceAPI(row, latest, lxdInstance, online))
 	}
 
 	return response.SyncResponse(result)
@@ -120,12 +124,14 @@ func (a instancesAPI) get(r *http.Request) response.Response {
 	}
 
 	var row *db.Instance
+	var latest int
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		_, shape, err := shapeInTx(ctx, tx, ref.shapeRef)
 		if err != nil {
 			return err
 		}
 
+		latest = shape.Revision
 		row, err = db.GetInstance(ctx, tx, shape.ID, ref.instance)
 		return err
 	})
@@ -135,16 +141,16 @@ func (a instancesAPI) get(r *http.Request) response.Response {
 
 	client, err := a.lxd.Client()
 	if err != nil {
-		return response.SyncResponse(instanceAPI(*row, nil, false))
+		return response.SyncResponse(instanceAPI(*row, latest, nil, false))
 	}
 
 	c := client.UseProject(ref.project)
 	lxdInstance, _, err := c.GetInstance(row.Name)
 	if err != nil {
-		return response.SyncResponse(instanceAPI(*row, nil, !lxdapi.StatusErrorCheck(err, http.StatusServiceUnavailable)))
+		return response.SyncResponse(instanceAPI(*row, latest, nil, !lxdapi.StatusErrorCheck(err, http.StatusServiceUnavailable)))
 	}
 
-	result := instanceAPI(*row, lxdInstance, true)
+	result := instanceAPI(*row, latest, lxdInstance, true)
 	state, _, err := c.GetInstanceState(row.Name)
 	if err == nil {
 		result.LiveState = state

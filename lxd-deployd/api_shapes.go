@@ -63,7 +63,7 @@ func (a shapesAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	deploymentID, err := createShape(r.Context(), a.db, ref, req)
+	deploymentID, err := createShape(r.Context(), a.db, ref, req, revisionArgs{cause: causeAPI, by: requestorFromContext(r.Context()), notes: r.URL.Query().Get("notes")})
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -74,7 +74,7 @@ func (a shapesAPI) create(r *http.Request) response.Response {
 
 // createShape validates and stores a new shape in a deployment, and returns the
 // deployment's id.
-func createShape(ctx context.Context, cluster *db.Cluster, ref deploymentRef, req api.DeploymentShapesPost) (int64, error) {
+func createShape(ctx context.Context, cluster *db.Cluster, ref deploymentRef, req api.DeploymentShapesPost, args revisionArgs) (int64, error) {
 	err := validate.Name("shape", req.Name)
 	if err != nil {
 		return 0, badRequest(err)
@@ -96,7 +96,12 @@ func createShape(ctx context.Context, cluster *db.Cluster, ref deploymentRef, re
 			return err
 		}
 
-		_, err = db.CreateShape(ctx, tx, id, req)
+		shapeID, err := db.CreateShape(ctx, tx, id, req)
+		if err != nil {
+			return err
+		}
+
+		_, err = recordRevision(ctx, tx, id, shapeID, nil, req.DeploymentShapePut, args)
 		return err
 	})
 
@@ -156,6 +161,8 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 
 	var deploymentID int64
 	var before, after api.DeploymentShape
+	var revised shapeRevised
+	args := revisionArgs{cause: causeAPI, by: requestorFromContext(r.Context()), notes: r.URL.Query().Get("notes")}
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		deploymentID, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
 		if err != nil {
@@ -195,13 +202,20 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 		after = current.DeploymentShape
 		after.DeploymentShapePut = put
 		after.Status = api.ShapeStatus(after.ScalingCurrent, put.ScalingMinimum, put.ScalingMaximum)
-		return db.UpdateShape(ctx, tx, current.ID, put)
+		err = db.UpdateShape(ctx, tx, current.ID, put)
+		if err != nil {
+			return err
+		}
+
+		revised, err = recordRevision(ctx, tx, deploymentID, current.ID, current, put, args)
+		return err
 	})
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.shapeUpdated(r.Context(), requestorFromContext(r.Context()), ref.deploymentRef, deploymentID, before, after.DeploymentShapePut)
+	a.lifecycle.shapeUpdated(r.Context(), args.by, ref.deploymentRef, deploymentID, before, after.DeploymentShapePut)
+	a.lifecycle.shapeRevised(args.by, ref, deploymentID, revised)
 	return response.EmptySyncResponse()
 }
 

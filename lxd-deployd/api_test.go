@@ -48,6 +48,7 @@ func newTestAPI(t *testing.T) *testAPI {
 	flight := newInflight()
 	ops := operations.NewManager(logger, nil, "test")
 	access := access{db: cluster}
+	testFleet := &fleet{db: cluster, lxd: lxdConn, ops: ops, inflight: flight, sockets: sockets, owner: "test"}
 	handlers := apis{
 		server:       serverAPI{lxd: lxdConn, addresses: addresses},
 		certificates: certificatesAPI{db: cluster, serverFingerprint: strings.Repeat("f", 64), addresses: addresses},
@@ -58,6 +59,8 @@ func newTestAPI(t *testing.T) *testAPI {
 		operations:   operationsAPI{ops: ops, access: access},
 		webhooks:     webhooksAPI{db: cluster, dispatcher: webhooks.NewDispatcher(cluster, "test", logger)},
 		metrics:      metricsAPI{metrics: metrics.New(metrics.Sources{Snapshot: metricsSnapshot(cluster)})},
+		revisions:    revisionsAPI{db: cluster, lxd: lxdConn},
+		rollouts:     rolloutsAPI{db: cluster, lxd: lxdConn, ops: ops, engine: newRolloutEngine(cluster, lxdConn, testFleet, lifecycle{}, logger, "test")},
 		access:       access,
 	}
 

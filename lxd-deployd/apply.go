@@ -51,10 +51,13 @@ type templateApply struct {
 
 	// warnings of the expansion, for the dry-run plan and the apply's answer.
 	warnings []api.DeploymentTemplateWarning
+	// Who asked for the expansion: the shape revisions it makes name them.
+	by api.DeploymentRequestor
 
 	// What the last run of apply did, for the events sent once its transaction committed.
 	done     *shapePlan
 	manifest string
+	revised  map[string]shapeRevised
 }
 
 // expansionBudget is the most time one request may spend expanding a config.
@@ -107,7 +110,7 @@ func expandTemplate(ctx context.Context, engine templateEngine, fetch templates.
 		}
 	}
 
-	t := &templateApply{cause: cause, input: input, imports: imports, shapes: shapes, order: order, warnings: exp.Warnings}
+	t := &templateApply{cause: cause, input: input, imports: imports, shapes: shapes, order: order, warnings: exp.Warnings, by: requestorFromContext(ctx)}
 	if t.imports == nil {
 		t.imports = map[string]string{}
 	}
@@ -265,6 +268,20 @@ func (t *templateApply) apply(ctx context.Context, tx *sql.Tx, deploymentID int6
 		return err
 	}
 
+	// The manifest is named first: the shape revisions it makes say "apply manifest-N".
+	name, err := db.CreateManifest(ctx, tx, deploymentID, api.DeploymentManifest{
+		Cause:          t.cause,
+		InputConfig:    t.input,
+		Imports:        t.imports,
+		ExpandedConfig: t.config,
+		Layout:         t.layout,
+	})
+	if err != nil {
+		return err
+	}
+
+	args := revisionArgs{cause: causeApplyManifest(name), by: t.by}
+	t.revised = map[string]shapeRevised{}
 	for _, d := range p.delete {
 		if d.instances > 0 {
 			return lxdapi.StatusErrorf(http.StatusConflict, "shape %q is no longer in the config and still has %d instances: delete them first, or apply with force to delete them with it", d.name, d.instances)
@@ -277,28 +294,32 @@ func (t *templateApply) apply(ctx context.Context, tx *sql.Tx, deploymentID int6
 	}
 
 	for _, u := range p.update {
+		before, err := shapeByID(ctx, tx, deploymentID, u.id)
+		if err != nil {
+			return err
+		}
+
 		err = db.UpdateShape(ctx, tx, u.id, u.put)
+		if err != nil {
+			return err
+		}
+
+		t.revised[u.before.Name], err = recordRevision(ctx, tx, deploymentID, u.id, before, u.put, args)
 		if err != nil {
 			return err
 		}
 	}
 
 	for _, c := range p.create {
-		_, err = db.CreateShape(ctx, tx, deploymentID, c)
+		id, err := db.CreateShape(ctx, tx, deploymentID, c)
 		if err != nil {
 			return err
 		}
-	}
 
-	name, err := db.CreateManifest(ctx, tx, deploymentID, api.DeploymentManifest{
-		Cause:          t.cause,
-		InputConfig:    t.input,
-		Imports:        t.imports,
-		ExpandedConfig: t.config,
-		Layout:         t.layout,
-	})
-	if err != nil {
-		return err
+		_, err = recordRevision(ctx, tx, deploymentID, id, nil, c.DeploymentShapePut, args)
+		if err != nil {
+			return err
+		}
 	}
 
 	t.done = &p
@@ -516,6 +537,7 @@ func (a deploymentsAPI) announceTemplate(r *http.Request, project string, deploy
 
 	for _, u := range t.done.update {
 		a.lifecycle.shapeUpdated(r.Context(), by, ref, deploymentID, u.before, u.put)
+		a.lifecycle.shapeRevised(by, shapeRef{deploymentRef: ref, shape: u.before.Name}, deploymentID, t.revised[u.before.Name])
 	}
 
 	for _, c := range t.done.create {

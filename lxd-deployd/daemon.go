@@ -73,6 +73,7 @@ type daemon struct {
 	ops        *operations.Manager
 	inflight   *inflight
 	reconciler *reconciler
+	rollouts   *rolloutEngine
 	governors  *governor.Listener
 	tokens     *auth.TokenVerifier
 	webhooks   *webhooks.Dispatcher
@@ -179,6 +180,9 @@ func (d *daemon) start(ctx context.Context) error {
 	d.webhooks.SetDestinationPolicy(webhooks.DestinationPolicy{Allowed: allowed})
 	d.startMetrics()
 	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, d.lifecycle(), d.logger, d.db.Address())
+	// Every member runs the rollout engine; each rollout is claimed by one of them at a time.
+	d.rollouts = newRolloutEngine(d.db, d.lxd, d.fleet(), d.lifecycle(), d.logger, d.db.Address())
+	d.goBackground(func() { d.rollouts.run(runCtx, time.Second) })
 	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
 	d.goBackground(func() { d.lxd.Run(runCtx, d.config.lxdPollInterval) })
 	d.startLeasedWork(runCtx, metrics)
@@ -261,6 +265,8 @@ func (d *daemon) apis() apis {
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},
 		metrics:      metricsAPI{metrics: d.metrics},
+		revisions:    revisionsAPI{db: d.db, lxd: d.lxd, lifecycle: l},
+		rollouts:     rolloutsAPI{db: d.db, lxd: d.lxd, ops: d.ops, engine: d.rollouts, lifecycle: l},
 		access:       access,
 	}
 }

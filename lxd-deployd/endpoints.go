@@ -18,6 +18,8 @@ type apis struct {
 	operations   operationsAPI
 	webhooks     webhooksAPI
 	metrics      metricsAPI
+	revisions    revisionsAPI
+	rollouts     rolloutsAPI
 	access       access
 }
 
@@ -108,6 +110,35 @@ func endpoints(a apis) []endpoint {
 			patch:  with(admin, a.shapes.patch),
 			post:   with(admin, a.shapes.rename),
 			delete: with(admin, a.shapes.delete),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/revisions",
+			get:  governor(with(deploymentReader, a.revisions.list)),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/revisions/{revision}",
+			get:  governor(with(deploymentReader, a.revisions.get)),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/rollback",
+			post: with(admin, a.revisions.rollback),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/rollouts",
+			get:  governor(with(deploymentReader, a.rollouts.list)),
+			post: with(admin, a.rollouts.create),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/rollouts/{rollout}",
+			get:  governor(with(deploymentReader, a.rollouts.get)),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/rollouts/{rollout}/{action:pause|resume|cancel|promote|abort}",
+			post: with(admin, a.rollouts.action),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/activity",
+			get:  governor(with(deploymentReader, a.revisions.activity)),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/manifests",

@@ -42,6 +42,10 @@ type change struct {
 	// inTx, when set, runs inside the reservation's transaction after the bound check:
 	// rollouts record their progress there, so a crash cannot count a step twice.
 	inTx func(ctx context.Context, tx *sql.Tx, shape *db.Shape, row int64) error
+
+	// fromRollout marks a rollout's own launches: any other launch or delete moves the size
+	// a running rollout keeps (scaleActivity).
+	fromRollout bool
 }
 
 // pendingLaunch is a reserved instance waiting for LXD to make it.
@@ -54,6 +58,9 @@ type pendingLaunch struct {
 	client       lxd.InstanceServer
 	by           api.DeploymentRequestor
 	started      time.Time
+
+	// sized says the reservation moved a running rollout's size, to undo if it is dropped.
+	sized bool
 }
 
 // reserveLaunch checks the bounds and records the new instance in one transaction.
@@ -65,7 +72,7 @@ func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (p
 		return nil, err
 	}
 
-	p = &pendingLaunch{ref: ref, client: client, by: c.by, started: time.Now()}
+	p = &pendingLaunch{ref: ref, client: client, by: c.by, started: time.Now(), sized: !c.fromRollout}
 	var shape *db.Shape
 	err = f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		outcome = reservation{}
@@ -81,7 +88,12 @@ func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (p
 			return err
 		}
 
-		p.row, err = db.CreateInstance(ctx, tx, ref.project, shape.ID, ref.instance, backend.TemplateHash(shape.InstanceTemplate), f.owner, time.Now())
+		p.row, err = db.CreateInstance(ctx, tx, ref.project, shape.ID, ref.instance, backend.TemplateHash(shape.InstanceTemplate), shape.Revision, f.owner, time.Now())
+		if err != nil {
+			return err
+		}
+
+		err = scaleActivity(ctx, tx, p.deploymentID, shape, ref.instance, +1, c)
 		if err != nil {
 			return err
 		}
@@ -108,7 +120,7 @@ func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (p
 	if p.socket {
 		hostPath, err := f.sockets.AddInstance(ref.project, ref.instance)
 		if err != nil {
-			f.dropReservation(ctx, p.row)
+			f.dropReservation(ctx, p)
 			return nil, err
 		}
 
@@ -119,9 +131,14 @@ func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (p
 	return p, nil
 }
 
-func (f *fleet) dropReservation(ctx context.Context, row int64) {
+func (f *fleet) dropReservation(ctx context.Context, p *pendingLaunch) {
 	_ = f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
-		return db.DeleteInstance(ctx, tx, row, db.InstanceCreating)
+		err := db.DeleteInstance(ctx, tx, p.row, db.InstanceCreating)
+		if err != nil {
+			return err
+		}
+
+		return launchDropped(ctx, tx, p)
 	})
 }
 
@@ -145,7 +162,7 @@ func (f *fleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) 
 			f.sockets.RemoveInstance(ref.project, ref.instance)
 		}
 
-		f.dropReservation(ctx, p.row)
+		f.dropReservation(ctx, p)
 		return err
 	}
 
@@ -245,6 +262,13 @@ func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (p
 		err = db.SetInstanceState(ctx, tx, row.ID, row.State, db.InstanceDeleting, f.owner, time.Now())
 		if err != nil {
 			return err
+		}
+
+		if row.State != db.InstanceMissing {
+			err = scaleActivity(ctx, tx, p.deploymentID, shape, ref.instance, -1, c)
+			if err != nil {
+				return err
+			}
 		}
 
 		if c.inTx != nil {

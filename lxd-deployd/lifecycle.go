@@ -47,6 +47,9 @@ type lifecycle struct {
 	// logger, when set, logs every lifecycle event in one line, so the log tells what
 	// changed and who asked even with nobody listening on /1.0/events.
 	logger *slog.Logger
+
+	// rollouts, when set, is woken when a change starts a rollout.
+	rollouts *rolloutEngine
 }
 
 // notify queues a webhook event for the deployment's governor (nothing without a URL).

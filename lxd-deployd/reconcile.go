@@ -234,9 +234,16 @@ func othersInFlux(row db.Instance, owner string, members []db.Member, now time.T
 // compare-and-set on the state it saw, so a concurrent change wins.
 func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row db.Instance, exists bool, status lxdapi.StatusCode) {
 	source := api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name)
-	setState := func(state string) {
+	setState := func(state string, also ...func(ctx context.Context, tx *sql.Tx) error) {
 		err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			return db.SetInstanceState(ctx, tx, row.ID, row.State, state, rc.owner, time.Now())
+			err := db.SetInstanceState(ctx, tx, row.ID, row.State, state, rc.owner, time.Now())
+			for _, f := range also {
+				if err == nil {
+					err = f(ctx, tx)
+				}
+			}
+
+			return err
 		})
 		if err != nil && !errors.Is(err, db.ErrInstanceChanged) {
 			rc.logger.Warn("reconcile: record instance state", "instance", row.Name, "err", err)
@@ -284,12 +291,12 @@ func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row
 		removeRow()
 	case row.State == db.InstanceCreated && !exists:
 		rc.logger.Warn("reconcile: instance missing from LXD", "instance", row.Name, "project", row.Project)
-		setState(db.InstanceMissing)
+		setState(db.InstanceMissing, reconcileActivity(row, -1, "instance "+row.Name+" is missing from LXD"))
 		rc.lifecycle.emit(internalRequestor("reconcile"), row.Project, row.DeploymentID, lifecycleInstanceMissing, source)
 		rc.lifecycle.instanceChanged(ctx, row.DeploymentID, lifecycleInstanceMissing, row.Shape, row.Name)
 		rc.askReplacement(ctx, row)
 	case row.State == db.InstanceMissing && exists:
-		setState(db.InstanceCreated)
+		setState(db.InstanceCreated, reconcileActivity(row, +1, "instance "+row.Name+" is back in LXD"))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 // to fill it.
 func (l lifecycle) shapeCreated(ctx context.Context, by api.DeploymentRequestor, ref deploymentRef, deploymentID int64, name string, put api.DeploymentShapePut) {
 	l.emit(by, ref.project, deploymentID, lifecycleShapeCreated, api.DeploymentShapeURL(ref.project, ref.name, name))
+	l.watchImages()
 	if put.ScalingMinimum > 0 {
 		l.notify(ctx, deploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
 			Shape:       name,
@@ -32,6 +33,7 @@ func (l lifecycle) shapeUpdated(ctx context.Context, by api.DeploymentRequestor,
 	after.DeploymentShapePut = put
 	after.Status = api.ShapeStatus(after.ScalingCurrent, put.ScalingMinimum, put.ScalingMaximum)
 	l.emit(by, ref.project, deploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(ref.project, ref.name, before.Name))
+	l.watchImages()
 
 	boundsMoved := before.ScalingMinimum != after.ScalingMinimum || before.ScalingMaximum != after.ScalingMaximum
 	if !boundsMoved || after.Status != api.ShapeStatusOutOfBounds {
@@ -50,4 +52,21 @@ func (l lifecycle) shapeUpdated(ctx context.Context, by api.DeploymentRequestor,
 // shapeDeleted announces a deleted shape.
 func (l lifecycle) shapeDeleted(by api.DeploymentRequestor, ref deploymentRef, deploymentID int64, name string) {
 	l.emit(by, ref.project, deploymentID, lifecycleShapeDeleted, api.DeploymentShapeURL(ref.project, ref.name, name))
+}
+
+// shapeRevised announces the rollout a new revision started through the shape's trigger.
+func (l lifecycle) shapeRevised(by api.DeploymentRequestor, ref shapeRef, deploymentID int64, revised shapeRevised) {
+	if revised.rollout != 0 {
+		l.rolloutEvent(by, ref, deploymentID, revised.rollout, lifecycleRolloutStarted)
+		if l.rollouts != nil {
+			l.rollouts.poke()
+		}
+	}
+}
+
+// watchImages has the image-change trigger look at the shapes' aliases now.
+func (l lifecycle) watchImages() {
+	if l.rollouts != nil {
+		l.rollouts.images.poke()
+	}
 }

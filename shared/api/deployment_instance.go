@@ -58,6 +58,15 @@ type DeploymentInstance struct {
 	// Example: 3f2a9c1b7d4e
 	TemplateHash string `json:"template_hash" yaml:"template_hash"`
 
+	// Revision of the shape the instance was made from
+	// Example: 2
+	Revision int `json:"revision" yaml:"revision"`
+
+	// True when the instance was made from an older revision than the shape's latest:
+	// a rollout replaces it
+	// Example: false
+	Outdated bool `json:"outdated" yaml:"outdated"`
+
 	// Live state from LXD (processes, memory, CPU), only when a single instance is read
 	LiveState *lxdapi.InstanceState `json:"live_state,omitempty" yaml:"live_state,omitempty"`
 }

@@ -38,12 +38,20 @@ type DeploymentShapePut struct {
 	// Minimum number of instances of the shape
 	// Example: 1
 	ScalingMinimum int `json:"scaling_minimum" yaml:"scaling_minimum"`
+
+	// How new revisions reach running instances (strategy, surge, trigger, ...)
+	Rollout DeploymentShapeRollout `json:"rollout" yaml:"rollout"`
 }
 
 // DeploymentShape represents a shape.
 type DeploymentShape struct {
 	DeploymentShapePost `yaml:",inline"`
 	DeploymentShapePut  `yaml:",inline"`
+
+	// Latest revision of the shape's writable fields (GET .../revisions)
+	// Read only: true
+	// Example: 3
+	Revision int `json:"revision" yaml:"revision"`
 
 	// Current number of instances of the shape
 	// Read only: true

@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/url"
+	"strconv"
 )
 
 // DefaultProject is the LXD project used when a request names none.
@@ -40,6 +41,16 @@ func DeploymentShapeURL(project string, deployment string, shape string) string 
 // DeploymentShapeInstanceURL returns the URL of an instance of a shape.
 func DeploymentShapeInstanceURL(project string, deployment string, shape string, instance string) string {
 	return path(project, "deployments", deployment, "shapes", shape, "instances", instance)
+}
+
+// DeploymentShapeRevisionURL returns the URL of a shape revision.
+func DeploymentShapeRevisionURL(project string, deployment string, shape string, revision int) string {
+	return path(project, "deployments", deployment, "shapes", shape, "revisions", strconv.Itoa(revision))
+}
+
+// DeploymentShapeRolloutURL returns the URL of a shape rollout.
+func DeploymentShapeRolloutURL(project string, deployment string, shape string, number int) string {
+	return path(project, "deployments", deployment, "shapes", shape, "rollouts", strconv.Itoa(number))
 }
 
 // DeploymentWebhookDeliveryURL returns the URL of a webhook delivery.

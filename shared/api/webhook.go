@@ -117,7 +117,8 @@ type WebhookInstanceMetrics struct {
 
 // WebhookLifecycleMetadata reports something that happened to an instance or shape.
 type WebhookLifecycleMetadata struct {
-	// deployment-instance-created, -deleted, -stopped, -missing, -orphaned, deployment-shape-out-of-bounds
+	// deployment-instance-created, -deleted, -stopped, -missing, -orphaned, deployment-shape-out-of-bounds,
+	// deployment-shape-rollout-started, -step, -paused, -resumed, -promoted, -completed, -failed, -cancelled, -reverted
 	// Example: deployment-instance-missing
 	Action string `json:"action" yaml:"action"`
 

@@ -316,9 +316,10 @@ const (
 	instanceMissing  = "missing"
 )
 
-// ScaleDownOrder returns the names of up to n instances to delete, newest first by
-// created_at. Instances being deleted or missing from LXD are left out: neither counts in
-// scaling_current, so deleting them would not shrink the shape.
+// ScaleDownOrder returns the names of up to n instances to delete: outdated ones first (made
+// from an older revision of the shape, so a rollout would replace them anyway), then newest
+// first by created_at. Instances being deleted or missing from LXD are left out: neither
+// counts in scaling_current, so deleting them would not shrink the shape.
 func ScaleDownOrder(instances []api.DeploymentInstance, n int) []string {
 	candidates := make([]api.DeploymentInstance, 0, len(instances))
 	for _, instance := range instances {
@@ -329,6 +330,10 @@ func ScaleDownOrder(instances []api.DeploymentInstance, n int) []string {
 
 	sort.SliceStable(candidates, func(i, j int) bool {
 		a, b := candidates[i], candidates[j]
+		if a.Outdated != b.Outdated {
+			return a.Outdated
+		}
+
 		if !a.CreatedAt.Equal(b.CreatedAt) {
 			return a.CreatedAt.After(b.CreatedAt)
 		}

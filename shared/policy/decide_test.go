@@ -291,4 +291,10 @@ func TestScaleDownOrder(t *testing.T) {
 			t.Errorf("n=%d: %q, want %q", test.n, got, test.want)
 		}
 	}
+
+	// During a rollout, outdated instances go first, oldest revision or not.
+	instances[0].Outdated = true
+	if got := ScaleDownOrder(instances, 2); !reflect.DeepEqual(got, []string{"web-old", "web-new"}) {
+		t.Errorf("outdated first: %q", got)
+	}
 }

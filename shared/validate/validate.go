@@ -202,6 +202,11 @@ func Shape(put api.DeploymentShapePut) error {
 		return fmt.Errorf("governor.socket is for containers (LXD proxies a unix socket into them): governors in VMs use vsock")
 	}
 
+	err = Rollout(put.Rollout)
+	if err != nil {
+		return err
+	}
+
 	return InstanceTemplate(put.InstanceTemplate)
 }
 
@@ -215,6 +220,8 @@ var DeploymentConfigKeys = map[string]string{
 	"webhook.retry_max_attempts":  "attempts before a delivery is marked failed (integer, default 10)",
 	"webhook.retry_initial_delay": "wait before the first retry, doubled each time (duration, default 1s)",
 	"webhook.retry_max_delay":     "longest wait between retries (duration, default 5m)",
+	"revisions.keep":              "shape revisions kept per shape (integer, default 20); those instances or unfinished rollouts use are always kept",
+	"activity.keep":               "activity log entries kept (integer, default 1000)",
 }
 
 // configValueRules check the values of keys that are not free text.
@@ -226,6 +233,8 @@ var configValueRules = map[string]func(string) error{
 	"webhook.retry_initial_delay": durationBetween(time.Millisecond, time.Millisecond, time.Hour),
 	"webhook.retry_max_delay":     durationBetween(time.Millisecond, time.Millisecond, 24*time.Hour),
 	"webhook.retry_max_attempts":  integerBetween(1, 100),
+	"revisions.keep":              integerBetween(1, 10000),
+	"activity.keep":               integerBetween(1, 100000),
 }
 
 func boolean(value string) error {

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// The activity log (GET /1.0/deployments/{deployment}/activity): every entry is written in
+// the transaction of the change it records, so the log never says what did not happen.
+
+// recordActivity appends to the deployment's activity log in the caller's transaction.
+func recordActivity(ctx context.Context, tx *sql.Tx, deploymentID int64, entry api.DeploymentActivity) error {
+	keep, err := deploymentConfigInt(ctx, tx, deploymentID, "activity.keep", defaultActivityKeep)
+	if err != nil {
+		return err
+	}
+
+	if entry.Who == "" {
+		entry.Who = activityWho(entry.Requestor)
+	}
+
+	entry.Time = time.Now()
+	return db.CreateActivity(ctx, tx, deploymentID, entry, keep)
+}
+
+// activityWho sorts a requestor into the activity log's who: governor (a deployment key),
+// admin, or the daemon's own component (rollout, reconcile, autoheal, ...).
+func activityWho(by api.DeploymentRequestor) string {
+	switch {
+	case by.Protocol == api.RequestorInternal:
+		return by.Name
+	case by.Key != "" || by.Protocol == auth.ProtocolGovernor:
+		return "governor"
+	default:
+		return "admin"
+	}
+}
+
+// scaleActivity records a launch (+1) or delete (-1) in the activity log, in the
+// reservation's transaction; a change that is not a rollout's own also moves the size a
+// running rollout of the shape keeps, so the governor keeps scaling during a rollout.
+func scaleActivity(ctx context.Context, tx *sql.Tx, deploymentID int64, shape *db.Shape, instance string, delta int, c change) error {
+	by, err := withKey(ctx, tx, c.by, deploymentID)
+	if err != nil {
+		return err
+	}
+
+	action, verb := "scale-up", "launch"
+	if delta < 0 {
+		action, verb = "scale-down", "delete"
+	}
+
+	why := verb + " " + instance
+	if c.why != "" {
+		why += " (" + c.why + ")"
+	}
+
+	err = recordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: shape.Name, Action: action, From: shape.ScalingCurrent, To: shape.ScalingCurrent + delta, Requestor: by, Why: why})
+	if err != nil || c.fromRollout {
+		return err
+	}
+
+	return db.AdjustRolloutSize(ctx, tx, shape.ID, delta)
+}
+
+// launchDropped undoes, in the transaction that drops a failed launch's record, what its
+// reservation recorded: the activity log says the size went back, and a running rollout's
+// size moves back when the launch had moved it.
+func launchDropped(ctx context.Context, tx *sql.Tx, p *pendingLaunch) error {
+	shape, err := db.GetShape(ctx, tx, p.deploymentID, p.ref.shape)
+	if err != nil {
+		return err
+	}
+
+	err = recordActivity(ctx, tx, p.deploymentID, api.DeploymentActivity{Shape: shape.Name, Action: "scale-down", From: shape.ScalingCurrent + 1, To: shape.ScalingCurrent, Requestor: p.by, Why: "launch of " + p.ref.instance + " failed"})
+	if err != nil || !p.sized {
+		return err
+	}
+
+	return db.AdjustRolloutSize(ctx, tx, shape.ID, -1)
+}
+
+// reconcileActivity records, in reconcile's transaction, a size change reconcile found: an
+// instance gone from LXD (-1) or back (+1). The size read there already counts the change.
+func reconcileActivity(row db.Instance, delta int, why string) func(ctx context.Context, tx *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		shape, err := db.GetShape(ctx, tx, row.DeploymentID, row.Shape)
+		if err != nil {
+			return err
+		}
+
+		action := "scale-up"
+		if delta < 0 {
+			action = "scale-down"
+		}
+
+		return recordActivity(ctx, tx, row.DeploymentID, api.DeploymentActivity{Shape: row.Shape, Action: action, From: shape.ScalingCurrent - delta, To: shape.ScalingCurrent, Requestor: internalRequestor("reconcile"), Why: why})
+	}
+}

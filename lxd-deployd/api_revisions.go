@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+	"github.com/gorilla/mux"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// revisionsAPI serves .../shapes/{shape}/revisions, .../rollback and the activity log.
+type revisionsAPI struct {
+	db        *db.Cluster
+	lxd       *backend.LXD
+	lifecycle lifecycle
+}
+
+// pathNumber reads a numeric path variable (a revision or rollout number).
+func pathNumber(r *http.Request, variable string) (int, error) {
+	n, err := strconv.Atoi(mux.Vars(r)[variable])
+	if err != nil || n < 1 {
+		return 0, lxdapi.StatusErrorf(http.StatusBadRequest, "%s %q must be a number from 1", variable, mux.Vars(r)[variable])
+	}
+
+	return n, nil
+}
+
+func (a revisionsAPI) list(r *http.Request) response.Response {
+	ref, err := shapeFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	level, err := recursion(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	var revisions []api.DeploymentShapeRevision
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		_, shape, err := shapeInTx(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+
+		revisions, err = db.GetRevisions(ctx, tx, shape.ID, 0)
+		return err
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	return listResponse(level, revisions,
+		func(rev api.DeploymentShapeRevision) string {
+			return api.DeploymentShapeRevisionURL(ref.project, ref.name, ref.shape, rev.Revision)
+		},
+		func(rev api.DeploymentShapeRevision) api.DeploymentShapeRevision { return rev })
+}
+
+// get answers one revision, or with ?diff=m the fields that changed from revision m to it.
+func (a revisionsAPI) get(r *http.Request) response.Response {
+	ref, err := shapeFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	n, err := pathNumber(r, "revision")
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	diff := 0
+	if value := r.URL.Query().Get("diff"); value != "" {
+		diff, err = strconv.Atoi(value)
+		if err != nil || diff < 1 {
+			return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "diff %q must be a revision number to compare with", value))
+		}
+	}
+
+	var rev, other *api.DeploymentShapeRevision
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		_, shape, err := shapeInTx(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+
+		rev, err = db.GetRevision(ctx, tx, shape.ID, n)
+		if err != nil || diff == 0 {
+			return err
+		}
+
+		other, err = db.GetRevision(ctx, tx, shape.ID, diff)
+		return err
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	if other != nil {
+		return response.SyncResponse(api.DeploymentShapeRevisionDiff{From: diff, To: n, Changes: shapes.Changes(other.Shape, rev.Shape)})
+	}
+
+	return response.SyncResponse(rev)
+}
+
+// rollback sets a shape back to an earlier revision (a new revision: history moves
+// forward). It checks first that LXD still has the image and profiles that revision names.
+func (a revisionsAPI) rollback(r *http.Request) response.Response {
+	ref, err := shapeFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	req := api.DeploymentShapeRollbackPost{}
+	body, err := readBody(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	if len(body) > 0 {
+		err = unmarshalBody(body, &req)
+		if err != nil {
+			return response.SmartError(err)
+		}
+	}
+
+	if req.Revision < 0 {
+		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "revision %d must be a revision number, or 0 for the one before the latest", req.Revision))
+	}
+
+	template := req.Template == nil || *req.Template
+	if !template && !req.Scaling {
+		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "nothing to roll back: set template, scaling or both to true"))
+	}
+
+	// Read the revision and check it against LXD before changing anything.
+	var old *api.DeploymentShapeRevision
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		_, shape, err := shapeInTx(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+
+		if req.Revision == 0 {
+			req.Revision = shape.Revision - 1
+			if req.Revision < 1 {
+				return lxdapi.StatusErrorf(http.StatusBadRequest, "shape %s has only revision %d: there is nothing before it to roll back to", shape.Name, shape.Revision)
+			}
+		}
+
+		old, err = db.GetRevision(ctx, tx, shape.ID, req.Revision)
+		return err
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	if template {
+		err = a.checkLXDHas(ref.project, old.Shape.InstanceTemplate, req.Revision)
+		if err != nil {
+			return response.SmartError(err)
+		}
+	}
+
+	by := requestorFromContext(r.Context())
+	var deploymentID int64
+	var out shapeRevised
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		var shape *db.Shape
+		deploymentID, shape, err = shapeInTx(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+
+		_, out, err = rollbackShape(ctx, tx, shape, req.Revision, template, req.Scaling, revisionArgs{cause: causeRollbackTo(req.Revision), by: by, notes: req.Notes, always: true})
+		if err != nil {
+			return err
+		}
+
+		return recordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: ref.shape, Action: "rollback", From: shape.Revision, To: out.revision, Requestor: by, Why: fmt.Sprintf("rollback to revision %d", req.Revision)})
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	a.lifecycle.emit(by, ref.project, deploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(ref.project, ref.name, ref.shape))
+	a.lifecycle.shapeRevised(by, ref, deploymentID, out)
+	result := api.DeploymentShapeRollback{Revision: out.revision, Rollout: out.rollout}
+	switch {
+	case out.rollout != 0:
+		result.Message = fmt.Sprintf("rollout %d replaces the running instances (the shape's trigger is config-change)", out.rollout)
+	default:
+		result.Message = "the template changed for new instances only: start a rollout to replace the running ones"
+	}
+
+	return response.SyncResponse(result)
+}
+
+// checkLXDHas refuses a rollback to a template whose image or profiles LXD no longer has.
+func (a revisionsAPI) checkLXDHas(project string, t lxdapi.InstancesPost, revision int) error {
+	client, err := a.lxd.Client()
+	if err != nil {
+		return err
+	}
+
+	c := client.UseProject(project)
+	source := t.Source
+	if source.Type == "image" && source.Server == "" {
+		switch {
+		case source.Alias != "":
+			_, _, err = c.GetImageAlias(source.Alias)
+		case source.Fingerprint != "":
+			_, _, err = c.GetImage(source.Fingerprint)
+		}
+
+		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
+			image := source.Alias + source.Fingerprint
+			return lxdapi.StatusErrorf(http.StatusBadRequest, "revision %d uses image %q, which LXD no longer has: import it again, or roll back to another revision", revision, image)
+		}
+
+		if err != nil {
+			return err
+		}
+	}
+
+	for _, profile := range t.Profiles {
+		_, _, err = c.GetProfile(profile)
+		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
+			return lxdapi.StatusErrorf(http.StatusBadRequest, "revision %d uses profile %q, which LXD no longer has: create it again, or roll back to another revision", revision, profile)
+		}
+
+		if err != nil {
+			return err
+		}
+	}
+
+	return nil
+}
+
+// activity answers GET /1.0/deployments/{deployment}/activity[?since=ID&shape=NAME].
+func (a revisionsAPI) activity(r *http.Request) response.Response {
+	ref, err := deploymentFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	filter := db.ActivityFilter{Shape: r.URL.Query().Get("shape")}
+	if value := r.URL.Query().Get("since"); value != "" {
+		filter.Since, err = strconv.ParseInt(value, 10, 64)
+		if err != nil || filter.Since < 0 {
+			return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "since %q must be an activity entry id (a whole number)", value))
+		}
+	}
+
+	var entries []api.DeploymentActivity
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		filter.DeploymentID, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		if err != nil {
+			return err
+		}
+
+		entries, err = db.GetActivity(ctx, tx, filter)
+		return err
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	return response.SyncResponse(entries)
+}

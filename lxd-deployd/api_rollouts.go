@@ -1,0 +1,366 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+	"github.com/gorilla/mux"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// rolloutsAPI serves .../shapes/{shape}/rollouts.
+type rolloutsAPI struct {
+	db        *db.Cluster
+	lxd       *backend.LXD
+	ops       *operations.Manager
+	engine    *rolloutEngine
+	lifecycle lifecycle
+}
+
+// rolloutFromRequest reads the shape and rollout number of a request and the rollout row.
+func (a rolloutsAPI) rolloutFromRequest(r *http.Request) (shapeRef, *db.Rollout, error) {
+	ref, err := shapeFromRequest(r)
+	if err != nil {
+		return ref, nil, err
+	}
+
+	n, err := pathNumber(r, "rollout")
+	if err != nil {
+		return ref, nil, err
+	}
+
+	var rollout *db.Rollout
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		_, shape, err := shapeInTx(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+
+		rollout, err = db.GetRollout(ctx, tx, shape.ID, n)
+		return err
+	})
+
+	return ref, rollout, err
+}
+
+// withCounts fills a rollout's instance counts from the rows and one LXD listing.
+func (a rolloutsAPI) withCounts(ctx context.Context, r db.Rollout) api.DeploymentRollout {
+	out := r.DeploymentRollout
+	var rows []db.Instance
+	var minReady time.Duration
+	err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		shape, err := shapeByID(ctx, tx, r.DeploymentID, r.ShapeID)
+		if err != nil {
+			return err
+		}
+
+		settings, err := shapes.ResolveRollout(shape.Rollout, r.Size)
+		if err == nil {
+			minReady = settings.MinReady
+		}
+
+		rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: r.ShapeID})
+		return err
+	})
+	if err != nil {
+		return out
+	}
+
+	var live map[string]lxdapi.Instance
+	client, err := a.lxd.Client()
+	if err == nil {
+		live, _ = backend.ListInstances(client, r.Project)
+	}
+
+	now := time.Now()
+	for _, row := range rows {
+		if row.State != db.InstanceCreating && row.State != db.InstanceCreated {
+			continue
+		}
+
+		if row.Revision != r.Revision {
+			out.Outdated++
+			continue
+		}
+
+		out.Updated++
+		instance, ok := live[row.Name]
+		if ok && isReady(row, &instance, minReady, now) {
+			out.Ready++
+		}
+	}
+
+	return out
+}
+
+func (a rolloutsAPI) list(r *http.Request) response.Response {
+	ref, err := shapeFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	level, err := recursion(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	var rollouts []db.Rollout
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		_, shape, err := shapeInTx(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+
+		rollouts, err = db.GetRollouts(ctx, tx, db.RolloutFilter{ShapeID: shape.ID})
+		return err
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	return listResponse(level, rollouts,
+		func(ro db.Rollout) string {
+			return api.DeploymentShapeRolloutURL(ref.project, ref.name, ref.shape, ro.Number)
+		},
+		func(ro db.Rollout) api.DeploymentRollout {
+			// Only the active rollout (one at most) gets its counts: finished ones replaced
+			// what they replaced, and reading LXD for each would cost a listing apiece.
+			if ro.Finished() {
+				return ro.DeploymentRollout
+			}
+
+			return a.withCounts(r.Context(), ro)
+		})
+}
+
+func (a rolloutsAPI) get(r *http.Request) response.Response {
+	_, rollout, err := a.rolloutFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	return response.SyncResponse(a.withCounts(r.Context(), *rollout))
+}
+
+// create starts a rollout of the shape's latest revision, refusing up front what the bounds
+// and settings cannot do, and answers an operation that follows it.
+func (a rolloutsAPI) create(r *http.Request) response.Response {
+	ref, err := shapeFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	req := api.DeploymentRolloutsPost{}
+	body, err := readBody(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	if len(body) > 0 {
+		err = unmarshalBody(body, &req)
+		if err != nil {
+			return response.SmartError(err)
+		}
+	}
+
+	by := requestorFromContext(r.Context())
+	var deploymentID int64
+	var number int
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		var shape *db.Shape
+		deploymentID, shape, err = shapeInTx(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+
+		err = checkRolloutFeasible(ctx, tx, shape)
+		if err != nil {
+			return err
+		}
+
+		by, err = withKey(ctx, tx, by, deploymentID)
+		if err != nil {
+			return err
+		}
+
+		number, err = createRollout(ctx, tx, shape, causeAPI, by, req.Notes, false, true)
+		return err
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	a.lifecycle.rolloutEvent(by, ref, deploymentID, number, lifecycleRolloutStarted)
+	a.engine.poke()
+	op := a.watch(ref, deploymentID, number)
+	return response.AsyncResponse(op.URL(), op.API())
+}
+
+// checkRolloutFeasible refuses, before anything changes, a rollout the shape's bounds and
+// settings would never let move.
+func checkRolloutFeasible(ctx context.Context, tx *sql.Tx, shape *db.Shape) error {
+	settings, err := shapes.ResolveRollout(shape.Rollout, shape.ScalingCurrent)
+	if err != nil {
+		return badRequest(err)
+	}
+
+	rows, err := db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: shape.ID})
+	if err != nil {
+		return err
+	}
+
+	state := shapes.RolloutState{Settings: settings, Size: shape.ScalingCurrent, Minimum: shape.ScalingMinimum, Maximum: shape.ScalingMaximum, Target: shape.Revision}
+	for _, row := range rows {
+		if row.State == db.InstanceCreating || row.State == db.InstanceCreated {
+			state.Instances = append(state.Instances, shapes.RolloutInstance{Name: row.Name, Revision: row.Revision, Ready: true})
+		}
+	}
+
+	plan := shapes.PlanRollout(state)
+	if plan.Refuse != "" {
+		return lxdapi.StatusErrorf(http.StatusConflict, "shape %s cannot be rolled out: %s", shape.Name, plan.Refuse)
+	}
+
+	return nil
+}
+
+// watch runs an operation that follows a rollout, its metadata showing progress. The
+// rollout lives in the database, not in the operation: cancelling the operation stops the
+// watching only (POST .../cancel cancels the rollout), and a restart resumes the rollout.
+func (a rolloutsAPI) watch(ref shapeRef, deploymentID int64, number int) *operations.Operation {
+	op := a.ops.Start(operations.Args{
+		Description:  fmt.Sprintf("Rolling out shape %s (rollout %d)", ref.shape, number),
+		Project:      ref.project,
+		DeploymentID: deploymentID,
+		Resources: map[string][]string{
+			"deployment_shapes":   {api.DeploymentShapeURL(ref.project, ref.name, ref.shape)},
+			"deployment_rollouts": {api.DeploymentShapeRolloutURL(ref.project, ref.name, ref.shape, number)},
+		},
+		Run: func(ctx context.Context, op *operations.Operation) error {
+			ticker := time.NewTicker(time.Second)
+			defer ticker.Stop()
+			for {
+				var rollout *db.Rollout
+				err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+					_, shape, err := shapeInTx(ctx, tx, ref)
+					if err != nil {
+						return err
+					}
+
+					rollout, err = db.GetRollout(ctx, tx, shape.ID, number)
+					return err
+				})
+				if err != nil {
+					return err
+				}
+
+				status := a.withCounts(ctx, *rollout)
+				op.SetMetadata(map[string]any{
+					"rollout": number, "status": status.Status, "phase": status.Phase, "revision": status.Revision,
+					"replaced": status.Updated, "total": status.Updated + status.Outdated, "ready": status.Ready, "reason": status.Reason,
+				})
+
+				switch status.Status {
+				case api.RolloutComplete:
+					return nil
+				case api.RolloutFailed, api.RolloutCancelled, api.RolloutReverted:
+					return fmt.Errorf("rollout %d %s: %s", number, status.Status, status.Reason)
+				}
+
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-ticker.C:
+				}
+			}
+		},
+	})
+
+	// The answer names the rollout at once, before the first progress update.
+	op.SetMetadata(map[string]any{"rollout": number})
+	return op
+}
+
+// action serves POST .../rollouts/{n}/{action}: pause, resume, cancel, promote, abort.
+func (a rolloutsAPI) action(r *http.Request) response.Response {
+	name := mux.Vars(r)["action"]
+	_, rollout, err := a.rolloutFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	if rollout.Finished() {
+		return response.SmartError(lxdapi.StatusErrorf(http.StatusConflict, "rollout %d is %s: it is over, start a new one to replace instances again", rollout.Number, rollout.Status))
+	}
+
+	by := requestorFromContext(r.Context())
+	e := a.engine
+	ro := *rollout
+	switch name {
+	case "pause":
+		err = e.transition(r.Context(), ro, api.RolloutRunning, api.RolloutPaused, "paused", "paused by "+by.String(), lifecycleRolloutPaused, by)
+	case "resume":
+		if ro.Phase == "wait-promote" {
+			err = lxdapi.StatusErrorf(http.StatusConflict, "rollout %d waits for its canaries to be judged: promote or abort it", ro.Number)
+			break
+		}
+
+		err = e.transition(r.Context(), ro, api.RolloutPaused, api.RolloutRunning, "resumed", "resumed by "+by.String(), lifecycleRolloutResumed, by)
+	case "cancel":
+		err = e.transition(r.Context(), ro, ro.Status, api.RolloutCancelled, "done", "cancelled by "+by.String()+": instances replaced so far stay", lifecycleRolloutCancelled, by)
+	case "promote":
+		err = a.promote(r.Context(), ro, by)
+	case "abort":
+		if ro.Strategy.Strategy != api.RolloutCanary || ro.Promoted {
+			err = lxdapi.StatusErrorf(http.StatusConflict, "rollout %d is not a canary waiting to be judged: cancel stops it, or roll the shape back", ro.Number)
+			break
+		}
+
+		err = e.revert(r.Context(), ro, ro.Status, causeAbort, "aborted by "+by.String(), by)
+	}
+
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	return response.EmptySyncResponse()
+}
+
+// promote lets a canary rollout go on as a rolling one.
+func (a rolloutsAPI) promote(ctx context.Context, ro db.Rollout, by api.DeploymentRequestor) error {
+	if ro.Strategy.Strategy != api.RolloutCanary || ro.Promoted {
+		return lxdapi.StatusErrorf(http.StatusConflict, "rollout %d is not a canary waiting to be promoted", ro.Number)
+	}
+
+	err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		promoted, status, phase, reason := true, api.RolloutRunning, "replace", "promoted by "+by.String()
+		err := db.UpdateRollout(ctx, tx, ro.ID, ro.Status, db.RolloutUpdate{Promoted: &promoted, Status: &status, Phase: &phase, Reason: &reason, Progress: true}, time.Now())
+		if errors.Is(err, db.ErrRolloutChanged) {
+			return lxdapi.StatusErrorf(http.StatusConflict, "rollout %d changed meanwhile: read it again", ro.Number)
+		}
+
+		if err != nil {
+			return err
+		}
+
+		return recordActivity(ctx, tx, ro.DeploymentID, api.DeploymentActivity{Shape: ro.Shape, Action: "rollout-promoted", Requestor: by, Why: fmt.Sprintf("rollout %d: %s", ro.Number, reason)})
+	})
+	if err != nil {
+		return err
+	}
+
+	a.lifecycle.rolloutEvent(by, shapeRef{deploymentRef: deploymentRef{project: ro.Project, name: ro.Deployment}, shape: ro.Shape}, ro.DeploymentID, ro.Number, lifecycleRolloutPromoted)
+	a.engine.poke()
+	return nil
+}

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// imageWatcher is the image-change trigger: when the image alias a shape's template names
+// points to a new image, the shape gets a revision (cause image-change) and a rollout. It
+// listens to LXD's image lifecycle events and then resolves each alias in use once (never
+// one call per instance); a slow sweep catches changes made while it was not listening.
+type imageWatcher struct {
+	engine *rolloutEngine
+	wake   chan struct{}
+}
+
+// poke makes the watcher check now: a shape changed, so it learns the image its alias
+// names before that alias can move.
+func (w *imageWatcher) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// imageSweep is how often aliases are checked without an event.
+const imageSweep = 30 * time.Second
+
+func (w *imageWatcher) run(ctx context.Context) {
+	events := make(chan struct{}, 1)
+	var stream <-chan struct{} // closed when the event stream ends
+	timer := time.NewTimer(time.Second)
+	defer timer.Stop()
+	for {
+		// (Re)subscribe when LXD was away or dropped the stream; the sweep covers the gap.
+		select {
+		case <-stream:
+			stream = nil
+		default:
+		}
+
+		if stream == nil {
+			stream = w.listen(ctx, events)
+		}
+
+		select {
+		case <-ctx.Done():
+			return
+		case <-events:
+		case <-w.wake:
+		case <-timer.C:
+			timer.Reset(imageSweep)
+		}
+
+		err := w.check(ctx)
+		if err != nil && ctx.Err() == nil {
+			w.engine.logger.Warn("image-change trigger", "err", err)
+		}
+	}
+}
+
+// listen subscribes to LXD's lifecycle events of every project on a websocket of its own,
+// asking LXD for lifecycle events only: a rollout makes many operation and logging events,
+// which this watcher has no use for and should not decode. It returns a channel closed
+// when the stream ends, or nil when it could not subscribe.
+func (w *imageWatcher) listen(ctx context.Context, events chan<- struct{}) <-chan struct{} {
+	client, err := w.engine.lxd.Client()
+	if err != nil {
+		return nil
+	}
+
+	conn, err := client.RawWebsocket("/events?type=lifecycle&all-projects=true")
+	if err != nil {
+		return nil
+	}
+
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-done:
+		}
+
+		_ = conn.Close()
+	}()
+
+	go func() {
+		defer close(done)
+		for {
+			var event lxdapi.Event
+			err := conn.ReadJSON(&event)
+			if err != nil {
+				return
+			}
+
+			var lifecycle lxdapi.EventLifecycle
+			if event.Type != lxdapi.EventTypeLifecycle || json.Unmarshal(event.Metadata, &lifecycle) != nil {
+				continue
+			}
+
+			switch lifecycle.Action {
+			case "image-created", "image-alias-created", "image-alias-updated", "image-alias-renamed", "image-refreshed":
+				select {
+				case events <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+
+	return done
+}
+
+// check resolves every alias an image-change shape names, once per project and alias, and
+// revises the shapes whose alias moved.
+func (w *imageWatcher) check(ctx context.Context) error {
+	client, err := w.engine.lxd.Client()
+	if err != nil {
+		return nil
+	}
+
+	var watched []db.Shape
+	projects := map[int64]string{}
+	err = w.engine.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		watched = nil
+		all, err := db.GetShapes(ctx, tx, db.ShapeFilter{})
+		if err != nil {
+			return err
+		}
+
+		deployments, err := db.GetDeployments(ctx, tx, db.DeploymentFilter{})
+		if err != nil {
+			return err
+		}
+
+		for _, d := range deployments {
+			projects[d.ID] = d.Project
+		}
+
+		for _, s := range all {
+			source := s.InstanceTemplate.Source
+			if s.Rollout.Trigger == api.RolloutTriggerImageChange && source.Type == "image" && source.Alias != "" && source.Server == "" {
+				watched = append(watched, s)
+			}
+		}
+
+		return nil
+	})
+	if err != nil || len(watched) == 0 {
+		return err
+	}
+
+	resolved := map[string]string{} // project/alias -> fingerprint
+	for _, s := range watched {
+		project := projects[s.DeploymentID]
+		key := project + "/" + s.InstanceTemplate.Source.Alias
+		fingerprint, ok := resolved[key]
+		if !ok {
+			alias, _, err := client.UseProject(project).GetImageAlias(s.InstanceTemplate.Source.Alias)
+			if err != nil {
+				continue
+			}
+
+			fingerprint = alias.Target
+			resolved[key] = fingerprint
+		}
+
+		if fingerprint == s.ImageFingerprint {
+			continue
+		}
+
+		err = w.revise(ctx, s, project, fingerprint)
+		if err != nil {
+			w.engine.logger.Warn("image-change trigger", "shape", s.Name, "err", err)
+		}
+	}
+
+	return nil
+}
+
+// revise records that a shape's alias now names fingerprint. The first sighting only
+// records it; a change makes a revision (cause image-change), which starts the rollout.
+func (w *imageWatcher) revise(ctx context.Context, s db.Shape, project string, fingerprint string) error {
+	by := internalRequestor("image-change")
+	var out shapeRevised
+	var deployment string
+	err := w.engine.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := db.SetShapeImageFingerprint(ctx, tx, s.ID, s.ImageFingerprint, fingerprint)
+		if err != nil || s.ImageFingerprint == "" {
+			return err
+		}
+
+		d, err := db.GetDeploymentRow(ctx, tx, s.DeploymentID)
+		if err != nil {
+			return err
+		}
+
+		deployment = d.Name
+		out, err = recordRevision(ctx, tx, s.DeploymentID, s.ID, &s, s.Writable(), revisionArgs{cause: causeImageChange, by: by, notes: "image " + fingerprint[:min(12, len(fingerprint))], image: true})
+		return err
+	})
+	if errors.Is(err, db.ErrShapeChanged) {
+		return nil
+	}
+
+	if err != nil || out.revision == 0 {
+		return err
+	}
+
+	ref := shapeRef{deploymentRef: deploymentRef{project: project, name: deployment}, shape: s.Name}
+	w.engine.lifecycle.emit(by, project, s.DeploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(project, deployment, s.Name))
+	if out.rollout != 0 {
+		w.engine.lifecycle.rolloutEvent(by, ref, s.DeploymentID, out.rollout, lifecycleRolloutStarted)
+		w.engine.poke()
+	}
+
+	return nil
+}
