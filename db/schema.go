@@ -19,6 +19,7 @@ var updates = map[int]update{
 	4: updateFromV3,
 	5: updateFromV4,
 	6: updateFromV5,
+	7: updateAddInstanceLifecycle,
 }
 
 // SchemaVersion is the version a fully updated database has.
@@ -249,6 +250,43 @@ func updateFromV5(ctx context.Context, tx *sql.Tx) error {
 ALTER TABLE deployments_shapes_instances ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 ALTER TABLE deployments_shapes_instances ADD COLUMN state_changed_at DATETIME;
 UPDATE deployments_shapes_instances SET state_changed_at = created_at;
+`)
+	return err
+}
+
+// updateAddInstanceLifecycle adds what health checks, autohealing, lifecycle hooks and warm
+// pools keep: the shape's health, hooks and warm_pool objects (JSON, empty when absent) and
+// whether autohealing gave up on it; each instance's last health verdict and the hook it
+// waits in, with a deadline that survives a restart; and the warm pool instances, which are
+// not instances of the shape and so live in their own table.
+func updateAddInstanceLifecycle(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `
+ALTER TABLE deployments_shapes ADD COLUMN health TEXT NOT NULL DEFAULT '';
+ALTER TABLE deployments_shapes ADD COLUMN hooks TEXT NOT NULL DEFAULT '';
+ALTER TABLE deployments_shapes ADD COLUMN warm_pool TEXT NOT NULL DEFAULT '';
+ALTER TABLE deployments_shapes ADD COLUMN degraded TEXT NOT NULL DEFAULT '';
+ALTER TABLE deployments_shapes ADD COLUMN replace_failures INTEGER NOT NULL DEFAULT 0;
+
+ALTER TABLE deployments_shapes_instances ADD COLUMN health TEXT NOT NULL DEFAULT 'unknown';
+ALTER TABLE deployments_shapes_instances ADD COLUMN health_output TEXT NOT NULL DEFAULT '';
+ALTER TABLE deployments_shapes_instances ADD COLUMN health_checked_at DATETIME;
+ALTER TABLE deployments_shapes_instances ADD COLUMN health_streak INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deployments_shapes_instances ADD COLUMN replacement INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deployments_shapes_instances ADD COLUMN hook TEXT NOT NULL DEFAULT '';
+ALTER TABLE deployments_shapes_instances ADD COLUMN hook_deadline DATETIME;
+ALTER TABLE deployments_shapes_instances ADD COLUMN hook_action TEXT NOT NULL DEFAULT '';
+
+CREATE TABLE deployments_shapes_pool (
+    id                  INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    deployment_shape_id INTEGER NOT NULL,
+    name                TEXT NOT NULL,
+    template_hash       TEXT NOT NULL,
+    state               TEXT NOT NULL CHECK (state IN ('creating', 'ready')),
+    owner               TEXT NOT NULL DEFAULT '',
+    created_at          DATETIME NOT NULL,
+    UNIQUE (name),
+    FOREIGN KEY (deployment_shape_id) REFERENCES deployments_shapes (id) ON DELETE CASCADE
+);
 `)
 	return err
 }

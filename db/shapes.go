@@ -19,6 +19,17 @@ type Shape struct {
 	ID           int64
 	DeploymentID int64
 	api.DeploymentShape
+
+	// Terminating counts the instances that wait in terminating:wait: they still count in
+	// ScalingCurrent, but a second delete must not count them again (shapes.CheckShrink).
+	Terminating int
+
+	// Replacing counts the instances autohealing (or a rollout) is replacing: the budget
+	// of health.max_unavailable.
+	Replacing int
+
+	// ReplaceFailures counts replacements in a row that did not become healthy.
+	ReplaceFailures int
 }
 
 // ShapeFilter selects shapes; zero fields match everything.
@@ -45,7 +56,11 @@ func GetShapes(ctx context.Context, tx *sql.Tx, filter ShapeFilter) ([]Shape, er
 
 	query := `
 SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scaling_minimum, s.scaling_maximum,
-       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND i.state NOT IN ('deleting', 'missing'))
+       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND i.state NOT IN ('deleting', 'missing', 'replacing')),
+       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND i.state = 'created' AND i.hook = 'terminating:wait'),
+       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND i.state = 'replacing'),
+       (SELECT COUNT(*) FROM deployments_shapes_pool p WHERE p.deployment_shape_id = s.id AND p.state = 'ready'),
+       s.health, s.hooks, s.warm_pool, s.degraded, s.replace_failures
   FROM deployments_shapes s`
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
@@ -61,13 +76,22 @@ SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scal
 	shapes := []Shape{}
 	for rows.Next() {
 		var s Shape
-		var template string
-		err = rows.Scan(&s.ID, &s.DeploymentID, &s.Name, &s.Description, &template, &s.ScalingMinimum, &s.ScalingMaximum, &s.ScalingCurrent)
+		var template, health, hooks, warmPool string
+		err = rows.Scan(&s.ID, &s.DeploymentID, &s.Name, &s.Description, &template, &s.ScalingMinimum, &s.ScalingMaximum, &s.ScalingCurrent,
+			&s.Terminating, &s.Replacing, &s.WarmPoolReady, &health, &hooks, &warmPool, &s.StatusReason, &s.ReplaceFailures)
 		if err != nil {
 			return nil, fmt.Errorf("read shapes: %w", err)
 		}
 
 		s.Status = api.ShapeStatus(s.ScalingCurrent, s.ScalingMinimum, s.ScalingMaximum)
+		if s.Status == api.ShapeStatusOK && s.StatusReason != "" {
+			s.Status = api.ShapeStatusDegraded
+		}
+
+		err = unmarshalLifecycle(health, hooks, warmPool, &s.DeploymentShapePut)
+		if err != nil {
+			return nil, fmt.Errorf("shape %q: %w", s.Name, err)
+		}
 		err = json.Unmarshal([]byte(template), &s.InstanceTemplate)
 		if err != nil {
 			return nil, fmt.Errorf("shape %q has a corrupt instance template: %w", s.Name, err)
@@ -155,8 +179,13 @@ func CreateShape(ctx context.Context, tx *sql.Tx, deploymentID int64, req api.De
 		return 0, err
 	}
 
-	result, err := tx.ExecContext(ctx, "INSERT INTO deployments_shapes (deployment_id, name, description, instance_template, scaling_minimum, scaling_maximum) VALUES (?, ?, ?, ?, ?, ?)",
-		deploymentID, req.Name, req.Description, string(template), req.ScalingMinimum, req.ScalingMaximum)
+	health, hooks, warmPool, err := marshalLifecycle(req.DeploymentShapePut)
+	if err != nil {
+		return 0, err
+	}
+
+	result, err := tx.ExecContext(ctx, "INSERT INTO deployments_shapes (deployment_id, name, description, instance_template, scaling_minimum, scaling_maximum, health, hooks, warm_pool) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		deploymentID, req.Name, req.Description, string(template), req.ScalingMinimum, req.ScalingMaximum, health, hooks, warmPool)
 	if err != nil {
 		return 0, fmt.Errorf("add shape: %w", err)
 	}
@@ -169,15 +198,21 @@ func CreateShape(ctx context.Context, tx *sql.Tx, deploymentID int64, req api.De
 	return id, replaceConfig(ctx, tx, shapesConfig, id, req.Config)
 }
 
-// UpdateShape replaces the writable fields of a shape.
+// UpdateShape replaces the writable fields of a shape. A change is someone acting on the
+// shape, so it clears a degraded status and lets autohealing try again.
 func UpdateShape(ctx context.Context, tx *sql.Tx, id int64, put api.DeploymentShapePut) error {
 	template, err := json.Marshal(put.InstanceTemplate)
 	if err != nil {
 		return err
 	}
 
-	_, err = tx.ExecContext(ctx, "UPDATE deployments_shapes SET description = ?, instance_template = ?, scaling_minimum = ?, scaling_maximum = ? WHERE id = ?",
-		put.Description, string(template), put.ScalingMinimum, put.ScalingMaximum, id)
+	health, hooks, warmPool, err := marshalLifecycle(put)
+	if err != nil {
+		return err
+	}
+
+	_, err = tx.ExecContext(ctx, "UPDATE deployments_shapes SET description = ?, instance_template = ?, scaling_minimum = ?, scaling_maximum = ?, health = ?, hooks = ?, warm_pool = ?, degraded = '', replace_failures = 0 WHERE id = ?",
+		put.Description, string(template), put.ScalingMinimum, put.ScalingMaximum, health, hooks, warmPool, id)
 	if err != nil {
 		return fmt.Errorf("update shape: %w", err)
 	}

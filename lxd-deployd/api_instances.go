@@ -26,6 +26,7 @@ type instancesAPI struct {
 	ops       *operations.Manager
 	fleet     *fleet
 	lifecycle lifecycle
+	hooks     *hookKeeper
 }
 
 // instanceAPI turns a row (and LXD's view of it, if known) into the API type.
@@ -41,15 +42,19 @@ func instanceAPI(row db.Instance, lxdInstance *lxdapi.Instance, lxdOnline bool) 
 	}
 
 	return api.DeploymentInstance{
-		Name:         row.Name,
-		Project:      row.Project,
-		Deployment:   row.Deployment,
-		Shape:        row.Shape,
-		State:        row.State,
-		Status:       status,
-		CreatedAt:    row.CreatedAt,
-		InstanceURL:  api.InstanceURL(row.Project, row.Name),
-		TemplateHash: row.TemplateHash,
+		Name:              row.Name,
+		Project:           row.Project,
+		Deployment:        row.Deployment,
+		Shape:             row.Shape,
+		State:             row.State,
+		Status:            status,
+		CreatedAt:         row.CreatedAt,
+		InstanceURL:       api.InstanceURL(row.Project, row.Name),
+		TemplateHash:      row.TemplateHash,
+		Health:            row.Health.Status,
+		HealthCheck:       instanceHealthAPI(row.Health),
+		Lifecycle:         row.Hook.Hook,
+		LifecycleDeadline: row.Hook.Deadline,
 	}
 }
 

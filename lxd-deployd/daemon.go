@@ -60,6 +60,7 @@ type daemon struct {
 	governors  *governor.Listener
 	tokens     *auth.TokenVerifier
 	webhooks   *webhooks.Dispatcher
+	life       *instanceLifecycle
 	servers    []*http.Server
 	cancel     context.CancelFunc
 	background sync.WaitGroup
@@ -113,6 +114,7 @@ func (d *daemon) start(ctx context.Context) error {
 
 	d.webhooks = webhooks.NewDispatcher(d.db, d.db.Address(), d.logger)
 	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, lifecycle{events: d.events, webhooks: d.webhooks}, d.logger, d.db.Address())
+	d.startInstanceLifecycle(runCtx)
 	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
 	d.goBackground(func() { d.webhooks.Run(runCtx) })
 	d.goBackground(func() { metrics.Run(runCtx, time.Second) })
@@ -192,7 +194,7 @@ func (d *daemon) apis() apis {
 		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, reconciler: d.reconciler, fetcher: d.templateFetcher()},
 		keys:         keysAPI{db: d.db, lifecycle: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
-		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: fleet, lifecycle: l},
+		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: fleet, lifecycle: l, hooks: d.life.hooks},
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks},
 		access:       access,
@@ -201,7 +203,7 @@ func (d *daemon) apis() apis {
 
 // fleet is the one way instances of shapes are made and removed.
 func (d *daemon) fleet() *fleet {
-	return &fleet{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: lifecycle{events: d.events, webhooks: d.webhooks}, owner: d.db.Address()}
+	return &fleet{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: lifecycle{events: d.events, webhooks: d.webhooks}, pool: d.life.pool, owner: d.db.Address()}
 }
 
 // templateFetcher returns the fetcher for the configured template registries, or nil: the

@@ -30,6 +30,9 @@ type fleet struct {
 	sockets   governorSockets
 	lifecycle lifecycle
 
+	// pool hands out warm pool instances to launches (nil: no warm pools).
+	pool *warmPool
+
 	// owner names this daemon on the instance records it changes.
 	owner string
 }
@@ -42,6 +45,14 @@ type change struct {
 	// inTx, when set, runs inside the reservation's transaction after the bound check:
 	// rollouts record their progress there, so a crash cannot count a step twice.
 	inTx func(ctx context.Context, tx *sql.Tx, shape *db.Shape, row int64) error
+
+	// before, when set, runs inside a launch's reservation before the bound check: a
+	// replacement takes the instance it replaces out of the count there (autoheal.go).
+	before func(ctx context.Context, tx *sql.Tx, shape *db.Shape) error
+
+	// drained says a delete ends an instance's terminating:wait (hooks.go): its bound
+	// check was made when the wait began.
+	drained bool
 }
 
 // pendingLaunch is a reserved instance waiting for LXD to make it.
@@ -53,6 +64,9 @@ type pendingLaunch struct {
 	req          lxdapi.InstancesPost
 	client       lxd.InstanceServer
 	by           api.DeploymentRequestor
+	shapeID      int64
+	templateHash string
+	launchHook   *time.Duration
 }
 
 // reserveLaunch checks the bounds and records the new instance in one transaction.
@@ -70,12 +84,21 @@ func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (*
 			return err
 		}
 
+		if c.before != nil {
+			err = c.before(ctx, tx, shape)
+			if err != nil {
+				return err
+			}
+		}
+
 		err = shapes.CheckGrow(shape)
 		if err != nil {
 			return err
 		}
 
-		p.row, err = db.CreateInstance(ctx, tx, ref.project, shape.ID, ref.instance, backend.TemplateHash(shape.InstanceTemplate), f.owner, time.Now())
+		p.shapeID, p.templateHash = shape.ID, backend.TemplateHash(shape.InstanceTemplate)
+		p.launchHook = hookTimeout(shape.Hooks, false)
+		p.row, err = db.CreateInstance(ctx, tx, ref.project, shape.ID, ref.instance, p.templateHash, f.owner, time.Now())
 		if err != nil {
 			return err
 		}
@@ -125,7 +148,7 @@ func (f *fleet) dropReservation(ctx context.Context, row int64) {
 func (f *fleet) finishLaunch(ctx context.Context, p *pendingLaunch) error {
 	ref := p.ref
 	defer f.inflight.remove(ref.project, ref.instance)
-	err := backend.CreateInstance(ctx, p.client, ref.project, p.req)
+	err := f.create(ctx, p)
 	var leftBehind *backend.LeftBehindError
 	if errors.As(err, &leftBehind) {
 		return err
@@ -141,7 +164,12 @@ func (f *fleet) finishLaunch(ctx context.Context, p *pendingLaunch) error {
 	}
 
 	err = f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
-		return db.SetInstanceState(ctx, tx, p.row, db.InstanceCreating, db.InstanceCreated, f.owner, time.Now())
+		err := db.SetInstanceState(ctx, tx, p.row, db.InstanceCreating, db.InstanceCreated, f.owner, time.Now())
+		if err != nil || p.launchHook == nil {
+			return err
+		}
+
+		return startLaunchWait(ctx, tx, p.row, *p.launchHook)
 	})
 	if errors.Is(err, db.ErrInstanceChanged) {
 		// The record went away meanwhile (a forced delete): the instance is ours and
@@ -156,6 +184,10 @@ func (f *fleet) finishLaunch(ctx context.Context, p *pendingLaunch) error {
 
 	f.lifecycle.emit(p.by, ref.project, p.deploymentID, lifecycleInstanceCreated, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
 	f.lifecycle.instanceChanged(ctx, p.deploymentID, lifecycleInstanceCreated, ref.shape, ref.instance)
+	if p.launchHook != nil {
+		f.lifecycle.waiting(ctx, p.by, ref, p.deploymentID, api.LifecycleLaunchingWait, time.Now().Add(*p.launchHook))
+	}
+
 	return nil
 }
 
@@ -209,15 +241,18 @@ func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (*
 			return err
 		}
 
-		switch row.State {
-		case db.InstanceCreating:
+		switch {
+		case row.State == db.InstanceCreating:
 			return lxdapi.StatusErrorf(http.StatusConflict, "instance %s is still being created: wait for its operation to finish", row.Name)
-		case db.InstanceDeleting:
+		case row.State == db.InstanceDeleting:
 			return lxdapi.StatusErrorf(http.StatusConflict, "instance %s is already being deleted", row.Name)
+		case row.Hook.Hook == api.LifecycleTerminatingWait && !c.drained:
+			return lxdapi.StatusErrorf(http.StatusConflict, "instance %s waits in terminating:wait: end the wait with POST .../instances/%s/lifecycle {\"action\": \"continue\"}", row.Name, row.Name)
 		}
 
-		// A missing instance no longer counts, so removing its record changes no size.
-		if row.State != db.InstanceMissing {
+		// A missing instance, or one being replaced, no longer counts, so removing its
+		// record changes no size; a drained one was checked when its wait began.
+		if row.State != db.InstanceMissing && row.State != db.InstanceReplacing && !c.drained {
 			err = shapes.CheckShrink(shape)
 			if err != nil {
 				return err
@@ -273,6 +308,11 @@ func (f *fleet) finishDelete(ctx context.Context, p *pendingDelete) error {
 
 // startDelete marks an instance as going and deletes it as a background operation.
 func (f *fleet) startDelete(ctx context.Context, ref instanceRef, c change) (*operations.Operation, error) {
+	op, draining, err := f.startDrain(ctx, ref, c)
+	if draining || err != nil {
+		return op, err
+	}
+
 	p, err := f.reserveDelete(ctx, ref, c)
 	if err != nil {
 		return nil, err

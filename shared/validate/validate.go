@@ -202,6 +202,11 @@ func Shape(put api.DeploymentShapePut) error {
 		return fmt.Errorf("governor.socket is for containers (LXD proxies a unix socket into them): governors in VMs use vsock")
 	}
 
+	err = ShapeLifecycle(put)
+	if err != nil {
+		return err
+	}
+
 	return InstanceTemplate(put.InstanceTemplate)
 }
 

@@ -1,0 +1,73 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+
+	lxd "github.com/canonical/lxd/client"
+	lxdapi "github.com/canonical/lxd/shared/api"
+)
+
+// ConfigWarmPool marks an instance kept stopped in a shape's warm pool: it carries the
+// deployment and shape keys (so that it is protected and DeleteInstance may remove it) but
+// is not an instance of the shape, and reconcile must not take it for an orphan.
+const ConfigWarmPool = "user.lxd-deployd.warm-pool"
+
+// CreatePoolInstance makes a warm pool instance from a shape's request: created, never
+// started. A failed create leaves nothing behind, as CreateInstance.
+func CreatePoolInstance(ctx context.Context, c lxd.InstanceServer, project string, req lxdapi.InstancesPost) error {
+	req.Config = maps.Clone(req.Config)
+	req.Config[ConfigWarmPool] = "true"
+	c = c.UseProject(project)
+	_, _, err := c.GetInstance(req.Name)
+	if err == nil {
+		return lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q", req.Name, project)
+	}
+
+	err = wait(ctx)(c.CreateInstance(req))
+	if err != nil {
+		cleanupErr := DeleteInstance(context.WithoutCancel(ctx), c, project, req.Name)
+		if cleanupErr != nil {
+			return &LeftBehindError{Err: err, Cleanup: cleanupErr}
+		}
+
+		return err
+	}
+
+	return nil
+}
+
+// TakePoolInstance turns a stopped warm pool instance into the instance req describes:
+// renamed, given req's config and devices (its name-bound keys, a governor socket), and
+// started. On failure the caller deletes whatever name the instance has by then.
+func TakePoolInstance(ctx context.Context, c lxd.InstanceServer, project string, poolName string, req lxdapi.InstancesPost) error {
+	c = c.UseProject(project)
+	_, _, err := c.GetInstance(req.Name)
+	if err == nil {
+		return lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q: pick another name", req.Name, project)
+	}
+
+	err = wait(ctx)(c.RenameInstance(poolName, lxdapi.InstancePost{Name: req.Name}))
+	if err != nil {
+		return fmt.Errorf("rename warm pool instance %s: %w", poolName, err)
+	}
+
+	instance, etag, err := c.GetInstance(req.Name)
+	if err != nil {
+		return err
+	}
+
+	// LXD's volatile keys stay; the pool mark goes; the shape's keys come from req.
+	put := instance.Writable()
+	delete(put.Config, ConfigWarmPool)
+	maps.Copy(put.Config, req.Config)
+	put.Devices = maps.Clone(req.Devices)
+	err = wait(ctx)(c.UpdateInstance(req.Name, put, etag))
+	if err != nil {
+		return fmt.Errorf("configure warm pool instance: %w", err)
+	}
+
+	return wait(ctx)(c.UpdateInstanceState(req.Name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, ""))
+}

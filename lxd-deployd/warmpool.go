@@ -1,0 +1,321 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// Warm pools: instances of a shape made ahead and kept stopped, so that a launch is a
+// rename and a start rather than an image unpack. They are not instances of the shape (their
+// own table; they never count), carry the shape's keys and delete protection in LXD plus a
+// warm-pool mark, and are made from the shape's current template: one made from an older
+// template is replaced, never handed out.
+
+// warmPool hands pool instances to launches and keeps each shape's pool at its size.
+type warmPool struct {
+	db       *db.Cluster
+	lxd      *backend.LXD
+	inflight *inflight
+	logger   *slog.Logger
+	owner    string
+	wake     chan struct{}
+}
+
+func newWarmPool(cluster *db.Cluster, lxd *backend.LXD, flight *inflight, logger *slog.Logger, owner string) *warmPool {
+	return &warmPool{db: cluster, lxd: lxd, inflight: flight, logger: logger, owner: owner, wake: make(chan struct{}, 1)}
+}
+
+// create makes a reserved instance in LXD: from the warm pool when it has one of the
+// shape's current template, else from the image.
+func (f *fleet) create(ctx context.Context, p *pendingLaunch) error {
+	if f.pool != nil {
+		taken, err := f.pool.take(ctx, p)
+		if taken || err != nil {
+			return err
+		}
+	}
+
+	return backend.CreateInstance(ctx, p.client, p.ref.project, p.req)
+}
+
+// take turns a pool instance into the launch's instance. taken is false when there was
+// none, or when the one taken failed and was removed: the caller then makes the instance
+// cold. An error means a failed pool instance could not be removed.
+func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
+	var pooled *db.PoolInstance
+	err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		pooled, err = db.TakePoolInstance(ctx, tx, p.shapeID, p.templateHash)
+		if pooled != nil {
+			// Before the commit, so that the pool's sweep never sees the instance unrecorded.
+			w.inflight.add(p.ref.project, pooled.Name)
+		}
+
+		return err
+	})
+	if err != nil || pooled == nil {
+		return false, nil
+	}
+
+	defer w.inflight.remove(p.ref.project, pooled.Name)
+	defer w.poke() // refill
+	err = backend.TakePoolInstance(ctx, p.client, p.ref.project, pooled.Name, p.req)
+	if err == nil {
+		return true, nil
+	}
+
+	w.logger.Warn("warm pool instance could not be used: launching cold", "instance", pooled.Name, "err", err)
+	for _, name := range []string{p.req.Name, pooled.Name} {
+		cleanupErr := backend.DeleteInstance(context.WithoutCancel(ctx), p.client, p.ref.project, name)
+		if cleanupErr != nil {
+			return true, &backend.LeftBehindError{Err: err, Cleanup: cleanupErr}
+		}
+	}
+
+	return false, nil
+}
+
+// poke makes the pool refill now rather than at its next tick.
+func (w *warmPool) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *warmPool) run(ctx context.Context, interval time.Duration) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-w.wake:
+		}
+
+		err := w.round(ctx)
+		if err != nil && ctx.Err() == nil {
+			w.logger.Warn("warm pool", "err", err)
+		}
+	}
+}
+
+// round brings every pool to its size on the dqlite leader: outdated, surplus and vanished
+// pool instances go, missing ones are made, and tagged instances nobody records (a deleted
+// shape's pool, a crash mid-create) are removed.
+func (w *warmPool) round(ctx context.Context) error {
+	leader, err := w.db.IsLeader(ctx)
+	if err != nil || !leader || !w.lxd.Status().Online {
+		return err
+	}
+
+	client, err := w.lxd.Client()
+	if err != nil {
+		return err
+	}
+
+	var shapes []db.Shape
+	var rows []db.PoolInstance
+	var projects []string
+	deploymentProject := map[int64]string{}
+	deploymentName := map[int64]string{}
+	err = w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		shapes, err = db.GetShapes(ctx, tx, db.ShapeFilter{})
+		if err != nil {
+			return err
+		}
+
+		rows, err = db.GetPoolInstances(ctx, tx, 0)
+		if err != nil {
+			return err
+		}
+
+		deployments, err := db.GetDeployments(ctx, tx, db.DeploymentFilter{})
+		for _, d := range deployments {
+			deploymentProject[d.ID], deploymentName[d.ID] = d.Project, d.Name
+		}
+
+		projects, err = db.GetProjects(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+
+	live := map[string]lxdapi.Instance{}
+	for _, project := range projects {
+		instances, err := backend.ListInstances(client, project)
+		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
+			continue
+		}
+
+		if err != nil {
+			return err
+		}
+
+		for name, instance := range instances {
+			live[project+"/"+name] = instance
+		}
+	}
+
+	// Tagged pool instances without a record go.
+	known := map[string]bool{}
+	for _, row := range rows {
+		known[row.Project+"/"+row.Name] = true
+	}
+
+	for key, instance := range live {
+		if instance.Config[backend.ConfigWarmPool] == "" || known[key] || w.inflight.has(instance.Project, instance.Name) {
+			continue
+		}
+
+		w.logger.Info("warm pool: removing unrecorded pool instance", "instance", instance.Name, "project", instance.Project)
+		_ = backend.DeleteInstance(ctx, client, instance.Project, instance.Name)
+	}
+
+	byShape := map[int64][]db.PoolInstance{}
+	for _, row := range rows {
+		byShape[row.ShapeID] = append(byShape[row.ShapeID], row)
+	}
+
+	for _, shape := range shapes {
+		want := 0
+		if shape.WarmPool != nil {
+			want = shape.WarmPool.Size
+		}
+
+		hash := backend.TemplateHash(shape.InstanceTemplate)
+		have := 0
+		for _, row := range byShape[shape.ID] {
+			_, exists := live[row.Project+"/"+row.Name]
+			switch {
+			case w.inflight.has(row.Project, row.Name):
+				have++ // being made (or taken) right now
+			case row.State == db.PoolCreating && row.Owner != w.owner && time.Since(row.CreatedAt) < othersGrace:
+				have++ // another daemon's create, still running
+			case row.State == db.PoolReady && exists && row.TemplateHash == hash && have < want:
+				have++
+			default:
+				// Outdated, surplus, vanished, or left creating by a crash.
+				w.remove(ctx, row)
+			}
+		}
+
+		project := deploymentProject[shape.DeploymentID]
+		for ; have < want && ctx.Err() == nil; have++ {
+			err = w.fill(ctx, shape, project, deploymentName[shape.DeploymentID], hash)
+			if err != nil {
+				w.logger.Warn("warm pool: make pool instance", "shape", shape.Name, "err", err)
+				break
+			}
+		}
+	}
+
+	return nil
+}
+
+// fill makes one pool instance for a shape.
+func (w *warmPool) fill(ctx context.Context, shape db.Shape, project string, deployment string, hash string) error {
+	client, err := w.lxd.Client()
+	if err != nil {
+		return err
+	}
+
+	name := poolInstanceName(shape.Name)
+	var row int64
+	err = w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		row, err = db.CreatePoolInstance(ctx, tx, shape.ID, name, hash, w.owner, time.Now())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+
+	w.inflight.add(project, name)
+	defer w.inflight.remove(project, name)
+	err = backend.CreatePoolInstance(ctx, client, project, backend.InstanceRequest(shape.InstanceTemplate, name, deployment, shape.Name))
+	var leftBehind *backend.LeftBehindError
+	if errors.As(err, &leftBehind) {
+		return err // the row stays creating; a later round removes both
+	}
+
+	return w.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+		if err != nil {
+			_ = db.DeletePoolInstance(ctx, tx, row, db.PoolCreating)
+			return err
+		}
+
+		return db.SetPoolInstanceReady(ctx, tx, row)
+	})
+}
+
+// remove deletes a pool instance in LXD, then its record.
+func (w *warmPool) remove(ctx context.Context, row db.PoolInstance) {
+	client, err := w.lxd.Client()
+	if err == nil {
+		err = backend.DeleteInstance(ctx, client, row.Project, row.Name)
+	}
+
+	if err != nil {
+		w.logger.Warn("warm pool: remove pool instance", "instance", row.Name, "err", err)
+		return
+	}
+
+	_ = w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return db.DeletePoolInstance(ctx, tx, row.ID, row.State)
+	})
+}
+
+// poolInstanceName names a pool instance after its shape: web-w1a2b3c4.
+func poolInstanceName(shape string) string {
+	if len(shape) > 50 {
+		shape = shape[:50]
+	}
+
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return shape + "-w" + hex.EncodeToString(b)
+}
+
+// warmPoolList serves GET .../shapes/{shape}/warm-pool: the shape's pool instances.
+func (a shapesAPI) warmPoolList(r *http.Request) response.Response {
+	ref, err := shapeFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	var rows []db.PoolInstance
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		_, shape, err := shapeInTx(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+
+		rows, err = db.GetPoolInstances(ctx, tx, shape.ID)
+		return err
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	result := make([]api.DeploymentShapeWarmPoolInstance, 0, len(rows))
+	for _, row := range rows {
+		result = append(result, api.DeploymentShapeWarmPoolInstance{Name: row.Name, State: row.State, TemplateHash: row.TemplateHash, CreatedAt: row.CreatedAt})
+	}
+
+	return response.SyncResponse(result)
+}
