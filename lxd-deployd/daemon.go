@@ -203,7 +203,7 @@ func (d *daemon) apis() apis {
 
 // fleet is the one way instances of shapes are made and removed.
 func (d *daemon) fleet() *fleet {
-	return &fleet{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: lifecycle{events: d.events, webhooks: d.webhooks}, pool: d.life.pool, owner: d.db.Address()}
+	return &fleet{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: lifecycle{events: d.events, webhooks: d.webhooks}, pool: d.life.pool, stopping: d.life.stopping, owner: d.db.Address()}
 }
 
 // templateFetcher returns the fetcher for the configured template registries, or nil: the
@@ -346,6 +346,10 @@ func (d *daemon) stop(ctx context.Context) error {
 		if err != nil {
 			errs = append(errs, err)
 		}
+	}
+
+	if d.life != nil {
+		close(d.life.stopping)
 	}
 
 	if d.ops != nil {

@@ -33,6 +33,9 @@ type fleet struct {
 	// pool hands out warm pool instances to launches (nil: no warm pools).
 	pool *warmPool
 
+	// stopping closes when the daemon stops: operations that only wait (drains) end then.
+	stopping <-chan struct{}
+
 	// owner names this daemon on the instance records it changes.
 	owner string
 }

@@ -152,6 +152,8 @@ func (f *fleet) waitDrained(ctx context.Context, ref instanceRef, rowID int64) e
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-f.stopping:
+			return fmt.Errorf("lxd-deployd stopped: instance %s still waits in terminating:wait, and its deadline holds across the restart", ref.instance)
 		case <-ticker.C:
 		}
 

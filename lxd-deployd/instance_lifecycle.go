@@ -14,6 +14,9 @@ type instanceLifecycle struct {
 	hooks   *hookKeeper
 	healer  *autohealer
 	checker *health.Checker
+
+	// stopping closes when the daemon begins to stop.
+	stopping chan struct{}
 }
 
 // How often each part looks for work (they are also poked when something happens).
@@ -31,7 +34,7 @@ const (
 // the API is built, since launches take from the warm pool.
 func (d *daemon) startInstanceLifecycle(ctx context.Context) {
 	l := lifecycle{events: d.events, webhooks: d.webhooks}
-	d.life = &instanceLifecycle{pool: newWarmPool(d.db, d.lxd, d.inflight, d.logger, d.db.Address())}
+	d.life = &instanceLifecycle{pool: newWarmPool(d.db, d.lxd, d.inflight, d.logger, d.db.Address()), stopping: make(chan struct{})}
 	f := d.fleet()
 	d.life.hooks = newHookKeeper(d.db, f, l, d.logger)
 	d.life.healer = newAutohealer(d.db, f, l, d.logger, d.db.Address())
