@@ -228,9 +228,10 @@ func names(byName map[string]api.DeploymentInstance) string {
 	return strings.Join(list, ",")
 }
 
-// TestDrainHook: a terminate hook holds a delete until continue; a heartbeat extends the
-// wait; a timeout applies the default action; the wait survives a restart.
-func TestDrainHook(t *testing.T) {
+// TestLifecycleHooks: a terminate hook holds a delete until continue; a heartbeat extends
+// the wait; a timeout applies the default action; the wait survives a restart. A launch
+// hook holds a new instance in launching:wait until continue; abandon undoes the launch.
+func TestLifecycleHooks(t *testing.T) {
 	env := newGovernorEnv(t, 0, 3)
 	hook := env.hookTo(t)
 	a, b, c := env.name("a"), env.name("b"), env.name("c")
@@ -327,6 +328,31 @@ func TestDrainHook(t *testing.T) {
 	if _, ok := env.lxdInstances(t)[c]; ok {
 		t.Fatal("the instance deleted by its hook's default must be gone from LXD")
 	}
+	// Prepare before ready: a new instance waits in launching:wait.
+	env.setShape(t, func(put *api.DeploymentShapePut) {
+		put.Hooks = &api.DeploymentShapeHooks{LaunchTimeout: "60s"}
+	})
+
+	d, e := env.name("d"), env.name("e")
+	env.launch(t, env.gov, d)
+	hook.waitFor("launching", 20*time.Second, lifecycleEvent("deployment-instance-launching", d))
+	if instance := env.instancesByName(t)[d]; instance.Lifecycle != api.LifecycleLaunchingWait || instance.Status != "Running" {
+		t.Fatalf("a new instance with a launch hook waits: %+v", instance)
+	}
+
+	must(t, env.gov.DeploymentShapeInstanceLifecycle("dep1", "web", d, "continue"))
+	hook.waitFor("ready", 20*time.Second, lifecycleEvent("deployment-instance-ready", d))
+	if instance := env.instancesByName(t)[d]; instance.Lifecycle != "" {
+		t.Fatalf("continue ends the launch wait: %+v", instance)
+	}
+
+	env.launch(t, env.gov, e)
+	must(t, env.gov.DeploymentShapeInstanceLifecycle("dep1", "web", e, "abandon"))
+	env.waitUntil(t, "the abandoned launch undone", 30*time.Second, func() bool {
+		_, recorded := env.instancesByName(t)[e]
+		_, live := env.lxdInstances(t)[e]
+		return !recorded && !live
+	})
 }
 
 // TestWarmPool: a shape keeps its pool of stopped instances, a launch takes one (a start,

@@ -5,7 +5,7 @@ import (
 )
 
 // APIExtensions lists the API extensions this server supports.
-var APIExtensions = []string{"deployments"}
+var APIExtensions = []string{"deployments", "instance_health", "instance_lifecycle_hooks", "warm_pools"}
 
 // Server is GET /1.0. Its JSON is a superset of LXD's api.Server, so that LXD's own Go
 // client (lxd.ConnectLXD) can connect to lxd-deployd.
