@@ -35,6 +35,8 @@ func (a *app) shapeCommand() *cobra.Command {
 		a.shapeDeleteCommand(),
 		a.instanceCommand(),
 		a.shapeScaleRequestCommand(),
+		a.shapeHealthCommand(),
+		a.shapeWarmPoolCommand(),
 	)
 
 	return cmd

@@ -126,6 +126,11 @@ func TestAutohealing(t *testing.T) {
 		return byName[a].Health == api.HealthHealthy && byName[b].Health == api.HealthHealthy
 	})
 
+	u := newCLIUser(t, env.d)
+	if out := u.ok("deployment", "shape", "health", "dep1", "web"); !contains(out, "| HEALTH", "| "+a+" | healthy", "| ok") {
+		t.Errorf("shape health:\n%s", out)
+	}
+
 	one, err := env.readOnly.GetDeploymentShapeInstance("dep1", "web", a)
 	must(t, err)
 	if one.HealthCheck == nil || one.HealthCheck.CheckedAt == nil || !strings.Contains(one.HealthCheck.Output, "ok") {
@@ -340,7 +345,11 @@ func TestLifecycleHooks(t *testing.T) {
 		t.Fatalf("a new instance with a launch hook waits: %+v", instance)
 	}
 
-	must(t, env.gov.DeploymentShapeInstanceLifecycle("dep1", "web", d, "continue"))
+	u := newCLIUser(t, env.d)
+	if out := u.ok("deployment", "shape", "instance", "lifecycle", "continue", "dep1", "web", d); out != "Instance "+d+" continues\n" {
+		t.Fatalf("lifecycle continue: %q", out)
+	}
+
 	hook.waitFor("ready", 20*time.Second, lifecycleEvent("deployment-instance-ready", d))
 	if instance := env.instancesByName(t)[d]; instance.Lifecycle != "" {
 		t.Fatalf("continue ends the launch wait: %+v", instance)
@@ -404,6 +413,11 @@ func TestWarmPool(t *testing.T) {
 
 	env.setShape(t, func(put *api.DeploymentShapePut) { put.WarmPool = &api.DeploymentShapeWarmPool{Size: 2} })
 	ready := readyPool("a pool of 2", "")
+	u := newCLIUser(t, env.d)
+	if out := u.ok("deployment", "shape", "warm-pool", "show", "dep1", "web"); !contains(out, "| "+ready[0]+" | ready", "| "+ready[1]+" | ready") {
+		t.Errorf("warm-pool show:\n%s", out)
+	}
+
 	all, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
 	must(t, err)
 	for _, instance := range all {
