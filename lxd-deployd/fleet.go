@@ -221,6 +221,9 @@ type pendingDelete struct {
 	row          db.Instance
 	client       lxd.InstanceServer
 	by           api.DeploymentRequestor
+
+	// reuse, when set, returns the instance to the shape's warm pool instead of deleting it.
+	reuse *poolReturn
 }
 
 // reserveDelete checks the bounds and marks the instance as deleting in one transaction;
@@ -263,6 +266,7 @@ func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (*
 		}
 
 		p.row = *row
+		p.reuse = reusable(shape, row)
 		err = db.SetInstanceState(ctx, tx, row.ID, row.State, db.InstanceDeleting, f.owner, time.Now())
 		if err != nil {
 			return err
@@ -287,7 +291,7 @@ func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (*
 func (f *fleet) finishDelete(ctx context.Context, p *pendingDelete) error {
 	ref, row := p.ref, p.row
 	defer f.inflight.remove(ref.project, ref.instance)
-	err := backend.DeleteInstance(ctx, p.client, ref.project, row.Name)
+	err := f.remove(ctx, p)
 	if err != nil {
 		_ = f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
 			return db.SetInstanceState(ctx, tx, row.ID, db.InstanceDeleting, row.State, f.owner, time.Now())

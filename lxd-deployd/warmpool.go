@@ -319,3 +319,78 @@ func (a shapesAPI) warmPoolList(r *http.Request) response.Response {
 
 	return response.SyncResponse(result)
 }
+
+// poolReturn is a scale-in that returns its instance to the shape's warm pool.
+type poolReturn struct {
+	shapeID int64
+	shape   string
+	hash    string
+}
+
+// reusable says whether a deleted instance goes back to its shape's warm pool: the shape
+// asks for it, its pool is short, and the instance is a plain running member made from
+// the current template (a governor socket is bound to the instance's name, so those go).
+func reusable(shape *db.Shape, row *db.Instance) *poolReturn {
+	pool := shape.WarmPool
+	hash := backend.TemplateHash(shape.InstanceTemplate)
+	if pool == nil || !pool.ReuseOnScaleIn || shape.WarmPoolReady >= pool.Size || row.State != db.InstanceCreated || row.TemplateHash != hash || row.GovernorSocket {
+		return nil
+	}
+
+	return &poolReturn{shapeID: shape.ID, shape: shape.Name, hash: hash}
+}
+
+// remove takes a deleted instance out of LXD: back to the warm pool when the delete
+// allows it and that works, else deleted.
+func (f *fleet) remove(ctx context.Context, p *pendingDelete) error {
+	if p.reuse != nil && f.pool != nil && f.pool.giveBack(ctx, p) {
+		return nil
+	}
+
+	return backend.DeleteInstance(ctx, p.client, p.ref.project, p.row.Name)
+}
+
+// poolStopTimeout is how long a returned instance gets to shut down cleanly.
+const poolStopTimeout = 30
+
+// giveBack stops and renames a scaled-in instance into its shape's pool. On failure
+// nothing of the pool stays and the caller deletes the instance (under whichever name).
+func (w *warmPool) giveBack(ctx context.Context, p *pendingDelete) bool {
+	project := p.ref.project
+	name := poolInstanceName(p.reuse.shape)
+	w.inflight.add(project, name)
+	defer w.inflight.remove(project, name)
+	var row int64
+	err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		row, err = db.CreatePoolInstance(ctx, tx, p.reuse.shapeID, name, p.reuse.hash, w.owner, time.Now())
+		return err
+	})
+	if err != nil {
+		return false
+	}
+
+	err = backend.ReturnToPool(ctx, p.client, project, p.row.Name, name, poolStopTimeout)
+	if err == nil {
+		err = w.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+			return db.SetPoolInstanceReady(ctx, tx, row)
+		})
+	}
+
+	if err == nil {
+		return true
+	}
+
+	w.logger.Warn("warm pool: could not return a scaled-in instance to the pool: deleting it", "instance", p.row.Name, "err", err)
+	_ = w.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+		return db.DeletePoolInstance(ctx, tx, row, db.PoolCreating)
+	})
+
+	// The rename may have happened: the caller deletes the old name, this the new one.
+	cleanupErr := backend.DeleteInstance(context.WithoutCancel(ctx), p.client, project, name)
+	if cleanupErr != nil {
+		w.logger.Warn("warm pool: remove half-returned instance", "instance", name, "err", cleanupErr)
+	}
+
+	return false
+}

@@ -478,9 +478,32 @@ func TestWarmPool(t *testing.T) {
 		t.Fatalf("the launch after a template change must not use an outdated pool instance: %v", instance.Config)
 	}
 
+	// With reuse_on_scale_in, a scale-in stops the instance and returns it to a short pool.
+	env.setShape(t, func(put *api.DeploymentShapePut) {
+		put.WarmPool = &api.DeploymentShapeWarmPool{Size: 3, ReuseOnScaleIn: true}
+	})
+
+	instance, _, err = env.lxdConn.GetInstance(b)
+	must(t, err)
+	uuid := instance.Config["volatile.uuid"]
+	env.remove(t, env.gov, b)
+	env.waitUntil(t, "the scaled-in instance back in the pool", 10*time.Second, func() bool {
+		for _, p := range pool() {
+			pooled, _, err := env.lxdConn.GetInstance(p.Name)
+			if err == nil && pooled.Config["volatile.uuid"] == uuid && p.State == "ready" {
+				return pooled.Status == "Stopped" && pooled.Config["user.lxd-deployd.warm-pool"] == "true"
+			}
+		}
+
+		return false
+	})
+
+	if _, ok := env.instancesByName(t)[b]; ok {
+		t.Fatal("an instance returned to the pool is no longer an instance of the shape")
+	}
+
 	// Deleting the shape removes its pool from LXD.
 	env.remove(t, env.gov, a)
-	env.remove(t, env.gov, b)
 	must(t, env.admin.DeleteDeploymentShape("dep1", "web", false))
 	env.waitUntil(t, "the pool of a deleted shape removed", 30*time.Second, func() bool {
 		all, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)

@@ -71,3 +71,38 @@ func TakePoolInstance(ctx context.Context, c lxd.InstanceServer, project string,
 
 	return wait(ctx)(c.UpdateInstanceState(req.Name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, ""))
 }
+
+// ReturnToPool stops an instance (cleanly, then by force after the timeout), renames it to
+// poolName and marks it as a warm pool instance.
+func ReturnToPool(ctx context.Context, c lxd.InstanceServer, project string, name string, poolName string, stopTimeout int) error {
+	c = c.UseProject(project)
+	instance, _, err := c.GetInstance(name)
+	if err != nil {
+		return err
+	}
+
+	if instance.StatusCode != lxdapi.Stopped {
+		err = wait(ctx)(c.UpdateInstanceState(name, lxdapi.InstanceStatePut{Action: "stop", Timeout: stopTimeout}, ""))
+		if err != nil {
+			err = wait(ctx)(c.UpdateInstanceState(name, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, ""))
+		}
+
+		if err != nil {
+			return fmt.Errorf("stop: %w", err)
+		}
+	}
+
+	err = wait(ctx)(c.RenameInstance(name, lxdapi.InstancePost{Name: poolName}))
+	if err != nil {
+		return fmt.Errorf("rename to %s: %w", poolName, err)
+	}
+
+	instance, etag, err := c.GetInstance(poolName)
+	if err != nil {
+		return err
+	}
+
+	put := instance.Writable()
+	put.Config[ConfigWarmPool] = "true"
+	return wait(ctx)(c.UpdateInstance(poolName, put, etag))
+}

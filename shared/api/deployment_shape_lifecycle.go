@@ -67,6 +67,11 @@ type DeploymentShapeWarmPool struct {
 	// State the pool instances wait in: stopped (default; frozen is not supported yet)
 	// Example: stopped
 	State string `json:"state,omitempty" yaml:"state,omitempty"`
+
+	// A scale-in stops the instance and returns it to the pool (when the pool is short and
+	// the instance has the shape's current template) instead of deleting it
+	// Example: true
+	ReuseOnScaleIn bool `json:"reuse_on_scale_in,omitempty" yaml:"reuse_on_scale_in,omitempty"`
 }
 
 // Instance health values.
