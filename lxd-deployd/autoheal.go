@@ -124,14 +124,14 @@ func (h *autohealer) run(ctx context.Context, interval time.Duration) {
 // round starts a replacement of every instance that needs one (the budget, checked in each
 // reservation, holds them back), and finishes replacements a crash interrupted.
 func (h *autohealer) round(ctx context.Context) error {
-	leader, err := h.db.IsLeader(ctx)
-	if err != nil || !leader || !h.fleet.lxd.Status().Online {
-		return err
+	if !h.fleet.lxd.Status().Online {
+		return nil
 	}
 
 	var shapes []db.Shape
 	var rows []db.Instance
-	err = h.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := h.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
 		shapes, err = db.GetShapes(ctx, tx, db.ShapeFilter{})
 		if err != nil {
 			return err
@@ -147,9 +147,19 @@ func (h *autohealer) round(ctx context.Context) error {
 	byID := map[int64]db.Shape{}
 	for _, s := range shapes {
 		settings, ok := health.Parse(s.Health)
-		if ok && settings.Replace {
+		if ok && settings.Replace || s.Replacing > 0 {
 			byID[s.ID] = s
 		}
+	}
+
+	if len(byID) == 0 {
+		return nil
+	}
+
+	// Asked only when some shape autoheals: it costs a connection to the leader.
+	leader, err := h.db.IsLeader(ctx)
+	if err != nil || !leader {
+		return err
 	}
 
 	h.mu.Lock()
@@ -166,8 +176,8 @@ func (h *autohealer) round(ctx context.Context) error {
 			// A crash came between the replacement's launch and the old instance's delete.
 			h.start(row, func(ctx context.Context) { h.removeOld(ctx, row) })
 			continue
-		case shape.StatusReason != "":
-			continue // degraded: autohealing stopped until someone changes the shape
+		case shape.StatusReason != "" || shape.Health == nil || !shape.Health.Replace:
+			continue // degraded (autohealing stopped until someone changes the shape), or off
 		case row.State == db.InstanceMissing:
 			cause = fmt.Sprintf("instance %s is missing from LXD", row.Name)
 		case row.State == db.InstanceCreated && row.Health.Status == api.HealthUnhealthy && row.Hook.Hook == "":

@@ -286,14 +286,9 @@ func (k *hookKeeper) run(ctx context.Context, interval time.Duration) {
 
 // round ends every wait that is due.
 func (k *hookKeeper) round(ctx context.Context) error {
-	leader, err := k.db.IsLeader(ctx)
-	if err != nil || !leader {
-		return err
-	}
-
 	var due []db.Instance
 	actions := map[int64]string{}
-	err = k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		due = nil
 		rows, err := db.GetInstances(ctx, tx, db.InstanceFilter{State: db.InstanceCreated})
 		if err != nil {
@@ -330,7 +325,13 @@ func (k *hookKeeper) round(ctx context.Context) error {
 
 		return nil
 	})
-	if err != nil {
+	if err != nil || len(due) == 0 {
+		return err
+	}
+
+	// Asked only when a wait is due: it costs a connection to the leader.
+	leader, err := k.db.IsLeader(ctx)
+	if err != nil || !leader {
 		return err
 	}
 

@@ -21,7 +21,7 @@ type instanceLifecycle struct {
 
 // How often each part looks for work (they are also poked when something happens).
 const (
-	healthTick       = 500 * time.Millisecond
+	healthTick       = time.Second
 	autohealInterval = 2 * time.Second
 	hooksInterval    = time.Second
 	warmPoolInterval = 5 * time.Second

@@ -76,13 +76,14 @@ func (c *Checker) round(ctx context.Context, wg *sync.WaitGroup) error {
 		return nil
 	}
 
-	leader, err := c.DB.IsLeader(ctx)
-	if err != nil || !leader {
+	targets, err := c.targets(ctx)
+	if err != nil || len(targets) == 0 {
 		return err
 	}
 
-	targets, err := c.targets(ctx)
-	if err != nil {
+	// Asked only when there is something to check: it costs a connection to the leader.
+	leader, err := c.DB.IsLeader(ctx)
+	if err != nil || !leader {
 		return err
 	}
 
