@@ -72,7 +72,7 @@ type autohealer struct {
 	lifecycle lifecycle
 	logger    *slog.Logger
 	owner     string
-	wake      chan struct{}
+	loop
 
 	mu     sync.Mutex
 	active map[int64]bool // rows of old instances this daemon is replacing
@@ -80,18 +80,13 @@ type autohealer struct {
 }
 
 func newAutohealer(cluster *db.Cluster, f *fleet, l lifecycle, logger *slog.Logger, owner string) *autohealer {
-	return &autohealer{db: cluster, fleet: f, budget: replacingBudget{}, lifecycle: l, logger: logger, owner: owner, wake: make(chan struct{}, 1), active: map[int64]bool{}}
+	return &autohealer{db: cluster, fleet: f, budget: replacingBudget{}, lifecycle: l, logger: logger, owner: owner, loop: newLoop(), active: map[int64]bool{}}
 }
 
-// poke makes the autohealer look now rather than at its next tick.
+// poke makes the autohealer look now rather than at its next tick (nil: no autohealing).
 func (h *autohealer) poke() {
-	if h == nil {
-		return
-	}
-
-	select {
-	case h.wake <- struct{}{}:
-	default:
+	if h != nil {
+		h.loop.poke()
 	}
 }
 
@@ -102,23 +97,11 @@ func (h *autohealer) healthChanged(ctx context.Context, c health.Change) {
 	}
 }
 
+// run looks for instances to replace until ctx ends, then waits for the replacements it
+// started, which run to the end as launches and deletes do.
 func (h *autohealer) run(ctx context.Context, interval time.Duration) {
 	defer h.wg.Wait()
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		case <-h.wake:
-		}
-
-		err := h.round(ctx)
-		if err != nil && ctx.Err() == nil {
-			h.logger.Warn("autohealing", "err", err)
-		}
-	}
+	h.loop.run(ctx, interval, h.logger, "autohealing", h.round)
 }
 
 // round starts a replacement of every instance that needs one (the budget, checked in each

@@ -247,41 +247,22 @@ type hookKeeper struct {
 	fleet     *fleet
 	lifecycle lifecycle
 	logger    *slog.Logger
-	wake      chan struct{}
+	loop
 }
 
 func newHookKeeper(cluster *db.Cluster, f *fleet, l lifecycle, logger *slog.Logger) *hookKeeper {
-	return &hookKeeper{db: cluster, fleet: f, lifecycle: l, logger: logger, wake: make(chan struct{}, 1)}
+	return &hookKeeper{db: cluster, fleet: f, lifecycle: l, logger: logger, loop: newLoop()}
 }
 
-// poke makes the keeper look now rather than at its next tick.
+// poke makes the keeper look now rather than at its next tick (nil: no keeper).
 func (k *hookKeeper) poke() {
-	if k == nil {
-		return
-	}
-
-	select {
-	case k.wake <- struct{}{}:
-	default:
+	if k != nil {
+		k.loop.poke()
 	}
 }
 
 func (k *hookKeeper) run(ctx context.Context, interval time.Duration) {
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		case <-k.wake:
-		}
-
-		err := k.round(ctx)
-		if err != nil && ctx.Err() == nil {
-			k.logger.Warn("lifecycle hooks", "err", err)
-		}
-	}
+	k.loop.run(ctx, interval, k.logger, "lifecycle hooks", k.round)
 }
 
 // round ends every wait that is due.

@@ -31,11 +31,11 @@ type warmPool struct {
 	inflight *inflight
 	logger   *slog.Logger
 	owner    string
-	wake     chan struct{}
+	loop
 }
 
 func newWarmPool(cluster *db.Cluster, lxd *backend.LXD, flight *inflight, logger *slog.Logger, owner string) *warmPool {
-	return &warmPool{db: cluster, lxd: lxd, inflight: flight, logger: logger, owner: owner, wake: make(chan struct{}, 1)}
+	return &warmPool{db: cluster, lxd: lxd, inflight: flight, logger: logger, owner: owner, loop: newLoop()}
 }
 
 // create makes a reserved instance in LXD: from the warm pool when it has one of the
@@ -88,30 +88,8 @@ func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
 	return false, nil
 }
 
-// poke makes the pool refill now rather than at its next tick.
-func (w *warmPool) poke() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-}
-
 func (w *warmPool) run(ctx context.Context, interval time.Duration) {
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		case <-w.wake:
-		}
-
-		err := w.round(ctx)
-		if err != nil && ctx.Err() == nil {
-			w.logger.Warn("warm pool", "err", err)
-		}
-	}
+	w.loop.run(ctx, interval, w.logger, "warm pool", w.round)
 }
 
 // round brings every pool to its size on the dqlite leader: outdated, surplus and vanished

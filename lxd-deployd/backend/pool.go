@@ -20,23 +20,7 @@ const ConfigWarmPool = "user.lxd-deployd.warm-pool"
 func CreatePoolInstance(ctx context.Context, c lxd.InstanceServer, project string, req lxdapi.InstancesPost) error {
 	req.Config = maps.Clone(req.Config)
 	req.Config[ConfigWarmPool] = "true"
-	c = c.UseProject(project)
-	_, _, err := c.GetInstance(req.Name)
-	if err == nil {
-		return lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q", req.Name, project)
-	}
-
-	err = wait(ctx)(c.CreateInstance(req))
-	if err != nil {
-		cleanupErr := DeleteInstance(context.WithoutCancel(ctx), c, project, req.Name)
-		if cleanupErr != nil {
-			return &LeftBehindError{Err: err, Cleanup: cleanupErr}
-		}
-
-		return err
-	}
-
-	return nil
+	return create(ctx, c, project, req, false)
 }
 
 // TakePoolInstance turns a stopped warm pool instance into the instance req describes:
