@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -83,6 +84,23 @@ func TestAutohealing(t *testing.T) {
 	env := newGovernorEnv(t, 0, 3, "--reconcile-interval", "1s")
 	hook := env.hookTo(t)
 
+	// Replacements show on /1.0/events, read here with LXD's own client.
+	admin := newIdentity(t)
+	trustIdentity(t, env.admin, admin, "admin", "client")
+	lxdClient, err := lxd.ConnectLXD("https://"+env.d.HTTPSAddress, &lxd.ConnectionArgs{TLSServerCert: env.d.ServerCert, TLSClientCert: admin.CertPEM, TLSClientKey: admin.KeyPEM})
+	must(t, err)
+	listener, err := lxdClient.GetEvents()
+	must(t, err)
+	defer listener.Disconnect()
+	replaced := make(chan lxdapi.EventLifecycle, 10)
+	_, err = listener.AddHandler([]string{"lifecycle"}, func(e lxdapi.Event) {
+		var lifecycle lxdapi.EventLifecycle
+		if json.Unmarshal(e.Metadata, &lifecycle) == nil && lifecycle.Action == "deployment-instance-replaced" {
+			replaced <- lifecycle
+		}
+	})
+	must(t, err)
+
 	// Bad health objects are refused and change nothing.
 	shape, etag, err := env.admin.GetDeploymentShape("dep1", "web")
 	must(t, err)
@@ -153,6 +171,16 @@ func TestAutohealing(t *testing.T) {
 
 		return !old && replacement != "" && len(byName) == 2
 	})
+
+	select {
+	case e := <-replaced:
+		cause, _ := e.Context["cause"].(string)
+		if !strings.HasSuffix(e.Source, "/instances/"+a) || !strings.Contains(cause, "unhealthy") || e.Context["replacement"] != replacement || e.Requestor == nil || e.Requestor.Username != "autoheal" {
+			t.Fatalf("replacement event on /1.0/events: %+v", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no replacement event on /1.0/events")
+	}
 
 	event := hook.waitFor("replaced", 20*time.Second, lifecycleEvent("deployment-instance-replaced", a))
 	var m api.WebhookLifecycleMetadata
