@@ -359,9 +359,15 @@ func (k *hookKeeper) end(ctx context.Context, row db.Instance, action string) {
 			k.lifecycle.instanceChanged(ctx, row.DeploymentID, lifecycleInstanceReady, row.Shape, row.Name)
 		}
 	default:
-		// An abandoned launch is undone like a failed one: the instance goes.
+		// An abandoned launch is undone like a failed one: the instance goes. It turns into
+		// a decided drain first, so that a delete that fails now is retried next round.
 		err := k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			return db.SetInstanceHook(ctx, tx, row.ID, api.LifecycleTerminatingWait, row.Hook.Deadline)
+			err := db.SetInstanceHook(ctx, tx, row.ID, api.LifecycleTerminatingWait, row.Hook.Deadline)
+			if err != nil {
+				return err
+			}
+
+			return db.SetInstanceHookAction(ctx, tx, row.ID, api.LifecycleTerminatingWait, api.LifecycleActionContinue, row.Hook.Deadline)
 		})
 		if err != nil {
 			return

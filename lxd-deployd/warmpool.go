@@ -72,17 +72,25 @@ func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
 
 	defer w.inflight.remove(p.ref.project, pooled.Name)
 	defer w.poke() // refill
-	err = backend.TakePoolInstance(ctx, p.client, p.ref.project, pooled.Name, p.req)
+	renamed, err := backend.TakePoolInstance(ctx, p.client, p.ref.project, pooled.Name, p.req)
 	if err == nil {
 		return true, nil
 	}
 
 	w.logger.Warn("warm pool instance could not be used: launching cold", "instance", pooled.Name, "err", err)
-	for _, name := range []string{p.req.Name, pooled.Name} {
-		cleanupErr := backend.DeleteInstance(context.WithoutCancel(ctx), p.client, p.ref.project, name)
-		if cleanupErr != nil {
+	name := pooled.Name
+	if renamed {
+		name = p.req.Name
+	}
+
+	cleanupErr := backend.DeleteInstance(context.WithoutCancel(ctx), p.client, p.ref.project, name)
+	if cleanupErr != nil {
+		if renamed {
 			return true, &backend.LeftBehindError{Err: err, Cleanup: cleanupErr}
 		}
+
+		// Still under its pool name and unrecorded: the pool's next round removes it.
+		w.logger.Warn("warm pool: remove unusable pool instance", "instance", name, "err", cleanupErr)
 	}
 
 	return false, nil

@@ -25,22 +25,23 @@ func CreatePoolInstance(ctx context.Context, c lxd.InstanceServer, project strin
 
 // TakePoolInstance turns a stopped warm pool instance into the instance req describes:
 // renamed, given req's config and devices (its name-bound keys, a governor socket), and
-// started. On failure the caller deletes whatever name the instance has by then.
-func TakePoolInstance(ctx context.Context, c lxd.InstanceServer, project string, poolName string, req lxdapi.InstancesPost) error {
+// started. renamed says which name the instance has when it fails: the caller removes
+// that one, never an instance that had req's name before.
+func TakePoolInstance(ctx context.Context, c lxd.InstanceServer, project string, poolName string, req lxdapi.InstancesPost) (renamed bool, err error) {
 	c = c.UseProject(project)
-	_, _, err := c.GetInstance(req.Name)
+	_, _, err = c.GetInstance(req.Name)
 	if err == nil {
-		return lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q: pick another name", req.Name, project)
+		return false, lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q: pick another name", req.Name, project)
 	}
 
 	err = wait(ctx)(c.RenameInstance(poolName, lxdapi.InstancePost{Name: req.Name}))
 	if err != nil {
-		return fmt.Errorf("rename warm pool instance %s: %w", poolName, err)
+		return false, fmt.Errorf("rename warm pool instance %s: %w", poolName, err)
 	}
 
 	instance, etag, err := c.GetInstance(req.Name)
 	if err != nil {
-		return err
+		return true, err
 	}
 
 	// LXD's volatile keys stay; the pool mark goes; the shape's keys come from req.
@@ -50,10 +51,10 @@ func TakePoolInstance(ctx context.Context, c lxd.InstanceServer, project string,
 	put.Devices = maps.Clone(req.Devices)
 	err = wait(ctx)(c.UpdateInstance(req.Name, put, etag))
 	if err != nil {
-		return fmt.Errorf("configure warm pool instance: %w", err)
+		return true, fmt.Errorf("configure warm pool instance: %w", err)
 	}
 
-	return wait(ctx)(c.UpdateInstanceState(req.Name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, ""))
+	return true, wait(ctx)(c.UpdateInstanceState(req.Name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, ""))
 }
 
 // ReturnToPool stops an instance (cleanly, then by force after the timeout), renames it to
