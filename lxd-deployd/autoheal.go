@@ -27,8 +27,10 @@ import (
 // what the governor made it and the bound check still holds in that one transaction.
 
 const (
-	lifecycleInstanceReplaced = "deployment-instance-replaced"
-	lifecycleShapeDegraded    = "deployment-shape-degraded"
+	lifecycleInstanceReplaced  = "deployment-instance-replaced"
+	lifecycleInstanceHealthy   = "deployment-instance-healthy"
+	lifecycleInstanceUnhealthy = "deployment-instance-unhealthy"
+	lifecycleShapeDegraded     = "deployment-shape-degraded"
 
 	// maxReplaceFailures replacements in a row that never became healthy (or could not be
 	// made) stop autohealing of a shape: replacing every instance of a broken shape in a
@@ -90,11 +92,18 @@ func (h *autohealer) poke() {
 	}
 }
 
-// healthChanged hears the health checker's verdicts.
+// healthChanged hears the health checker's verdicts: it tells /1.0/events and the
+// governor, and looks for replacements at once when an instance turned unhealthy.
 func (h *autohealer) healthChanged(ctx context.Context, c health.Change) {
+	row := c.Instance
+	action := lifecycleInstanceHealthy
 	if c.After.Status == api.HealthUnhealthy {
+		action = lifecycleInstanceUnhealthy
 		h.poke()
 	}
+
+	h.lifecycle.emit(internalRequestor("health"), row.Project, row.DeploymentID, action, api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name))
+	h.lifecycle.notify(ctx, row.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: row.Shape, Instance: row.Name, Reason: c.After.Output})
 }
 
 // run looks for instances to replace until ctx ends, then waits for the replacements it
@@ -199,6 +208,10 @@ func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 		by:  by,
 		why: cause,
 		before: func(ctx context.Context, tx *sql.Tx, s *db.Shape) error {
+			if s.StatusReason != "" {
+				return lxdapi.StatusErrorf(http.StatusConflict, "shape %s is degraded: autohealing stopped", s.Name)
+			}
+
 			err := h.budget.take(ctx, tx, s)
 			if err != nil {
 				return err

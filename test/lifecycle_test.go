@@ -157,6 +157,7 @@ func TestAutohealing(t *testing.T) {
 
 	// a's service dies: unhealthy after two failed checks, then replaced.
 	env.exec(t, a, "touch", "/tmp/sick")
+	hook.waitFor("unhealthy", 20*time.Second, lifecycleEvent("deployment-instance-unhealthy", a))
 	var replacement string
 	env.waitUntil(t, "the unhealthy instance replaced by a healthy one", 60*time.Second, func() bool {
 		byName := env.instancesByName(t)
@@ -237,6 +238,18 @@ func TestAutohealing(t *testing.T) {
 	}
 
 	hook.waitFor("degraded", 20*time.Second, lifecycleEvent("deployment-shape-degraded", ""))
+	// A replacement started before the verdict may still be finishing: wait for it.
+	env.waitUntil(t, "the last replacement settled", 30*time.Second, func() bool {
+		byName := env.instancesByName(t)
+		for _, instance := range byName {
+			if instance.State != "created" {
+				return false
+			}
+		}
+
+		return len(byName) == 2
+	})
+
 	settled := names(env.instancesByName(t))
 	time.Sleep(4 * time.Second)
 	if now := names(env.instancesByName(t)); now != settled {
