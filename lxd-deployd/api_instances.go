@@ -41,21 +41,20 @@ func instanceAPI(row db.Instance, lxdInstance *lxdapi.Instance, lxdOnline bool) 
 		status = "Missing"
 	}
 
-	return api.DeploymentInstance{
-		Name:              row.Name,
-		Project:           row.Project,
-		Deployment:        row.Deployment,
-		Shape:             row.Shape,
-		State:             row.State,
-		Status:            status,
-		CreatedAt:         row.CreatedAt,
-		InstanceURL:       api.InstanceURL(row.Project, row.Name),
-		TemplateHash:      row.TemplateHash,
-		Health:            row.Health.Status,
-		HealthCheck:       instanceHealthAPI(row.Health),
-		Lifecycle:         row.Hook.Hook,
-		LifecycleDeadline: row.Hook.Deadline,
+	instance := api.DeploymentInstance{
+		Name:         row.Name,
+		Project:      row.Project,
+		Deployment:   row.Deployment,
+		Shape:        row.Shape,
+		State:        row.State,
+		Status:       status,
+		CreatedAt:    row.CreatedAt,
+		InstanceURL:  api.InstanceURL(row.Project, row.Name),
+		TemplateHash: row.TemplateHash,
 	}
+
+	withLifecycle(&instance, row)
+	return instance
 }
 
 func (a instancesAPI) list(r *http.Request) response.Response {

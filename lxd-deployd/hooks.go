@@ -384,11 +384,12 @@ func (k *hookKeeper) end(ctx context.Context, row db.Instance, action string) {
 	}
 }
 
-// instanceHealthAPI is an instance's last check for the API, nil before the first one.
-func instanceHealthAPI(h db.InstanceHealth) *api.DeploymentInstanceHealth {
-	if h.CheckedAt == nil {
-		return nil
+// withLifecycle adds an instance's health verdict and the hook it waits in to its API form.
+func withLifecycle(instance *api.DeploymentInstance, row db.Instance) {
+	instance.Health = row.Health.Status
+	instance.Lifecycle = row.Hook.Hook
+	instance.LifecycleDeadline = row.Hook.Deadline
+	if row.Health.CheckedAt != nil {
+		instance.HealthCheck = &api.DeploymentInstanceHealth{Status: row.Health.Status, Output: row.Health.Output, CheckedAt: row.Health.CheckedAt}
 	}
-
-	return &api.DeploymentInstanceHealth{Status: h.Status, Output: h.Output, CheckedAt: h.CheckedAt}
 }
