@@ -150,12 +150,12 @@ func TestShapeLifecycleRecords(t *testing.T) {
 			t.Fatalf("shape: %+v", shape)
 		}
 
-		taken, err := TakePoolInstance(ctx, tx, shapeID, "h1")
+		taken, err := TakePoolInstance(ctx, tx, shapeID, "h1", "node1", now)
 		if err != nil || taken == nil || taken.Name != "web-w2" {
 			t.Fatalf("take: %+v %v", taken, err)
 		}
 
-		taken, err = TakePoolInstance(ctx, tx, shapeID, "h1")
+		taken, err = TakePoolInstance(ctx, tx, shapeID, "h1", "node1", now)
 		if err != nil || taken != nil {
 			t.Fatalf("only ready pool instances of the current template are taken: %+v %v", taken, err)
 		}

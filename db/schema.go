@@ -281,9 +281,10 @@ CREATE TABLE deployments_shapes_pool (
     deployment_shape_id INTEGER NOT NULL,
     name                TEXT NOT NULL,
     template_hash       TEXT NOT NULL,
-    state               TEXT NOT NULL CHECK (state IN ('creating', 'ready')),
+    state               TEXT NOT NULL CHECK (state IN ('creating', 'ready', 'taking')),
     owner               TEXT NOT NULL DEFAULT '',
     created_at          DATETIME NOT NULL,
+    state_changed_at    DATETIME NOT NULL,
     UNIQUE (name),
     FOREIGN KEY (deployment_shape_id) REFERENCES deployments_shapes (id) ON DELETE CASCADE
 );

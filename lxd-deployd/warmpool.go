@@ -57,21 +57,37 @@ func (f *fleet) create(ctx context.Context, p *pendingLaunch) error {
 func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
 	var pooled *db.PoolInstance
 	err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var err error
-		pooled, err = db.TakePoolInstance(ctx, tx, p.shapeID, p.templateHash)
 		if pooled != nil {
-			// Before the commit, so that the pool's sweep never sees the instance unrecorded.
+			w.inflight.remove(p.ref.project, pooled.Name) // a retried transaction
+		}
+
+		var err error
+		pooled, err = db.TakePoolInstance(ctx, tx, p.shapeID, p.templateHash, w.owner, time.Now())
+		if pooled != nil {
+			// Before the commit, so that this daemon's pool round never sees the claim
+			// without the work behind it.
 			w.inflight.add(p.ref.project, pooled.Name)
 		}
 
 		return err
 	})
+	if err != nil && pooled != nil {
+		w.inflight.remove(p.ref.project, pooled.Name)
+	}
+
 	if err != nil || pooled == nil {
 		return false, nil
 	}
 
 	defer w.inflight.remove(p.ref.project, pooled.Name)
 	defer w.poke() // refill
+	// The row goes last: until then every daemon's sweep knows the instance is spoken for.
+	defer func() {
+		_ = w.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+			return db.DeletePoolInstance(ctx, tx, pooled.ID, db.PoolTaking)
+		})
+	}()
+
 	renamed, err := backend.TakePoolInstance(ctx, p.client, p.ref.project, pooled.Name, p.req)
 	if err == nil {
 		return true, nil
@@ -116,6 +132,7 @@ func (w *warmPool) round(ctx context.Context) error {
 
 	var shapes []db.Shape
 	var rows []db.PoolInstance
+	var members []db.Instance
 	var projects []string
 	deploymentProject := map[int64]string{}
 	deploymentName := map[int64]string{}
@@ -130,7 +147,16 @@ func (w *warmPool) round(ctx context.Context) error {
 			return err
 		}
 
+		members, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
+		if err != nil {
+			return err
+		}
+
 		deployments, err := db.GetDeployments(ctx, tx, db.DeploymentFilter{})
+		if err != nil {
+			return err
+		}
+
 		for _, d := range deployments {
 			deploymentProject[d.ID], deploymentName[d.ID] = d.Project, d.Name
 		}
@@ -158,9 +184,14 @@ func (w *warmPool) round(ctx context.Context) error {
 		}
 	}
 
-	// Tagged pool instances without a record go.
+	// Tagged pool instances without a record go. An instance of a shape may still carry
+	// the mark for a moment after a launch took it from the pool.
 	known := map[string]bool{}
 	for _, row := range rows {
+		known[row.Project+"/"+row.Name] = true
+	}
+
+	for _, row := range members {
 		known[row.Project+"/"+row.Name] = true
 	}
 
@@ -188,10 +219,13 @@ func (w *warmPool) round(ctx context.Context) error {
 		have := 0
 		for _, row := range byShape[shape.ID] {
 			_, exists := live[row.Project+"/"+row.Name]
+			othersRunning := row.Owner != w.owner && time.Since(row.StateChangedAt) < othersGrace
 			switch {
+			case row.State == db.PoolTaking && (w.inflight.has(row.Project, row.Name) || othersRunning):
+				// A launch is taking it (here or on another daemon): it is leaving the pool.
 			case w.inflight.has(row.Project, row.Name):
-				have++ // being made (or taken) right now
-			case row.State == db.PoolCreating && row.Owner != w.owner && time.Since(row.CreatedAt) < othersGrace:
+				have++ // being made right now
+			case row.State == db.PoolCreating && othersRunning:
 				have++ // another daemon's create, still running
 			case row.State == db.PoolReady && exists && row.TemplateHash == hash && have < want:
 				have++
@@ -249,8 +283,20 @@ func (w *warmPool) fill(ctx context.Context, shape db.Shape, project string, dep
 	})
 }
 
-// remove deletes a pool instance in LXD, then its record.
+// remove deletes a pool instance in LXD, then its record. It claims the record first, so
+// that no launch on another daemon takes the instance while it goes.
 func (w *warmPool) remove(ctx context.Context, row db.PoolInstance) {
+	if row.State != db.PoolTaking {
+		err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			return db.ClaimPoolInstance(ctx, tx, row.ID, row.State, w.owner, time.Now())
+		})
+		if err != nil {
+			return // taken or changed meanwhile
+		}
+
+		row.State = db.PoolTaking
+	}
+
 	client, err := w.lxd.Client()
 	if err == nil {
 		err = backend.DeleteInstance(ctx, client, row.Project, row.Name)
