@@ -106,6 +106,17 @@ func SetInstanceHealth(ctx context.Context, tx *sql.Tx, id int64, h InstanceHeal
 	return expectOneRow(result)
 }
 
+// forgetInstanceHealth puts the instances of a shape that has no health checks back to
+// unknown.
+func forgetInstanceHealth(ctx context.Context, tx *sql.Tx, shapeID int64) error {
+	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET health = 'unknown', health_output = '', health_checked_at = NULL, health_streak = 0, replacement = 0 WHERE deployment_shape_id = ?", shapeID)
+	if err != nil {
+		return fmt.Errorf("forget instance health: %w", err)
+	}
+
+	return nil
+}
+
 // MarkInstanceReplacement records that an instance was made by autohealing.
 func MarkInstanceReplacement(ctx context.Context, tx *sql.Tx, id int64) error {
 	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET replacement = 1 WHERE id = ?", id)

@@ -171,6 +171,25 @@ func TestShapeLifecycleRecords(t *testing.T) {
 			t.Fatalf("after an update: %+v %v", shape, err)
 		}
 
+		// Without checks, verdicts are forgotten.
+		checked := now.UTC()
+		err = SetInstanceHealth(ctx, tx, ids["c"], InstanceHealth{Status: api.HealthUnhealthy, Output: "boom", CheckedAt: &checked, Streak: -3})
+		if err != nil {
+			return err
+		}
+
+		put = shape.Writable()
+		put.Health = nil
+		err = UpdateShape(ctx, tx, shapeID, put)
+		if err != nil {
+			return err
+		}
+
+		rows, err := GetInstances(ctx, tx, InstanceFilter{Name: "c"})
+		if err != nil || rows[0].Health.Status != api.HealthUnknown || rows[0].Health.CheckedAt != nil {
+			t.Fatalf("health after the checks were removed: %+v %v", rows, err)
+		}
+
 		return nil
 	})
 }

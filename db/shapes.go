@@ -217,6 +217,14 @@ func UpdateShape(ctx context.Context, tx *sql.Tx, id int64, put api.DeploymentSh
 		return fmt.Errorf("update shape: %w", err)
 	}
 
+	// Without checks, old verdicts would mislead (an unhealthy instance picked first to go).
+	if put.Health == nil {
+		err = forgetInstanceHealth(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+	}
+
 	return replaceConfig(ctx, tx, shapesConfig, id, put.Config)
 }
 
