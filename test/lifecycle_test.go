@@ -115,6 +115,23 @@ func TestAutohealing(t *testing.T) {
 		expectCode(t, env.admin.UpdateDeploymentShape("dep1", "web", put, etag), 400, "bad health object")
 	}
 
+	// A check that outlives its timeout fails, and its process is killed.
+	a, b := env.name("a"), env.name("b")
+	env.setShape(t, func(put *api.DeploymentShapePut) {
+		put.Health = &api.DeploymentShapeHealth{Command: []string{"sleep", "600"}, Interval: "1s", Timeout: "500ms"}
+	})
+
+	env.launch(t, env.gov, a)
+	env.waitUntil(t, "a check that timed out", 30*time.Second, func() bool {
+		check := env.instancesByName(t)[a].HealthCheck
+		return check != nil && strings.Contains(check.Output, "timeout")
+	})
+
+	env.waitUntil(t, "the timed out check killed", 10*time.Second, func() bool {
+		_, ps, _ := env.exec(t, a, "ps")
+		return !strings.Contains(ps, "sleep 600")
+	})
+
 	env.setShape(t, func(put *api.DeploymentShapePut) {
 		put.Health = &api.DeploymentShapeHealth{
 			Command:            []string{"/bin/sh", "-c", "test ! -f /tmp/sick && echo ok"},
@@ -126,8 +143,6 @@ func TestAutohealing(t *testing.T) {
 		}
 	})
 
-	a, b := env.name("a"), env.name("b")
-	env.launch(t, env.gov, a)
 	env.launch(t, env.gov, b)
 	sizeHeld := func() bool {
 		shape, _, err := env.admin.GetDeploymentShape("dep1", "web")

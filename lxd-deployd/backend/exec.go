@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"syscall"
 
 	lxd "github.com/canonical/lxd/client"
+	"github.com/gorilla/websocket"
 	lxdapi "github.com/canonical/lxd/shared/api"
 )
 
@@ -19,16 +21,18 @@ type ExecResult struct {
 }
 
 // Exec runs a command inside an instance through LXD exec (no shell, no terminal) and
-// returns its exit code and the start of its output. When ctx ends first the error says
-// so; LXD 5.0 cannot cancel an exec, so the process may run on inside the instance.
+// returns its exit code and the start of its output. When ctx ends first the process is
+// killed (LXD cannot cancel an exec operation, but forwards signals) and the error says so.
 func Exec(ctx context.Context, c lxd.InstanceServer, project string, name string, command []string, limit int) (*ExecResult, error) {
 	out := &limitedBuffer{limit: limit}
 	done := make(chan bool)
+	control := make(chan *websocket.Conn, 1)
 	op, err := c.UseProject(project).ExecInstance(name, lxdapi.InstanceExecPost{Command: command, WaitForWS: true}, &lxd.InstanceExecArgs{
 		Stdin:    bytes.NewReader(nil),
 		Stdout:   out,
 		Stderr:   out,
 		DataDone: done,
+		Control:  func(conn *websocket.Conn) { control <- conn },
 	})
 	if err != nil {
 		return nil, err
@@ -46,7 +50,13 @@ func Exec(ctx context.Context, c lxd.InstanceServer, project string, name string
 
 	select {
 	case <-ctx.Done():
-		return nil, fmt.Errorf("no answer within the check's timeout: %w", ctx.Err())
+		select {
+		case conn := <-control:
+			_ = conn.WriteJSON(lxdapi.InstanceExecControl{Command: "signal", Signal: int(syscall.SIGKILL)})
+		default:
+		}
+
+		return nil, fmt.Errorf("no answer within the check's timeout (the command was killed): %w", ctx.Err())
 	case err = <-waited:
 	}
 
