@@ -288,6 +288,11 @@ CREATE TABLE deployments_shapes_pool (
     UNIQUE (name),
     FOREIGN KEY (deployment_shape_id) REFERENCES deployments_shapes (id) ON DELETE CASCADE
 );
+
+-- Every read of a shape counts its instances by state (and hook): a covering index keeps
+-- that off the table rows, so the bound check's transaction stays short.
+CREATE INDEX deployments_shapes_instances_count_idx ON deployments_shapes_instances (deployment_shape_id, state, hook);
+CREATE INDEX deployments_shapes_pool_shape_idx ON deployments_shapes_pool (deployment_shape_id, state);
 `)
 	return err
 }
