@@ -89,6 +89,7 @@ func (f *fleet) startDrain(ctx context.Context, ref instanceRef, c change) (*ope
 	var row *db.Instance
 	draining := false
 	err := f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		draining = false // a retried transaction starts over
 		var shape *db.Shape
 		var err error
 		deploymentID, shape, err = shapeInTx(ctx, tx, ref.shapeRef)
