@@ -8,8 +8,8 @@ import (
 	"syscall"
 
 	lxd "github.com/canonical/lxd/client"
-	"github.com/gorilla/websocket"
 	lxdapi "github.com/canonical/lxd/shared/api"
+	"github.com/gorilla/websocket"
 )
 
 // ExecResult is what one command run inside an instance gave.
