@@ -34,6 +34,7 @@ func (a *app) instanceCommand() *cobra.Command {
 		a.instanceShowCommand(),
 		a.instanceLaunchCommand(),
 		a.instanceDeleteCommand(),
+		a.instanceLifecycleCommand(),
 	)
 
 	for _, action := range instanceActions {

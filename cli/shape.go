@@ -37,6 +37,8 @@ func (a *app) shapeCommand() *cobra.Command {
 		a.instanceCommand(),
 		a.shapeScaleRequestCommand(),
 		a.shapeRevisionCommand(), a.shapeRollbackCommand(), a.shapeRolloutCommand(),
+		a.shapeHealthCommand(),
+		a.shapeWarmPoolCommand(),
 	)
 
 	return cmd

@@ -49,6 +49,10 @@ type Instance struct {
 	// Owner is the daemon that last changed the record, and StateChangedAt when.
 	Owner          string
 	StateChangedAt time.Time
+
+	// Health is the last health check verdict, Hook the lifecycle hook it waits in.
+	Health InstanceHealth
+	Hook   InstanceHook
 }
 
 // InstanceFilter selects instance rows; zero fields match everything.
@@ -84,7 +88,8 @@ func GetInstances(ctx context.Context, tx *sql.Tx, filter InstanceFilter) ([]Ins
 	}
 
 	query := `
-SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, i.name, i.state, i.template_hash, i.created_at, i.governor_socket, i.owner, i.state_changed_at, i.revision
+SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, i.name, i.state, i.template_hash, i.created_at, i.governor_socket, i.owner, i.state_changed_at, i.revision,
+       i.health, i.health_output, i.health_checked_at, i.health_streak, i.replacement, i.hook, i.hook_deadline, i.hook_action
   FROM deployments_shapes_instances i
   JOIN deployments_shapes s ON s.id = i.deployment_shape_id
   JOIN deployments d ON d.id = s.deployment_id`
@@ -102,10 +107,19 @@ SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, 
 	instances := []Instance{}
 	for rows.Next() {
 		var i Instance
-		var changed sql.NullTime
-		err = rows.Scan(&i.ID, &i.ShapeID, &i.DeploymentID, &i.Project, &i.Deployment, &i.Shape, &i.Name, &i.State, &i.TemplateHash, &i.CreatedAt, &i.GovernorSocket, &i.Owner, &changed, &i.Revision)
+		var changed, checked, deadline sql.NullTime
+		err = rows.Scan(&i.ID, &i.ShapeID, &i.DeploymentID, &i.Project, &i.Deployment, &i.Shape, &i.Name, &i.State, &i.TemplateHash, &i.CreatedAt, &i.GovernorSocket, &i.Owner, &changed, &i.Revision,
+			&i.Health.Status, &i.Health.Output, &checked, &i.Health.Streak, &i.Health.Replacement, &i.Hook.Hook, &deadline, &i.Hook.Action)
 		if err != nil {
 			return nil, fmt.Errorf("read instances: %w", err)
+		}
+
+		if checked.Valid {
+			i.Health.CheckedAt = &checked.Time
+		}
+
+		if deadline.Valid {
+			i.Hook.Deadline = &deadline.Time
 		}
 
 		i.StateChangedAt = i.CreatedAt

@@ -22,6 +22,7 @@ var updates = map[int]update{
 	7: updateAddMetricsCertificates,
 	8: updateAddClusterState,
 	9: updateAddRevisionsRolloutsActivity,
+	10: updateAddInstanceLifecycle,
 }
 
 // SchemaVersion is the version a fully updated database has.
@@ -291,6 +292,49 @@ INSERT INTO certificates_tokens_new (id, name, type, secret_hash, expires_at)
     SELECT id, name, type, secret_hash, expires_at FROM certificates_tokens;
 DROP TABLE certificates_tokens;
 ALTER TABLE certificates_tokens_new RENAME TO certificates_tokens;
+`)
+	return err
+}
+
+// updateAddInstanceLifecycle adds what health checks, autohealing, lifecycle hooks and warm
+// pools keep: the shape's health, hooks and warm_pool objects (JSON, empty when absent) and
+// whether autohealing gave up on it; each instance's last health verdict and the hook it
+// waits in, with a deadline that survives a restart; and the warm pool instances, which are
+// not instances of the shape and so live in their own table.
+func updateAddInstanceLifecycle(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `
+ALTER TABLE deployments_shapes ADD COLUMN health TEXT NOT NULL DEFAULT '';
+ALTER TABLE deployments_shapes ADD COLUMN hooks TEXT NOT NULL DEFAULT '';
+ALTER TABLE deployments_shapes ADD COLUMN warm_pool TEXT NOT NULL DEFAULT '';
+ALTER TABLE deployments_shapes ADD COLUMN degraded TEXT NOT NULL DEFAULT '';
+ALTER TABLE deployments_shapes ADD COLUMN replace_failures INTEGER NOT NULL DEFAULT 0;
+
+ALTER TABLE deployments_shapes_instances ADD COLUMN health TEXT NOT NULL DEFAULT 'unknown';
+ALTER TABLE deployments_shapes_instances ADD COLUMN health_output TEXT NOT NULL DEFAULT '';
+ALTER TABLE deployments_shapes_instances ADD COLUMN health_checked_at DATETIME;
+ALTER TABLE deployments_shapes_instances ADD COLUMN health_streak INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deployments_shapes_instances ADD COLUMN replacement INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE deployments_shapes_instances ADD COLUMN hook TEXT NOT NULL DEFAULT '';
+ALTER TABLE deployments_shapes_instances ADD COLUMN hook_deadline DATETIME;
+ALTER TABLE deployments_shapes_instances ADD COLUMN hook_action TEXT NOT NULL DEFAULT '';
+
+CREATE TABLE deployments_shapes_pool (
+    id                  INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
+    deployment_shape_id INTEGER NOT NULL,
+    name                TEXT NOT NULL,
+    template_hash       TEXT NOT NULL,
+    state               TEXT NOT NULL CHECK (state IN ('creating', 'ready', 'taking')),
+    owner               TEXT NOT NULL DEFAULT '',
+    created_at          DATETIME NOT NULL,
+    state_changed_at    DATETIME NOT NULL,
+    UNIQUE (name),
+    FOREIGN KEY (deployment_shape_id) REFERENCES deployments_shapes (id) ON DELETE CASCADE
+);
+
+-- Every read of a shape counts its instances by state (and hook): a covering index keeps
+-- that off the table rows, so the bound check's transaction stays short.
+CREATE INDEX deployments_shapes_instances_count_idx ON deployments_shapes_instances (deployment_shape_id, state, hook);
+CREATE INDEX deployments_shapes_pool_shape_idx ON deployments_shapes_pool (deployment_shape_id, state);
 `)
 	return err
 }

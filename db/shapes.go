@@ -23,6 +23,17 @@ type Shape struct {
 	// ImageFingerprint is the image the template's alias pointed to when last checked, for
 	// the image-change trigger.
 	ImageFingerprint string
+
+	// Terminating counts the instances that wait in terminating:wait: they still count in
+	// ScalingCurrent, but a second delete must not count them again (shapes.CheckShrink).
+	Terminating int
+
+	// Replacing counts the instances autohealing (or a rollout) is replacing: the budget
+	// of health.max_unavailable.
+	Replacing int
+
+	// ReplaceFailures counts replacements in a row that did not become healthy.
+	ReplaceFailures int
 }
 
 // ShapeFilter selects shapes; zero fields match everything.
@@ -33,7 +44,7 @@ type ShapeFilter struct {
 
 // countedInstance is what scaling_current counts, as a condition on an instance row i:
 // every instance but those being deleted and those LXD lost (missing).
-const countedInstance = "i.state NOT IN ('deleting', 'missing')"
+const countedInstance = "i.state NOT IN ('deleting', 'missing', 'replacing')"
 
 // GetShapes returns the matching shapes with their config and scaling_current, which is
 // derived from the instance rows: every instance but those being deleted and those LXD
@@ -53,7 +64,11 @@ func GetShapes(ctx context.Context, tx *sql.Tx, filter ShapeFilter) ([]Shape, er
 
 	query := `
 SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scaling_minimum, s.scaling_maximum, s.revision, s.rollout, s.image_fingerprint,
-       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND ` + countedInstance + `)
+       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND ` + countedInstance + `),
+       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND i.state = 'created' AND i.hook = 'terminating:wait'),
+       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND i.state = 'replacing'),
+       (SELECT COUNT(*) FROM deployments_shapes_pool p WHERE p.deployment_shape_id = s.id AND p.state = 'ready'),
+       s.health, s.hooks, s.warm_pool, s.degraded, s.replace_failures
   FROM deployments_shapes s`
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
@@ -69,13 +84,22 @@ SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scal
 	shapes := []Shape{}
 	for rows.Next() {
 		var s Shape
-		var template, rollout string
-		err = rows.Scan(&s.ID, &s.DeploymentID, &s.Name, &s.Description, &template, &s.ScalingMinimum, &s.ScalingMaximum, &s.Revision, &rollout, &s.ImageFingerprint, &s.ScalingCurrent)
+		var template, rollout, health, hooks, warmPool string
+		err = rows.Scan(&s.ID, &s.DeploymentID, &s.Name, &s.Description, &template, &s.ScalingMinimum, &s.ScalingMaximum, &s.Revision, &rollout, &s.ImageFingerprint, &s.ScalingCurrent,
+			&s.Terminating, &s.Replacing, &s.WarmPoolReady, &health, &hooks, &warmPool, &s.StatusReason, &s.ReplaceFailures)
 		if err != nil {
 			return nil, fmt.Errorf("read shapes: %w", err)
 		}
 
 		s.Status = api.ShapeStatus(s.ScalingCurrent, s.ScalingMinimum, s.ScalingMaximum)
+		if s.Status == api.ShapeStatusOK && s.StatusReason != "" {
+			s.Status = api.ShapeStatusDegraded
+		}
+
+		err = unmarshalLifecycle(health, hooks, warmPool, &s.DeploymentShapePut)
+		if err != nil {
+			return nil, fmt.Errorf("shape %q: %w", s.Name, err)
+		}
 		err = json.Unmarshal([]byte(template), &s.InstanceTemplate)
 		if err != nil {
 			return nil, fmt.Errorf("shape %q has a corrupt instance template: %w", s.Name, err)
@@ -173,8 +197,13 @@ func CreateShape(ctx context.Context, tx *sql.Tx, deploymentID int64, req api.De
 		return 0, err
 	}
 
-	result, err := tx.ExecContext(ctx, "INSERT INTO deployments_shapes (deployment_id, name, description, instance_template, scaling_minimum, scaling_maximum, rollout) VALUES (?, ?, ?, ?, ?, ?, ?)",
-		deploymentID, req.Name, req.Description, string(template), req.ScalingMinimum, req.ScalingMaximum, string(rollout))
+	health, hooks, warmPool, err := marshalLifecycle(req.DeploymentShapePut)
+	if err != nil {
+		return 0, err
+	}
+
+	result, err := tx.ExecContext(ctx, "INSERT INTO deployments_shapes (deployment_id, name, description, instance_template, scaling_minimum, scaling_maximum, rollout, health, hooks, warm_pool) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		deploymentID, req.Name, req.Description, string(template), req.ScalingMinimum, req.ScalingMaximum, string(rollout), health, hooks, warmPool)
 	if err != nil {
 		return 0, fmt.Errorf("add shape: %w", err)
 	}
@@ -187,7 +216,8 @@ func CreateShape(ctx context.Context, tx *sql.Tx, deploymentID int64, req api.De
 	return id, replaceConfig(ctx, tx, shapesConfig, id, req.Config)
 }
 
-// UpdateShape replaces the writable fields of a shape.
+// UpdateShape replaces the writable fields of a shape. A change is someone acting on the
+// shape, so it clears a degraded status and lets autohealing try again.
 func UpdateShape(ctx context.Context, tx *sql.Tx, id int64, put api.DeploymentShapePut) error {
 	template, err := json.Marshal(put.InstanceTemplate)
 	if err != nil {
@@ -199,10 +229,23 @@ func UpdateShape(ctx context.Context, tx *sql.Tx, id int64, put api.DeploymentSh
 		return err
 	}
 
-	_, err = tx.ExecContext(ctx, "UPDATE deployments_shapes SET description = ?, instance_template = ?, scaling_minimum = ?, scaling_maximum = ?, rollout = ? WHERE id = ?",
-		put.Description, string(template), put.ScalingMinimum, put.ScalingMaximum, string(rollout), id)
+	health, hooks, warmPool, err := marshalLifecycle(put)
+	if err != nil {
+		return err
+	}
+
+	_, err = tx.ExecContext(ctx, "UPDATE deployments_shapes SET description = ?, instance_template = ?, scaling_minimum = ?, scaling_maximum = ?, rollout = ?, health = ?, hooks = ?, warm_pool = ?, degraded = '', replace_failures = 0 WHERE id = ?",
+		put.Description, string(template), put.ScalingMinimum, put.ScalingMaximum, string(rollout), health, hooks, warmPool, id)
 	if err != nil {
 		return fmt.Errorf("update shape: %w", err)
+	}
+
+	// Without checks, old verdicts would mislead (an unhealthy instance picked first to go).
+	if put.Health == nil {
+		err = forgetInstanceHealth(ctx, tx, id)
+		if err != nil {
+			return err
+		}
 	}
 
 	return replaceConfig(ctx, tx, shapesConfig, id, put.Config)

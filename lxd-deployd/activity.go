@@ -56,12 +56,18 @@ func scaleActivity(ctx context.Context, tx *sql.Tx, deploymentID int64, shape *d
 	}
 
 	why := verb + " " + instance
+	from := shape.ScalingCurrent
+	if c.replaces != "" {
+		// The replaced instance left the count in this transaction: the size is the same.
+		action, why, from = "replace", why+" to replace "+c.replaces, shape.ScalingCurrent+delta
+	}
+
 	if c.why != "" {
 		why += " (" + c.why + ")"
 	}
 
-	err = recordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: shape.Name, Action: action, From: shape.ScalingCurrent, To: shape.ScalingCurrent + delta, Requestor: by, Why: why})
-	if err != nil || c.fromRollout {
+	err = recordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: shape.Name, Action: action, From: from, To: shape.ScalingCurrent + delta, Requestor: by, Why: why})
+	if err != nil || c.fromRollout || c.replaces != "" {
 		return err
 	}
 

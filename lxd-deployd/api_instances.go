@@ -27,6 +27,7 @@ type instancesAPI struct {
 	ops       *operations.Manager
 	fleet     *fleet
 	lifecycle lifecycle
+	hooks     *hookKeeper
 }
 
 // instanceAPI turns a row (and LXD's view of it, if known) into the API type.
@@ -41,7 +42,7 @@ func instanceAPI(row db.Instance, latest int, lxdInstance *lxdapi.Instance, lxdO
 		status = "Missing"
 	}
 
-	return api.DeploymentInstance{
+	instance := api.DeploymentInstance{
 		Name:         row.Name,
 		Project:      row.Project,
 		Deployment:   row.Deployment,
@@ -54,6 +55,9 @@ func instanceAPI(row db.Instance, latest int, lxdInstance *lxdapi.Instance, lxdO
 		Revision:     row.Revision,
 		Outdated:     row.Revision != latest,
 	}
+
+	withLifecycle(&instance, row)
+	return instance
 }
 
 func (a instancesAPI) list(r *http.Request) response.Response {

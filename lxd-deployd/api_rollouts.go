@@ -59,11 +59,14 @@ func (a rolloutsAPI) withCounts(ctx context.Context, r db.Rollout) api.Deploymen
 	out := r.DeploymentRollout
 	var rows []db.Instance
 	var minReady time.Duration
+	var checks *api.DeploymentShapeHealth
 	err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		shape, err := shapeByID(ctx, tx, r.DeploymentID, r.ShapeID)
 		if err != nil {
 			return err
 		}
+
+		checks = shape.Health
 
 		settings, err := shapes.ResolveRollout(shape.Rollout, r.Size)
 		if err == nil {
@@ -96,7 +99,7 @@ func (a rolloutsAPI) withCounts(ctx context.Context, r db.Rollout) api.Deploymen
 
 		out.Updated++
 		instance, ok := live[row.Name]
-		if ok && isReady(row, &instance, minReady, now) {
+		if ok && isReady(checks, row, &instance, minReady, now) {
 			out.Ready++
 		}
 	}

@@ -27,6 +27,7 @@ type testAPI struct {
 	t      *testing.T
 	router http.Handler
 	caller *auth.Caller
+	db     *db.Cluster
 }
 
 func newTestAPI(t *testing.T) *testAPI {
@@ -38,7 +39,7 @@ func newTestAPI(t *testing.T) *testAPI {
 
 	t.Cleanup(func() { _ = cluster.Close(context.Background()) })
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}}
+	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}, db: cluster}
 	addresses := func() []string { return []string{"127.0.0.1:8444"} }
 	lxdConn := backend.NewLXD("/nonexistent", logger)
 	sockets, err := governor.NewListener(t.TempDir())

@@ -33,6 +33,7 @@ const (
 	leaseReconcile = "reconcile"
 	leaseMetrics   = "metrics"
 	leaseWebhooks  = "webhooks"
+	leaseInstances = "instances" // health checks, autohealing, hook deadlines, warm pools
 )
 
 // registerMember records this daemon in the members table under its name, and returns the

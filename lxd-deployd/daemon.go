@@ -82,6 +82,7 @@ type daemon struct {
 	member     string
 	identity   *clusterIdentity
 	leases     *lease.Manager
+	life       *instanceLifecycle
 	servers    []*http.Server
 	cancel     context.CancelFunc
 	background sync.WaitGroup
@@ -180,6 +181,7 @@ func (d *daemon) start(ctx context.Context) error {
 	d.webhooks.SetDestinationPolicy(webhooks.DestinationPolicy{Allowed: allowed})
 	d.startMetrics()
 	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, d.lifecycle(), d.logger, d.db.Address())
+	d.startInstanceLifecycle(runCtx)
 	// Every member runs the rollout engine; each rollout is claimed by one of them at a time.
 	d.rollouts = newRolloutEngine(d.db, d.lxd, d.fleet(), d.lifecycle(), d.logger, d.db.Address())
 	d.goBackground(func() { d.rollouts.run(runCtx, time.Second) })
@@ -261,7 +263,7 @@ func (d *daemon) apis() apis {
 		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, fetcher: d.templateFetcher(), engine: d.templateEngine()},
 		keys:         keysAPI{db: d.db, lifecycle: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
-		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: fleet, lifecycle: l},
+		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: fleet, lifecycle: l, hooks: d.life.hooks},
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},
 		metrics:      metricsAPI{metrics: d.metrics},
@@ -273,7 +275,7 @@ func (d *daemon) apis() apis {
 
 // fleet is the one way instances of shapes are made and removed.
 func (d *daemon) fleet() *fleet {
-	return &fleet{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: d.lifecycle(), owner: d.db.Address()}
+	return &fleet{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: d.lifecycle(), pool: d.life.pool, stopping: d.life.stopping, owner: d.db.Address()}
 }
 
 // templateFetcher returns the fetcher for the configured template registries, or nil: the
@@ -433,6 +435,10 @@ func (d *daemon) stop(ctx context.Context) error {
 		if err != nil {
 			errs = append(errs, err)
 		}
+	}
+
+	if d.life != nil {
+		close(d.life.stopping)
 	}
 
 	if d.ops != nil {

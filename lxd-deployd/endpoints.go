@@ -206,6 +206,14 @@ func endpoints(a apis) []endpoint {
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/instances/{instance}/state",
 			put:  governor(with(deploymentAdmin, a.instances.putState)),
 		},
+		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/instances/{instance}/lifecycle",
+			post: governor(with(deploymentAdmin, a.instances.lifecycleAction)),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/warm-pool",
+			get:  governor(with(deploymentReader, a.shapes.warmPoolList)),
+		},
 
 		// Operations and events are scoped by the handlers to what the caller may see.
 		{

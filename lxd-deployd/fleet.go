@@ -30,6 +30,12 @@ type fleet struct {
 	sockets   governorSockets
 	lifecycle lifecycle
 
+	// pool hands out warm pool instances to launches (nil: no warm pools).
+	pool *warmPool
+
+	// stopping closes when the daemon stops: operations that only wait (drains) end then.
+	stopping <-chan struct{}
+
 	// owner names this daemon on the instance records it changes.
 	owner string
 }
@@ -46,6 +52,18 @@ type change struct {
 	// fromRollout marks a rollout's own launches: any other launch or delete moves the size
 	// a running rollout keeps (scaleActivity).
 	fromRollout bool
+
+	// before, when set, runs inside a launch's reservation before the bound check: a
+	// replacement takes the instance it replaces out of the count there (autoheal.go).
+	before func(ctx context.Context, tx *sql.Tx, shape *db.Shape) error
+
+	// drained says a delete ends an instance's terminating:wait (hooks.go): its bound
+	// check was made when the wait began.
+	drained bool
+
+	// replaces names the instance a launch replaces (autohealing): not a scale change, so
+	// the activity log says "replace" and a running rollout's size stays.
+	replaces string
 }
 
 // pendingLaunch is a reserved instance waiting for LXD to make it.
@@ -61,6 +79,10 @@ type pendingLaunch struct {
 
 	// sized says the reservation moved a running rollout's size, to undo if it is dropped.
 	sized bool
+
+	shapeID      int64
+	templateHash string
+	launchHook   *time.Duration
 }
 
 // reserveLaunch checks the bounds and records the new instance in one transaction.
@@ -72,7 +94,7 @@ func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (p
 		return nil, err
 	}
 
-	p = &pendingLaunch{ref: ref, client: client, by: c.by, started: time.Now(), sized: !c.fromRollout}
+	p = &pendingLaunch{ref: ref, client: client, by: c.by, started: time.Now(), sized: !c.fromRollout && c.replaces == ""}
 	var shape *db.Shape
 	err = f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		outcome = reservation{}
@@ -82,13 +104,22 @@ func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (p
 		}
 
 		outcome.shapeFound = true
+		if c.before != nil {
+			err = c.before(ctx, tx, shape)
+			if err != nil {
+				return err
+			}
+		}
+
 		err = shapes.CheckGrow(shape)
 		if err != nil {
 			outcome.atBound = true
 			return err
 		}
 
-		p.row, err = db.CreateInstance(ctx, tx, ref.project, shape.ID, ref.instance, backend.TemplateHash(shape.InstanceTemplate), shape.Revision, f.owner, time.Now())
+		p.shapeID, p.templateHash = shape.ID, backend.TemplateHash(shape.InstanceTemplate)
+		p.launchHook = hookTimeout(shape.Hooks, false)
+		p.row, err = db.CreateInstance(ctx, tx, ref.project, shape.ID, ref.instance, p.templateHash, shape.Revision, f.owner, time.Now())
 		if err != nil {
 			return err
 		}
@@ -150,7 +181,7 @@ func (f *fleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) 
 	defer f.inflight.remove(ref.project, ref.instance)
 	defer func() { f.launchFinished(p, err) }()
 	callStart := time.Now()
-	err = backend.CreateInstance(ctx, p.client, ref.project, p.req)
+	err = f.create(ctx, p)
 	f.lifecycle.metrics.LXDCall("create", time.Since(callStart), err)
 	var leftBehind *backend.LeftBehindError
 	if errors.As(err, &leftBehind) {
@@ -167,7 +198,12 @@ func (f *fleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) 
 	}
 
 	err = f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
-		return db.SetInstanceState(ctx, tx, p.row, db.InstanceCreating, db.InstanceCreated, f.owner, time.Now())
+		err := db.SetInstanceState(ctx, tx, p.row, db.InstanceCreating, db.InstanceCreated, f.owner, time.Now())
+		if err != nil || p.launchHook == nil {
+			return err
+		}
+
+		return startLaunchWait(ctx, tx, p.row, *p.launchHook)
 	})
 	if errors.Is(err, db.ErrInstanceChanged) {
 		// The record went away meanwhile (a forced delete): the instance is ours and
@@ -182,6 +218,10 @@ func (f *fleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) 
 
 	f.lifecycle.emit(p.by, ref.project, p.deploymentID, lifecycleInstanceCreated, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
 	f.lifecycle.instanceChanged(ctx, p.deploymentID, lifecycleInstanceCreated, ref.shape, ref.instance)
+	if p.launchHook != nil {
+		f.lifecycle.waiting(ctx, p.by, ref, p.deploymentID, api.LifecycleLaunchingWait, time.Now().Add(*p.launchHook))
+	}
+
 	return nil
 }
 
@@ -214,6 +254,9 @@ type pendingDelete struct {
 	client       lxd.InstanceServer
 	by           api.DeploymentRequestor
 	started      time.Time
+
+	// reuse, when set, returns the instance to the shape's warm pool instead of deleting it.
+	reuse *poolReturn
 }
 
 // reserveDelete checks the bounds and marks the instance as deleting in one transaction;
@@ -242,15 +285,18 @@ func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (p
 			return err
 		}
 
-		switch row.State {
-		case db.InstanceCreating:
+		switch {
+		case row.State == db.InstanceCreating:
 			return lxdapi.StatusErrorf(http.StatusConflict, "instance %s is still being created: wait for its operation to finish", row.Name)
-		case db.InstanceDeleting:
+		case row.State == db.InstanceDeleting:
 			return lxdapi.StatusErrorf(http.StatusConflict, "instance %s is already being deleted", row.Name)
+		case row.Hook.Hook == api.LifecycleTerminatingWait && !c.drained:
+			return lxdapi.StatusErrorf(http.StatusConflict, "instance %s waits in terminating:wait: end the wait with POST .../instances/%s/lifecycle {\"action\": \"continue\"}", row.Name, row.Name)
 		}
 
-		// A missing instance no longer counts, so removing its record changes no size.
-		if row.State != db.InstanceMissing {
+		// A missing instance, or one being replaced, no longer counts, so removing its
+		// record changes no size; a drained one was checked when its wait began.
+		if row.State != db.InstanceMissing && row.State != db.InstanceReplacing && !c.drained {
 			err = shapes.CheckShrink(shape)
 			if err != nil {
 				outcome.atBound = true
@@ -259,12 +305,15 @@ func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (p
 		}
 
 		p.row = *row
+		p.reuse = reusable(shape, row)
 		err = db.SetInstanceState(ctx, tx, row.ID, row.State, db.InstanceDeleting, f.owner, time.Now())
 		if err != nil {
 			return err
 		}
 
-		if row.State != db.InstanceMissing {
+		// A missing instance left the count when LXD lost it, a replaced one when its
+		// replacement was reserved (logged then as a replace).
+		if row.State != db.InstanceMissing && row.State != db.InstanceReplacing {
 			err = scaleActivity(ctx, tx, p.deploymentID, shape, ref.instance, -1, c)
 			if err != nil {
 				return err
@@ -292,7 +341,7 @@ func (f *fleet) finishDelete(ctx context.Context, p *pendingDelete) (err error) 
 	defer f.inflight.remove(ref.project, ref.instance)
 	defer func() { f.deleteFinished(p, err) }()
 	callStart := time.Now()
-	err = backend.DeleteInstance(ctx, p.client, ref.project, row.Name)
+	err = f.remove(ctx, p)
 	f.lifecycle.metrics.LXDCall("delete", time.Since(callStart), err)
 	if err != nil {
 		_ = f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
@@ -317,6 +366,11 @@ func (f *fleet) finishDelete(ctx context.Context, p *pendingDelete) (err error) 
 
 // startDelete marks an instance as going and deletes it as a background operation.
 func (f *fleet) startDelete(ctx context.Context, ref instanceRef, c change) (*operations.Operation, error) {
+	op, draining, err := f.startDrain(ctx, ref, c)
+	if draining || err != nil {
+		return op, err
+	}
+
 	p, err := f.reserveDelete(ctx, ref, c)
 	if err != nil {
 		return nil, err

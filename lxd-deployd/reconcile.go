@@ -31,6 +31,9 @@ type reconciler struct {
 	lifecycle lifecycle
 	logger    *slog.Logger
 
+	// healer replaces missing instances of shapes with health.replace (nil: none).
+	healer *autohealer
+
 	// owner names this daemon on instance records; others' records in flux are left alone
 	// for a grace period, since their launches may still be running.
 	owner string
@@ -162,7 +165,7 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 	tagged := map[string]lxdapi.Instance{} // instance URL -> instance
 	for key, instance := range live {
 		deployment := instance.Config[backend.ConfigDeployment]
-		if deployment == "" || known[key] || busy[key] {
+		if deployment == "" || known[key] || busy[key] || instance.Config[backend.ConfigWarmPool] != "" {
 			continue
 		}
 
@@ -351,6 +354,12 @@ func (rc *reconciler) askReplacement(ctx context.Context, row db.Instance) {
 		return err
 	})
 	if err != nil {
+		return
+	}
+
+	// Autohealing replaces it: asking the governor too would make two.
+	if shape.Health != nil && shape.Health.Replace {
+		rc.healer.poke()
 		return
 	}
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -64,11 +65,12 @@ func (c columnClaim) claim(ctx context.Context, tx *sql.Tx, r db.Rollout, now ti
 	return db.ClaimRollout(ctx, tx, r.ID, c.owner, now.Add(c.ttl), now)
 }
 
-// isReady says whether an instance counts as ready for a rollout: recorded as created,
-// Running in LXD, and for at least minReady. Every readiness decision of the rollout engine
-// goes through here, so a health check can join it in one place.
-func isReady(row db.Instance, live *lxdapi.Instance, minReady time.Duration, now time.Time) bool {
-	if row.State != db.InstanceCreated || live == nil || live.StatusCode != lxdapi.Running {
+// isReady says whether an instance counts as ready for a rollout: recorded as created and
+// out of its launching:wait, healthy when the shape has health checks (health.Ready),
+// Running in LXD, and all that for at least minReady. Every readiness decision of the
+// rollout engine goes through here.
+func isReady(checks *api.DeploymentShapeHealth, row db.Instance, live *lxdapi.Instance, minReady time.Duration, now time.Time) bool {
+	if !health.Ready(checks, row) || live == nil || live.StatusCode != lxdapi.Running {
 		return false
 	}
 
@@ -85,7 +87,9 @@ func runningSince(row db.Instance, live *lxdapi.Instance) time.Time {
 	return since
 }
 
-// replacementName names an instance a rollout launches.
+// replacementName names an instance the daemon launches in place of another (a rollout's
+// or autohealing's replacement): <shape>-r<revision>-<6 hex>, so the name says which
+// revision it runs.
 func replacementName(shape string, revision int) string {
 	suffix := make([]byte, 3)
 	_, _ = rand.Read(suffix)
@@ -238,7 +242,7 @@ func (e *rolloutEngine) observe(ctx context.Context, client lxd.InstanceServer, 
 			instance = &l
 		}
 
-		ready := isReady(row, instance, v.settings.MinReady, now)
+		ready := isReady(v.shape.Health, row, instance, v.settings.MinReady, now)
 		state.Instances = append(state.Instances, shapes.RolloutInstance{Name: row.Name, Revision: row.Revision, Creating: row.State == db.InstanceCreating, Ready: ready})
 
 		// A new instance that became ready since the last progress is progress.

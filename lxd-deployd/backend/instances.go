@@ -83,6 +83,11 @@ func (e *LeftBehindError) Unwrap() error {
 // fails, the instance is deleted again and LXD's error is returned as is; if even that
 // fails, the error is a *LeftBehindError.
 func CreateInstance(ctx context.Context, c lxd.InstanceServer, project string, req lxdapi.InstancesPost) error {
+	return create(ctx, c, project, req, true)
+}
+
+// create makes an instance, and starts it if asked, leaving nothing half made.
+func create(ctx context.Context, c lxd.InstanceServer, project string, req lxdapi.InstancesPost, start bool) error {
 	c = c.UseProject(project)
 	_, _, err := c.GetInstance(req.Name)
 	if err == nil {
@@ -90,7 +95,7 @@ func CreateInstance(ctx context.Context, c lxd.InstanceServer, project string, r
 	}
 
 	err = wait(ctx)(c.CreateInstance(req))
-	if err == nil {
+	if err == nil && start {
 		err = wait(ctx)(c.UpdateInstanceState(req.Name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, ""))
 	}
 

@@ -75,18 +75,27 @@ func (l *LXD) check() {
 	l.mu.RUnlock()
 
 	if client == nil {
+		// The connection learns the server (its API extensions) here, before anyone else
+		// uses it: the client caches that in fields it does not lock.
 		var err error
-		client, err = lxd.ConnectLXDUnix(l.socket, &lxd.ConnectionArgs{SkipGetServer: true})
+		client, err = lxd.ConnectLXDUnix(l.socket, nil)
 		if err != nil {
 			l.setStatus(nil, Status{Reason: fmt.Sprintf("cannot connect to LXD at %s: %v", l.socket, err)})
 			return
 		}
 	}
 
+	// A raw query probes without rewriting that cache under the feet of concurrent calls
+	// (GetServer would: a data race with every UseProject and CheckExtension).
 	start := time.Now()
-	server, _, err := client.GetServer()
+	resp, _, err := client.RawQuery("GET", "/1.0", nil, "")
 	if l.OnProbe != nil {
 		l.OnProbe(time.Since(start), err)
+	}
+
+	var server lxdapi.Server
+	if err == nil {
+		err = resp.MetadataAsStruct(&server)
 	}
 
 	if err != nil {

@@ -25,8 +25,9 @@ func CheckGrow(shape *db.Shape) error {
 
 // CheckShrink refuses removing one instance when it would take the shape below its
 // minimum. Like CheckGrow it runs in the transaction that marks the instance as going.
+// Instances waiting in terminating:wait still count, but are already on their way out.
 func CheckShrink(shape *db.Shape) error {
-	if shape.ScalingCurrent-1 < shape.ScalingMinimum {
+	if shape.ScalingCurrent-shape.Terminating-1 < shape.ScalingMinimum {
 		return lxdapi.StatusErrorf(http.StatusConflict, "shape %s is at its scaling minimum (%d): lower scaling_minimum or launch an instance first", shape.Name, shape.ScalingMinimum)
 	}
 

@@ -31,3 +31,18 @@ func TestBoundChecks(t *testing.T) {
 		t.Error("growing an undersize shape must be allowed")
 	}
 }
+
+// Instances draining in terminating:wait still count, but a second delete must not count
+// them again.
+func TestCheckShrinkLeavesDrainingOut(t *testing.T) {
+	s := &db.Shape{Terminating: 1}
+	s.Name, s.ScalingCurrent, s.ScalingMinimum, s.ScalingMaximum = "web", 3, 1, 3
+	if CheckShrink(s) != nil {
+		t.Fatal("3 instances, 1 draining, minimum 1: one more may go")
+	}
+
+	s.Terminating = 2
+	if CheckShrink(s) == nil {
+		t.Fatal("3 instances, 2 draining, minimum 1: none more may go")
+	}
+}

@@ -276,7 +276,7 @@ func (c *Collector) metadata(d db.Deployment, rows []db.Instance, samples map[st
 
 		key := row.Project + "/" + row.Name
 		sample, running := samples[key]
-		instance := api.WebhookInstanceMetrics{Status: "Stopped", CPUSeconds: sample.CPUSeconds, MemoryUsageBytes: sample.MemoryUsed, MemoryLimitBytes: sample.MemoryTotal}
+		instance := api.WebhookInstanceMetrics{Status: "Stopped", Health: row.Health.Status, CPUSeconds: sample.CPUSeconds, MemoryUsageBytes: sample.MemoryUsed, MemoryLimitBytes: sample.MemoryTotal}
 		if running {
 			instance.Status = "Running"
 			instance.CPURate = c.previous[key].rate

@@ -67,6 +67,21 @@ type DeploymentInstance struct {
 	// Example: false
 	Outdated bool `json:"outdated" yaml:"outdated"`
 
+	// Health check verdict: unknown, starting, healthy or unhealthy
+	// Example: healthy
+	Health string `json:"health" yaml:"health"`
+
+	// Last health check result (absent before the first check)
+	HealthCheck *DeploymentInstanceHealth `json:"health_check,omitempty" yaml:"health_check,omitempty"`
+
+	// Lifecycle hook the instance waits in: launching:wait, terminating:wait, or empty
+	// Example: terminating:wait
+	Lifecycle string `json:"lifecycle,omitempty" yaml:"lifecycle,omitempty"`
+
+	// When the wait's default action applies unless a heartbeat extends it
+	// Example: 2026-11-22T19:05:00Z
+	LifecycleDeadline *time.Time `json:"lifecycle_deadline,omitempty" yaml:"lifecycle_deadline,omitempty"`
+
 	// Live state from LXD (processes, memory, CPU), only when a single instance is read
 	LiveState *lxdapi.InstanceState `json:"live_state,omitempty" yaml:"live_state,omitempty"`
 }

@@ -41,6 +41,15 @@ type DeploymentShapePut struct {
 
 	// How new revisions reach running instances (strategy, surge, trigger, ...)
 	Rollout DeploymentShapeRollout `json:"rollout" yaml:"rollout"`
+
+	// Health checks of the instances and autohealing (none when absent)
+	Health *DeploymentShapeHealth `json:"health,omitempty" yaml:"health,omitempty"`
+
+	// Lifecycle hooks: launching:wait and terminating:wait (none when absent)
+	Hooks *DeploymentShapeHooks `json:"hooks,omitempty" yaml:"hooks,omitempty"`
+
+	// Instances kept made but stopped, for fast launches (none when absent)
+	WarmPool *DeploymentShapeWarmPool `json:"warm_pool,omitempty" yaml:"warm_pool,omitempty"`
 }
 
 // DeploymentShape represents a shape.
@@ -60,10 +69,20 @@ type DeploymentShape struct {
 
 	// "ok", or "out-of-bounds" when the current size is outside the bounds (a new shape
 	// with a minimum, or bounds changed under it); then only changes that move toward the
-	// bounds are accepted
+	// bounds are accepted; "degraded" when autohealing gave up (see status_reason)
 	// Read only: true
 	// Example: ok
 	Status string `json:"status" yaml:"status"`
+
+	// Why the shape is degraded; a change to the shape clears it
+	// Read only: true
+	// Example: 3 replacements in a row did not become healthy
+	StatusReason string `json:"status_reason,omitempty" yaml:"status_reason,omitempty"`
+
+	// Warm pool instances ready to be taken by a launch
+	// Read only: true
+	// Example: 2
+	WarmPoolReady int `json:"warm_pool_ready,omitempty" yaml:"warm_pool_ready,omitempty"`
 }
 
 // Shape statuses.

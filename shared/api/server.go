@@ -7,7 +7,7 @@ import (
 // APIExtensions lists the API extensions this server supports. template_errors: a
 // templated config that does not expand answers every problem in the error's metadata
 // (DeploymentTemplateError), and plans and applies carry the expansion's warnings.
-var APIExtensions = []string{"deployments", "template_errors", "metrics", "events_logging", "clustering", "deployment_shape_revisions", "deployment_shape_rollouts", "deployment_activity"}
+var APIExtensions = []string{"deployments", "template_errors", "metrics", "events_logging", "clustering", "deployment_shape_revisions", "deployment_shape_rollouts", "deployment_activity", "instance_health", "instance_lifecycle_hooks", "warm_pools"}
 
 // Server is GET /1.0. Its JSON is a superset of LXD's api.Server, so that LXD's own Go
 // client (lxd.ConnectLXD) can connect to lxd-deployd.

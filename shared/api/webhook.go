@@ -99,6 +99,10 @@ type WebhookInstanceMetrics struct {
 	// Example: Running
 	Status string `json:"status" yaml:"status"`
 
+	// Health check verdict: unknown, starting, healthy or unhealthy
+	// Example: healthy
+	Health string `json:"health,omitempty" yaml:"health,omitempty"`
+
 	// Total CPU time used, in seconds
 	// Example: 12.5
 	CPUSeconds float64 `json:"cpu_seconds" yaml:"cpu_seconds"`
@@ -127,6 +131,15 @@ type WebhookLifecycleMetadata struct {
 
 	// Example: web1
 	Instance string `json:"instance,omitempty" yaml:"instance,omitempty"`
+
+	// Why, when the platform acted by itself (autohealing, hooks)
+	// Example: instance web1 failed its health check 3 times
+	Reason string `json:"reason,omitempty" yaml:"reason,omitempty"`
+
+	// For deployment-instance-terminating and -launching: when the wait's default action
+	// applies unless a heartbeat extends it
+	// Example: 2026-11-22T19:05:00Z
+	Deadline *time.Time `json:"deadline,omitempty" yaml:"deadline,omitempty"`
 }
 
 // WebhookDelivery is the record of one event's delivery, for GET .../webhook/deliveries.

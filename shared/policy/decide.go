@@ -312,24 +312,32 @@ func clamp(n int, minimum int, maximum int) (int, string) {
 
 // Instance states recorded by lxd-deployd (api.DeploymentInstance.State).
 const (
-	instanceDeleting = "deleting"
-	instanceMissing  = "missing"
+	instanceDeleting  = "deleting"
+	instanceMissing   = "missing"
+	instanceReplacing = "replacing"
 )
 
-// ScaleDownOrder returns the names of up to n instances to delete: outdated ones first (made
-// from an older revision of the shape, so a rollout would replace them anyway), then newest
-// first by created_at. Instances being deleted or missing from LXD are left out: neither
-// counts in scaling_current, so deleting them would not shrink the shape.
+// ScaleDownOrder returns the names of up to n instances to delete: unhealthy ones first,
+// then outdated ones (made from an older revision of the shape, so a rollout would replace
+// them anyway), then newest first by created_at. Instances being deleted, replaced or
+// missing from LXD are left out (none counts in scaling_current, so deleting them would not
+// shrink the shape), and so are those already draining in terminating:wait.
 func ScaleDownOrder(instances []api.DeploymentInstance, n int) []string {
 	candidates := make([]api.DeploymentInstance, 0, len(instances))
 	for _, instance := range instances {
-		if instance.State != instanceDeleting && instance.State != instanceMissing {
+		gone := instance.State == instanceDeleting || instance.State == instanceMissing || instance.State == instanceReplacing
+		if !gone && instance.Lifecycle != api.LifecycleTerminatingWait {
 			candidates = append(candidates, instance)
 		}
 	}
 
 	sort.SliceStable(candidates, func(i, j int) bool {
 		a, b := candidates[i], candidates[j]
+		aSick, bSick := a.Health == api.HealthUnhealthy, b.Health == api.HealthUnhealthy
+		if aSick != bSick {
+			return aSick
+		}
+
 		if a.Outdated != b.Outdated {
 			return a.Outdated
 		}

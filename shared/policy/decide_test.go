@@ -298,3 +298,22 @@ func TestScaleDownOrder(t *testing.T) {
 		t.Errorf("outdated first: %q", got)
 	}
 }
+
+// Unhealthy instances go first whatever their age; draining and replaced ones never.
+func TestScaleDownOrderUnhealthyFirst(t *testing.T) {
+	at := func(minutes int) time.Time { return t0.Add(time.Duration(minutes) * time.Minute) }
+	instances := []api.DeploymentInstance{
+		{Name: "web-old-sick", State: "created", Health: api.HealthUnhealthy, CreatedAt: at(0)},
+		{Name: "web-new", State: "created", Health: api.HealthHealthy, CreatedAt: at(30)},
+		{Name: "web-mid-sick", State: "created", Health: api.HealthUnhealthy, CreatedAt: at(10)},
+		{Name: "web-draining", State: "created", Lifecycle: api.LifecycleTerminatingWait, CreatedAt: at(40)},
+		{Name: "web-replaced", State: "replacing", Health: api.HealthUnhealthy, CreatedAt: at(50)},
+		{Name: "web-older", State: "created", Health: api.HealthStarting, CreatedAt: at(5)},
+	}
+
+	got := ScaleDownOrder(instances, 10)
+	want := []string{"web-mid-sick", "web-old-sick", "web-new", "web-older"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("order %q, want %q", got, want)
+	}
+}

@@ -207,6 +207,11 @@ func Shape(put api.DeploymentShapePut) error {
 		return err
 	}
 
+	err = ShapeLifecycle(put)
+	if err != nil {
+		return err
+	}
+
 	return InstanceTemplate(put.InstanceTemplate)
 }
 

@@ -1,0 +1,162 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// The queries of health checks, autohealing and lifecycle hooks: the per-instance verdicts
+// and waits, and the per-shape replacement record.
+
+// InstanceReplacing: autohealing (or a rollout) is replacing the instance. It no longer
+// counts, so that its replacement fits within the bounds, and it is deleted once the
+// replacement is made.
+const InstanceReplacing = "replacing"
+
+// marshalLifecycle encodes a shape's health, hooks and warm_pool objects, each "" when absent.
+func marshalLifecycle(put api.DeploymentShapePut) (string, string, string, error) {
+	encode := func(v any, absent bool) (string, error) {
+		if absent {
+			return "", nil
+		}
+
+		b, err := json.Marshal(v)
+		return string(b), err
+	}
+
+	health, err := encode(put.Health, put.Health == nil)
+	if err != nil {
+		return "", "", "", err
+	}
+
+	hooks, err := encode(put.Hooks, put.Hooks == nil)
+	if err != nil {
+		return "", "", "", err
+	}
+
+	warmPool, err := encode(put.WarmPool, put.WarmPool == nil)
+	return health, hooks, warmPool, err
+}
+
+// unmarshalLifecycle decodes what marshalLifecycle stored.
+func unmarshalLifecycle(health string, hooks string, warmPool string, put *api.DeploymentShapePut) error {
+	if health != "" {
+		put.Health = &api.DeploymentShapeHealth{}
+		err := json.Unmarshal([]byte(health), put.Health)
+		if err != nil {
+			return fmt.Errorf("corrupt health object: %w", err)
+		}
+	}
+
+	if hooks != "" {
+		put.Hooks = &api.DeploymentShapeHooks{}
+		err := json.Unmarshal([]byte(hooks), put.Hooks)
+		if err != nil {
+			return fmt.Errorf("corrupt hooks object: %w", err)
+		}
+	}
+
+	if warmPool != "" {
+		put.WarmPool = &api.DeploymentShapeWarmPool{}
+		err := json.Unmarshal([]byte(warmPool), put.WarmPool)
+		if err != nil {
+			return fmt.Errorf("corrupt warm_pool object: %w", err)
+		}
+	}
+
+	return nil
+}
+
+// InstanceHealth is an instance's health record.
+type InstanceHealth struct {
+	Status    string
+	Output    string
+	CheckedAt *time.Time
+
+	// Streak counts consecutive results: positive for passes, negative for failures.
+	Streak int
+
+	// Replacement is true for an instance autohealing made that has not been healthy yet.
+	Replacement bool
+}
+
+// InstanceHook is the lifecycle hook an instance waits in, if any.
+type InstanceHook struct {
+	// Hook is api.LifecycleLaunchingWait, api.LifecycleTerminatingWait or "".
+	Hook     string
+	Deadline *time.Time
+
+	// Action is what ends the wait once decided (continue or abandon), "" while waiting.
+	Action string
+}
+
+// SetInstanceHealth records a check's result on an instance that is still created.
+func SetInstanceHealth(ctx context.Context, tx *sql.Tx, id int64, h InstanceHealth) error {
+	result, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET health = ?, health_output = ?, health_checked_at = ?, health_streak = ?, replacement = ? WHERE id = ? AND state = 'created'",
+		h.Status, h.Output, h.CheckedAt, h.Streak, h.Replacement, id)
+	if err != nil {
+		return fmt.Errorf("record instance health: %w", err)
+	}
+
+	return expectOneRow(result)
+}
+
+// forgetInstanceHealth puts the instances of a shape that has no health checks back to
+// unknown.
+func forgetInstanceHealth(ctx context.Context, tx *sql.Tx, shapeID int64) error {
+	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET health = 'unknown', health_output = '', health_checked_at = NULL, health_streak = 0, replacement = 0 WHERE deployment_shape_id = ?", shapeID)
+	if err != nil {
+		return fmt.Errorf("forget instance health: %w", err)
+	}
+
+	return nil
+}
+
+// MarkInstanceReplacement records that an instance was made by autohealing.
+func MarkInstanceReplacement(ctx context.Context, tx *sql.Tx, id int64) error {
+	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET replacement = 1 WHERE id = ?", id)
+	if err != nil {
+		return fmt.Errorf("mark replacement: %w", err)
+	}
+
+	return nil
+}
+
+// SetInstanceHook puts an instance into a hook wait (or out of it with hook ""), clearing
+// any action decided before. Only a created instance waits.
+func SetInstanceHook(ctx context.Context, tx *sql.Tx, id int64, hook string, deadline *time.Time) error {
+	result, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET hook = ?, hook_deadline = ?, hook_action = '' WHERE id = ? AND state = 'created'", hook, deadline, id)
+	if err != nil {
+		return fmt.Errorf("set instance hook: %w", err)
+	}
+
+	return expectOneRow(result)
+}
+
+// SetInstanceHookAction decides how an instance's wait ends, or with action "" extends its
+// deadline (a heartbeat). It is a compare-and-set on the hook the caller saw.
+func SetInstanceHookAction(ctx context.Context, tx *sql.Tx, id int64, hook string, action string, deadline *time.Time) error {
+	result, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET hook_action = ?, hook_deadline = ? WHERE id = ? AND state = 'created' AND hook = ? AND hook_action = ''",
+		action, deadline, id, hook)
+	if err != nil {
+		return fmt.Errorf("set instance hook action: %w", err)
+	}
+
+	return expectOneRow(result)
+}
+
+// SetShapeReplaceFailures records the failed replacements in a row of a shape, and marks
+// it degraded (reason non-empty) or not.
+func SetShapeReplaceFailures(ctx context.Context, tx *sql.Tx, id int64, failures int, degraded string) error {
+	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes SET replace_failures = ?, degraded = ? WHERE id = ?", failures, degraded, id)
+	if err != nil {
+		return fmt.Errorf("record replacement failures: %w", err)
+	}
+
+	return nil
+}

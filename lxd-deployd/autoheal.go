@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// Autohealing: an instance of a shape with health.replace that is unhealthy past its
+// threshold, or missing from LXD, is replaced by the daemon itself: a new instance (the
+// shape's latest template), then the old one goes. It is not scaling: the old instance
+// leaves the count in the same transaction that reserves the new one, so the size stays
+// what the governor made it and the bound check still holds in that one transaction.
+
+const (
+	lifecycleInstanceReplaced  = "deployment-instance-replaced"
+	lifecycleInstanceHealthy   = "deployment-instance-healthy"
+	lifecycleInstanceUnhealthy = "deployment-instance-unhealthy"
+	lifecycleShapeDegraded     = "deployment-shape-degraded"
+
+	// maxReplaceFailures replacements in a row that never became healthy (or could not be
+	// made) stop autohealing of a shape: replacing every instance of a broken shape in a
+	// loop helps nobody.
+	maxReplaceFailures = 3
+)
+
+// unavailabilityBudget is how many instances of a shape may be out of service at once for
+// replacements. Autohealing takes from it now; rollouts will take from the same budget.
+type unavailabilityBudget interface {
+	// take claims one unit inside the reservation's transaction, or refuses with a 409.
+	take(ctx context.Context, tx *sql.Tx, shape *db.Shape) error
+}
+
+// replacingBudget counts the shape's instances in state replacing against
+// health.max_unavailable (default 1), and gives way to a running rollout. Being in the
+// database, it holds across a cluster.
+type replacingBudget struct{}
+
+func (replacingBudget) take(ctx context.Context, tx *sql.Tx, shape *db.Shape) error {
+	limit := health.DefaultMaxUnavailable
+	settings, ok := health.Parse(shape.Health)
+	if ok {
+		limit = settings.MaxUnavailable
+	}
+
+	if shape.Replacing >= limit {
+		return lxdapi.StatusErrorf(http.StatusConflict, "shape %s already replaces %d instances (health.max_unavailable is %d): wait for them", shape.Name, shape.Replacing, limit)
+	}
+
+	// A running rollout holds the shape's unavailability budget (its own max_unavailable
+	// and surge): autohealing waits for it rather than take instances out beside it. A
+	// rollout waits for health, so it does not step past unhealthy new instances either.
+	rollout, err := db.GetActiveRollout(ctx, tx, shape.ID)
+	if err != nil {
+		return err
+	}
+
+	if rollout != nil && rollout.Status == api.RolloutRunning {
+		return lxdapi.StatusErrorf(http.StatusConflict, "shape %s has a running rollout (%d): autohealing waits for it to finish or pause", shape.Name, rollout.Number)
+	}
+
+	return nil
+}
+
+// errGiveUp says a shape has had maxReplaceFailures failed replacements in a row.
+var errGiveUp = errors.New("too many failed replacements in a row")
+
+// autohealer finds instances to replace and replaces them, on the holder of the instances
+// lease.
+type autohealer struct {
+	db        *db.Cluster
+	fleet     *fleet
+	budget    unavailabilityBudget
+	lifecycle lifecycle
+	logger    *slog.Logger
+	owner     string
+	loop
+
+	mu     sync.Mutex
+	active map[int64]bool // rows of old instances this daemon is replacing
+	wg     sync.WaitGroup
+}
+
+func newAutohealer(cluster *db.Cluster, f *fleet, l lifecycle, logger *slog.Logger, owner string) *autohealer {
+	return &autohealer{db: cluster, fleet: f, budget: replacingBudget{}, lifecycle: l, logger: logger, owner: owner, loop: newLoop(), active: map[int64]bool{}}
+}
+
+// poke makes the autohealer look now rather than at its next tick (nil: no autohealing).
+func (h *autohealer) poke() {
+	if h != nil {
+		h.loop.poke()
+	}
+}
+
+// healthChanged hears the health checker's verdicts: it tells /1.0/events and the
+// governor, and looks for replacements at once when an instance turned unhealthy.
+func (h *autohealer) healthChanged(ctx context.Context, c health.Change) {
+	row := c.Instance
+	action := lifecycleInstanceHealthy
+	if c.After.Status == api.HealthUnhealthy {
+		action = lifecycleInstanceUnhealthy
+		h.poke()
+	}
+
+	h.lifecycle.emit(internalRequestor("health"), row.Project, row.DeploymentID, action, api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name))
+	h.lifecycle.notify(ctx, row.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: row.Shape, Instance: row.Name, Reason: c.After.Output})
+}
+
+// run looks for instances to replace until ctx ends, then waits for the replacements it
+// started, which run to the end as launches and deletes do.
+func (h *autohealer) run(ctx context.Context, interval time.Duration) {
+	defer h.wg.Wait()
+	h.loop.run(ctx, interval, h.logger, "autohealing", h.round)
+}
+
+// round starts a replacement of every instance that needs one (the budget, checked in each
+// reservation, holds them back), and finishes replacements a crash interrupted.
+func (h *autohealer) round(ctx context.Context) error {
+	if !h.fleet.lxd.Status().Online {
+		return nil
+	}
+
+	var shapes []db.Shape
+	var rows []db.Instance
+	err := h.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		shapes, err = db.GetShapes(ctx, tx, db.ShapeFilter{})
+		if err != nil {
+			return err
+		}
+
+		rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+
+	byID := map[int64]db.Shape{}
+	for _, s := range shapes {
+		settings, ok := health.Parse(s.Health)
+		if ok && settings.Replace || s.Replacing > 0 {
+			byID[s.ID] = s
+		}
+	}
+
+	if len(byID) == 0 {
+		return nil
+	}
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, row := range rows {
+		shape, ok := byID[row.ShapeID]
+		if !ok || h.active[row.ID] {
+			continue
+		}
+
+		var cause string
+		switch {
+		case row.State == db.InstanceReplacing && (row.Owner == h.owner || time.Since(row.StateChangedAt) > othersGrace):
+			// A crash came between the replacement's launch and the old instance's delete.
+			h.start(row, func(ctx context.Context) { h.removeOld(ctx, row) })
+			continue
+		case shape.StatusReason != "" || shape.Health == nil || !shape.Health.Replace:
+			continue // degraded (autohealing stopped until someone changes the shape), or off
+		case row.State == db.InstanceMissing:
+			cause = fmt.Sprintf("instance %s is missing from LXD", row.Name)
+		case row.State == db.InstanceCreated && row.Health.Status == api.HealthUnhealthy && row.Hook.Hook == "":
+			cause = fmt.Sprintf("instance %s is unhealthy: %s", row.Name, row.Health.Output)
+		default:
+			continue
+		}
+
+		h.start(row, func(ctx context.Context) { h.replace(ctx, shape, row, cause) })
+	}
+
+	return nil
+}
+
+// start runs f for an old instance's row in the background, once at a time per row.
+// The caller holds h.mu.
+func (h *autohealer) start(row db.Instance, f func(ctx context.Context)) {
+	h.active[row.ID] = true
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		// Replacements run to the end through a shutdown, as launches and deletes do.
+		f(context.Background())
+		h.mu.Lock()
+		delete(h.active, row.ID)
+		h.mu.Unlock()
+	}()
+}
+
+// replace launches a replacement for old and then deletes old.
+func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instance, cause string) {
+	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: old.Project, name: old.Deployment}, shape: old.Shape}, instance: replacementName(shape.Name, shape.Revision)}
+	by := internalRequestor("autoheal")
+	failures := 0
+	p, err := h.fleet.reserveLaunch(ctx, ref, change{
+		by:       by,
+		why:      cause,
+		replaces: old.Name,
+		before: func(ctx context.Context, tx *sql.Tx, s *db.Shape) error {
+			if s.StatusReason != "" {
+				return lxdapi.StatusErrorf(http.StatusConflict, "shape %s is degraded: autohealing stopped", s.Name)
+			}
+
+			err := h.budget.take(ctx, tx, s)
+			if err != nil {
+				return err
+			}
+
+			// A replacement that never became healthy is a failed replacement.
+			failures = s.ReplaceFailures
+			if old.Health.Replacement {
+				failures++
+				if failures >= maxReplaceFailures {
+					return errGiveUp
+				}
+
+				err = db.SetShapeReplaceFailures(ctx, tx, s.ID, failures, "")
+				if err != nil {
+					return err
+				}
+			}
+
+			err = db.SetInstanceState(ctx, tx, old.ID, old.State, db.InstanceReplacing, h.owner, time.Now())
+			if err != nil {
+				return err
+			}
+
+			// The old instance leaves the count here, so its replacement fits the bounds.
+			if old.State != db.InstanceMissing {
+				s.ScalingCurrent--
+			}
+
+			return nil
+		},
+		inTx: func(ctx context.Context, tx *sql.Tx, s *db.Shape, row int64) error {
+			return db.MarkInstanceReplacement(ctx, tx, row)
+		},
+	})
+	if errors.Is(err, errGiveUp) {
+		h.degrade(ctx, shape, old, maxReplaceFailures, cause)
+		return
+	}
+
+	if err != nil {
+		// Mostly the budget: another replacement runs; the next round tries again.
+		h.logger.Debug("autohealing: replacement not started", "instance", old.Name, "err", err)
+		return
+	}
+
+	h.logger.Info("autohealing: replacing instance", "instance", old.Name, "replacement", ref.instance, "cause", cause)
+	h.lifecycle.replaced(ctx, by, old, ref.instance, cause)
+	err = h.fleet.finishLaunch(ctx, p)
+	if err != nil {
+		h.logger.Warn("autohealing: replacement launch failed", "instance", old.Name, "replacement", ref.instance, "err", err)
+		// The old instance counts again, and the failure counts toward giving up.
+		_ = h.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			err := db.SetInstanceState(ctx, tx, old.ID, db.InstanceReplacing, old.State, h.owner, time.Now())
+			if err != nil {
+				return err
+			}
+
+			return db.SetShapeReplaceFailures(ctx, tx, shape.ID, failures+1, "")
+		})
+		if failures+1 >= maxReplaceFailures {
+			h.degrade(ctx, shape, old, failures+1, fmt.Sprintf("the last replacement could not be launched: %v", err))
+		}
+
+		return
+	}
+
+	old.State = db.InstanceReplacing
+	h.removeOld(ctx, old)
+}
+
+// removeOld deletes a replaced instance through the fleet; it no longer counts.
+func (h *autohealer) removeOld(ctx context.Context, old db.Instance) {
+	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: old.Project, name: old.Deployment}, shape: old.Shape}, instance: old.Name}
+	p, err := h.fleet.reserveDelete(ctx, ref, change{by: internalRequestor("autoheal"), why: "replaced"})
+	if err == nil {
+		err = h.fleet.finishDelete(ctx, p)
+	}
+
+	if err != nil {
+		h.logger.Warn("autohealing: delete replaced instance", "instance", old.Name, "err", err)
+	}
+}
+
+// degrade stops autohealing of a shape and says why.
+func (h *autohealer) degrade(ctx context.Context, shape db.Shape, last db.Instance, failures int, cause string) {
+	reason := fmt.Sprintf("%d replacements in a row did not become healthy (last: %s): autohealing stopped; fix the shape and update it to resume", failures, cause)
+	err := h.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return db.SetShapeReplaceFailures(ctx, tx, shape.ID, failures, reason)
+	})
+	if err != nil {
+		h.logger.Warn("autohealing: mark shape degraded", "shape", shape.Name, "err", err)
+		return
+	}
+
+	h.logger.Warn("autohealing: shape degraded", "shape", shape.Name, "reason", reason)
+	h.lifecycle.emit(internalRequestor("autoheal"), last.Project, shape.DeploymentID, lifecycleShapeDegraded, api.DeploymentShapeURL(last.Project, last.Deployment, shape.Name))
+	h.lifecycle.notify(ctx, shape.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: lifecycleShapeDegraded, Shape: shape.Name, Instance: last.Name, Reason: reason})
+}
+
+// replaced reports a replacement, with its cause, on /1.0/events and to the governor. It is
+// the one place replacements are announced, so that an activity log can take them here.
+func (l lifecycle) replaced(ctx context.Context, by api.DeploymentRequestor, old db.Instance, replacement string, cause string) {
+	if l.events != nil {
+		l.events.Lifecycle(old.Project, old.DeploymentID, lifecycleInstanceReplaced, api.DeploymentShapeInstanceURL(old.Project, old.Deployment, old.Shape, old.Name),
+			map[string]any{"cause": cause, "replacement": replacement}, &lxdapi.EventLifecycleRequestor{Username: by.Name, Protocol: by.Protocol})
+	}
+
+	l.notify(ctx, old.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: lifecycleInstanceReplaced, Shape: old.Shape, Instance: old.Name,
+		Reason: fmt.Sprintf("%s: replaced by %s", cause, replacement)})
+}

@@ -1,0 +1,251 @@
+package health
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+)
+
+// Change is a verdict that moved: an instance became healthy or unhealthy.
+type Change struct {
+	Instance db.Instance
+	Before   db.InstanceHealth
+	After    db.InstanceHealth
+}
+
+// Checker runs the checks of every instance of every shape with a health object. One
+// daemon of a cluster checks (the caller runs it under a lease), so each instance is
+// checked by one member;
+// checks are spread over each interval with jitter and at most Concurrency run at once, so a
+// thousand instances do not hit LXD in the same second.
+type Checker struct {
+	DB          *db.Cluster
+	LXD         *backend.LXD
+	Logger      *slog.Logger
+	Concurrency int
+
+	// OnChange is told of verdicts that moved, after they are recorded.
+	OnChange func(ctx context.Context, c Change)
+
+	mu      sync.Mutex
+	due     map[int64]time.Time // instance row id -> next check
+	running map[int64]bool
+	slots   chan struct{}
+}
+
+// Run checks until ctx ends, looking for due checks every tick.
+func (c *Checker) Run(ctx context.Context, tick time.Duration) {
+	c.due = map[int64]time.Time{}
+	c.running = map[int64]bool{}
+	c.slots = make(chan struct{}, max(c.Concurrency, 1))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+
+		err := c.round(ctx, &wg)
+		if err != nil && ctx.Err() == nil {
+			c.Logger.Debug("health round", "err", err)
+		}
+	}
+}
+
+// target is one instance to check and how.
+type target struct {
+	row      db.Instance
+	settings Settings
+}
+
+// round starts the checks that are due, never waiting for one: a slow check holds its slot
+// only, and an instance is never checked twice at once.
+func (c *Checker) round(ctx context.Context, wg *sync.WaitGroup) error {
+	if !c.LXD.Status().Online {
+		return nil
+	}
+
+	targets, err := c.targets(ctx)
+	if err != nil || len(targets) == 0 {
+		return err
+	}
+
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	seen := map[int64]bool{}
+	for _, t := range targets {
+		id := t.row.ID
+		seen[id] = true
+		next, scheduled := c.due[id]
+		if !scheduled {
+			// The first check of an instance lands anywhere in its first interval.
+			c.due[id] = now.Add(time.Duration(rand.Int64N(int64(t.settings.Interval))))
+			continue
+		}
+
+		if now.Before(next) || c.running[id] {
+			continue
+		}
+
+		select {
+		case c.slots <- struct{}{}:
+		default:
+			return nil // every slot is busy: the rest wait for the next tick
+		}
+
+		c.running[id] = true
+		wg.Add(1)
+		go func(t target) {
+			defer wg.Done()
+			defer func() { <-c.slots }()
+			c.check(ctx, t)
+			c.mu.Lock()
+			delete(c.running, t.row.ID)
+			// +-10% jitter keeps instances that started together from staying in step.
+			jitter := time.Duration(rand.Int64N(int64(t.settings.Interval)/5+1)) - t.settings.Interval/10
+			c.due[t.row.ID] = time.Now().Add(t.settings.Interval + jitter)
+			c.mu.Unlock()
+		}(t)
+	}
+
+	for id := range c.due {
+		if !seen[id] && !c.running[id] {
+			delete(c.due, id)
+		}
+	}
+
+	return nil
+}
+
+// targets lists the created instances of shapes that have health checks.
+func (c *Checker) targets(ctx context.Context) ([]target, error) {
+	var targets []target
+	err := c.DB.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		shapes, err := db.GetShapes(ctx, tx, db.ShapeFilter{})
+		if err != nil {
+			return err
+		}
+
+		settings := map[int64]Settings{}
+		for _, s := range shapes {
+			parsed, ok := Parse(s.Health)
+			if ok {
+				settings[s.ID] = parsed
+			}
+		}
+
+		if len(settings) == 0 {
+			return nil
+		}
+
+		rows, err := db.GetInstances(ctx, tx, db.InstanceFilter{State: db.InstanceCreated})
+		if err != nil {
+			return err
+		}
+
+		for _, row := range rows {
+			s, ok := settings[row.ShapeID]
+			if ok {
+				targets = append(targets, target{row: row, settings: s})
+			}
+		}
+
+		return nil
+	})
+
+	return targets, err
+}
+
+// check runs one instance's check and records the verdict.
+func (c *Checker) check(ctx context.Context, t target) {
+	result := Result{At: time.Now()}
+	client, err := c.LXD.Client()
+	if err != nil {
+		return // LXD is down: no verdict on the instance
+	}
+
+	checkCtx, cancel := context.WithTimeout(ctx, t.settings.Timeout)
+	out, err := backend.Exec(checkCtx, client, t.row.Project, t.row.Name, t.settings.Command, OutputLimit)
+	cancel()
+	if ctx.Err() != nil {
+		return
+	}
+
+	switch {
+	case err != nil:
+		result.Output = truncate(fmt.Sprintf("check did not run: %v", err))
+	case out.ExitCode != 0:
+		result.Output = truncate(fmt.Sprintf("exit status %d: %s", out.ExitCode, out.Output))
+	default:
+		result.Passed = true
+		result.Output = out.Output
+	}
+
+	var change *Change
+	err = c.DB.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		change = nil
+		row, err := db.GetInstance(ctx, tx, t.row.ShapeID, t.row.Name)
+		if err != nil {
+			return err
+		}
+
+		if row.ID != t.row.ID || row.State != db.InstanceCreated {
+			return nil // deleted or replaced meanwhile: nothing to record
+		}
+
+		next := Next(row.Health, t.settings, row.StateChangedAt, result)
+		err = db.SetInstanceHealth(ctx, tx, row.ID, next)
+		if err != nil {
+			return err
+		}
+
+		// A replacement that became healthy ends a run of failed replacements.
+		if row.Health.Replacement && !next.Replacement {
+			err = db.SetShapeReplaceFailures(ctx, tx, row.ShapeID, 0, "")
+			if err != nil {
+				return err
+			}
+		}
+
+		if next.Status != row.Health.Status && (next.Status == "healthy" || next.Status == "unhealthy") {
+			change = &Change{Instance: *row, Before: row.Health, After: next}
+		}
+
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			c.Logger.Debug("record health", "instance", t.row.Name, "err", err)
+		}
+
+		return
+	}
+
+	if change != nil {
+		c.Logger.Info("instance health changed", "instance", t.row.Name, "project", t.row.Project, "health", change.After.Status, "output", change.After.Output)
+		if c.OnChange != nil {
+			c.OnChange(ctx, *change)
+		}
+	}
+}
+
+func truncate(s string) string {
+	if len(s) > OutputLimit {
+		return s[:OutputLimit]
+	}
+
+	return s
+}

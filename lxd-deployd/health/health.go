@@ -1,0 +1,124 @@
+// Package health runs a shape's health checks on its instances (LXD exec), keeps each
+// instance's verdict in the database, and tells the daemon when one changes. A check never
+// runs in a request: the API only reads the recorded verdicts.
+package health
+
+import (
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// Defaults of a health object's optional fields (issue 10).
+const (
+	DefaultInterval           = 10 * time.Second
+	DefaultTimeout            = 5 * time.Second
+	DefaultGrace              = 30 * time.Second
+	DefaultHealthyThreshold   = 1
+	DefaultUnhealthyThreshold = 3
+	DefaultMaxUnavailable     = 1
+
+	// OutputLimit is how much of a check's output is kept.
+	OutputLimit = 1024
+)
+
+// Settings is a health object with its defaults filled in and durations parsed.
+type Settings struct {
+	Command            []string
+	Interval           time.Duration
+	Timeout            time.Duration
+	Grace              time.Duration
+	HealthyThreshold   int
+	UnhealthyThreshold int
+	Replace            bool
+	MaxUnavailable     int
+}
+
+// Parse fills in the defaults of a validated health object; ok is false when there is none.
+func Parse(h *api.DeploymentShapeHealth) (Settings, bool) {
+	if h == nil || len(h.Command) == 0 {
+		return Settings{}, false
+	}
+
+	s := Settings{
+		Command:            h.Command,
+		Interval:           duration(h.Interval, DefaultInterval),
+		Timeout:            duration(h.Timeout, DefaultTimeout),
+		Grace:              duration(h.Grace, DefaultGrace),
+		HealthyThreshold:   orDefault(h.HealthyThreshold, DefaultHealthyThreshold),
+		UnhealthyThreshold: orDefault(h.UnhealthyThreshold, DefaultUnhealthyThreshold),
+		Replace:            h.Replace,
+		MaxUnavailable:     orDefault(h.MaxUnavailable, DefaultMaxUnavailable),
+	}
+
+	return s, true
+}
+
+func duration(value string, fallback time.Duration) time.Duration {
+	d, err := time.ParseDuration(value)
+	if value == "" || err != nil {
+		return fallback
+	}
+
+	return d
+}
+
+func orDefault(n int, fallback int) int {
+	if n <= 0 {
+		return fallback
+	}
+
+	return n
+}
+
+// Result is the outcome of one check.
+type Result struct {
+	Passed bool
+	Output string
+	At     time.Time
+}
+
+// Next is an instance's health record after one more result. Results in a row count toward
+// a threshold; a failure within the grace period after the instance started gives no
+// verdict (the service may still be starting), but a pass does.
+func Next(prev db.InstanceHealth, s Settings, started time.Time, r Result) db.InstanceHealth {
+	next := prev
+	at := r.At.UTC()
+	next.Output = r.Output
+	next.CheckedAt = &at
+	if next.Status == "" || next.Status == api.HealthUnknown {
+		next.Status = api.HealthStarting
+	}
+
+	if r.Passed {
+		next.Streak = max(prev.Streak, 0) + 1
+	} else {
+		next.Streak = min(prev.Streak, 0) - 1
+		if r.At.Before(started.Add(s.Grace)) {
+			next.Streak = 0
+		}
+	}
+
+	switch {
+	case next.Streak >= s.HealthyThreshold:
+		next.Status = api.HealthHealthy
+		next.Replacement = false
+	case next.Streak <= -s.UnhealthyThreshold:
+		next.Status = api.HealthUnhealthy
+	}
+
+	return next
+}
+
+// Ready says whether an instance of a shape with health object h counts as ready: made,
+// out of its launching:wait, and healthy when the shape has checks. A rollout waits for it
+// before it takes the next step.
+func Ready(h *api.DeploymentShapeHealth, row db.Instance) bool {
+	if row.State != db.InstanceCreated || row.Hook.Hook == api.LifecycleLaunchingWait {
+		return false
+	}
+
+	_, checked := Parse(h)
+	return !checked || row.Health.Status == api.HealthHealthy
+}

@@ -1,0 +1,390 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// Lifecycle hooks (AWS Auto Scaling's, with heartbeats): a deleted instance first waits in
+// terminating:wait so that it can drain, and a new one waits in launching:wait before it
+// counts as ready, until its governor (or the instance itself, over its socket) ends the
+// wait, or the timeout passes and the shape's default action applies. The wait and its
+// deadline live in the instance's record, so a restart resumes it; the hook keeper, on the
+// holder of the instances lease, is the one place that ends waits.
+
+const (
+	lifecycleInstanceTerminating = "deployment-instance-terminating"
+	lifecycleInstanceLaunching   = "deployment-instance-launching"
+	lifecycleInstanceReady       = "deployment-instance-ready"
+	lifecycleInstanceKept        = "deployment-instance-kept"
+)
+
+// hookTimeout returns the wait of a shape's terminate (or launch) hook, nil when off.
+func hookTimeout(hooks *api.DeploymentShapeHooks, terminate bool) *time.Duration {
+	if hooks == nil {
+		return nil
+	}
+
+	value := hooks.LaunchTimeout
+	if terminate {
+		value = hooks.TerminateTimeout
+	}
+
+	d, err := time.ParseDuration(value)
+	if value == "" || err != nil || d <= 0 {
+		return nil
+	}
+
+	return &d
+}
+
+// defaultAction is what ends a wait that timed out.
+func defaultAction(hooks *api.DeploymentShapeHooks) string {
+	if hooks == nil || hooks.DefaultAction == "" {
+		return api.LifecycleActionContinue
+	}
+
+	return hooks.DefaultAction
+}
+
+// startLaunchWait puts a just created instance into launching:wait.
+func startLaunchWait(ctx context.Context, tx *sql.Tx, row int64, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout).UTC()
+	return db.SetInstanceHook(ctx, tx, row, api.LifecycleLaunchingWait, &deadline)
+}
+
+// waiting tells the governor (webhook) and /1.0/events that an instance waits in a hook.
+func (l lifecycle) waiting(ctx context.Context, by api.DeploymentRequestor, ref instanceRef, deploymentID int64, hook string, deadline time.Time) {
+	action := lifecycleInstanceTerminating
+	if hook == api.LifecycleLaunchingWait {
+		action = lifecycleInstanceLaunching
+	}
+
+	l.emit(by, ref.project, deploymentID, action, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
+	deadline = deadline.UTC()
+	l.notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: ref.shape, Instance: ref.instance, Deadline: &deadline,
+		Reason: fmt.Sprintf("%s until %s: POST .../instances/%s/lifecycle with continue, abandon or heartbeat", hook, deadline.Format(time.RFC3339), ref.instance)})
+}
+
+// startDrain begins a delete of an instance of a shape with a terminate hook: the bound
+// check and the wait in one transaction (the instance counts on, but no second delete may
+// count it), then an operation that ends when the instance is gone or the drain abandoned.
+// draining is false when the shape has no terminate hook: the caller deletes at once.
+func (f *fleet) startDrain(ctx context.Context, ref instanceRef, c change) (*operations.Operation, bool, error) {
+	var deploymentID int64
+	var deadline time.Time
+	var row *db.Instance
+	draining := false
+	err := f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		draining = false // a retried transaction starts over
+		var shape *db.Shape
+		var err error
+		deploymentID, shape, err = shapeInTx(ctx, tx, ref.shapeRef)
+		if err != nil {
+			return err
+		}
+
+		timeout := hookTimeout(shape.Hooks, true)
+		if timeout == nil {
+			return nil
+		}
+
+		row, err = db.GetInstance(ctx, tx, shape.ID, ref.instance)
+		if err != nil {
+			return err
+		}
+
+		// Only a running member of the shape drains; the rest are the plain delete's business.
+		if row.State != db.InstanceCreated {
+			return nil
+		}
+
+		if row.Hook.Hook == api.LifecycleTerminatingWait {
+			return lxdapi.StatusErrorf(http.StatusConflict, "instance %s already waits in terminating:wait: end the wait with POST .../instances/%s/lifecycle {\"action\": \"continue\"}", row.Name, row.Name)
+		}
+
+		err = shapes.CheckShrink(shape)
+		if err != nil {
+			return err
+		}
+
+		draining = true
+		deadline = time.Now().Add(*timeout).UTC()
+		return db.SetInstanceHook(ctx, tx, row.ID, api.LifecycleTerminatingWait, &deadline)
+	})
+	if err != nil || !draining {
+		return nil, false, err
+	}
+
+	f.lifecycle.waiting(ctx, c.by, ref, deploymentID, api.LifecycleTerminatingWait, deadline)
+	rowID := row.ID
+	op := f.ops.Start(operations.Args{
+		Description:  fmt.Sprintf("Deleting instance %s of shape %s (draining until its hook ends)", ref.instance, ref.shape),
+		Project:      ref.project,
+		DeploymentID: deploymentID,
+		Resources:    instanceResources(ref),
+		Run: func(ctx context.Context, op *operations.Operation) error {
+			return f.waitDrained(ctx, ref, rowID)
+		},
+	})
+
+	return op, true, nil
+}
+
+// waitDrained waits until the hook keeper has deleted the instance (success) or the drain
+// was abandoned (the instance stays: an error says so).
+func (f *fleet) waitDrained(ctx context.Context, ref instanceRef, rowID int64) error {
+	ticker := time.NewTicker(200 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-f.stopping:
+			return fmt.Errorf("lxd-deployd stopped: instance %s still waits in terminating:wait, and its deadline holds across the restart", ref.instance)
+		case <-ticker.C:
+		}
+
+		var row *db.Instance
+		err := f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			_, shape, err := shapeInTx(ctx, tx, ref.shapeRef)
+			if err != nil {
+				return err
+			}
+
+			row, err = db.GetInstance(ctx, tx, shape.ID, ref.instance)
+			return err
+		})
+		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) || (err == nil && row.ID != rowID) {
+			return nil // deleted (and perhaps the name reused since)
+		}
+
+		if err != nil {
+			continue
+		}
+
+		if row.State == db.InstanceCreated && row.Hook.Hook == "" {
+			return fmt.Errorf("the drain of instance %s was abandoned: the instance stays", ref.instance)
+		}
+	}
+}
+
+// instanceLifecycle serves POST .../instances/{instance}/lifecycle: continue, abandon or
+// heartbeat an instance's wait.
+func (a instancesAPI) lifecycleAction(r *http.Request) response.Response {
+	ref, err := instanceFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	var req api.DeploymentInstanceLifecyclePost
+	err = decodeBody(r, &req)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	switch req.Action {
+	case api.LifecycleActionContinue, api.LifecycleActionAbandon, api.LifecycleActionHeartbeat:
+	default:
+		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "action %q is not valid: use continue, abandon or heartbeat", req.Action))
+	}
+
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		_, shape, err := shapeInTx(ctx, tx, ref.shapeRef)
+		if err != nil {
+			return err
+		}
+
+		row, err := db.GetInstance(ctx, tx, shape.ID, ref.instance)
+		if err != nil {
+			return err
+		}
+
+		if row.Hook.Hook == "" || row.State != db.InstanceCreated {
+			return lxdapi.StatusErrorf(http.StatusConflict, "instance %s waits in no lifecycle hook: nothing to %s", row.Name, req.Action)
+		}
+
+		if row.Hook.Action != "" {
+			return lxdapi.StatusErrorf(http.StatusConflict, "the wait of instance %s is already ending (%s)", row.Name, row.Hook.Action)
+		}
+
+		if req.Action == api.LifecycleActionHeartbeat {
+			timeout := hookTimeout(shape.Hooks, row.Hook.Hook == api.LifecycleTerminatingWait)
+			if timeout == nil {
+				return lxdapi.StatusErrorf(http.StatusConflict, "the shape no longer sets a timeout for %s: use continue or abandon", row.Hook.Hook)
+			}
+
+			deadline := time.Now().Add(*timeout).UTC()
+			return db.SetInstanceHookAction(ctx, tx, row.ID, row.Hook.Hook, "", &deadline)
+		}
+
+		return db.SetInstanceHookAction(ctx, tx, row.ID, row.Hook.Hook, req.Action, row.Hook.Deadline)
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	a.hooks.poke()
+	return response.EmptySyncResponse()
+}
+
+// hookKeeper ends the waits that are decided or past their deadline. It runs on the holder
+// of the instances lease; every change it makes is a compare-and-set on the record it read.
+type hookKeeper struct {
+	db        *db.Cluster
+	fleet     *fleet
+	lifecycle lifecycle
+	logger    *slog.Logger
+	loop
+}
+
+func newHookKeeper(cluster *db.Cluster, f *fleet, l lifecycle, logger *slog.Logger) *hookKeeper {
+	return &hookKeeper{db: cluster, fleet: f, lifecycle: l, logger: logger, loop: newLoop()}
+}
+
+// poke makes the keeper look now rather than at its next tick (nil: no keeper).
+func (k *hookKeeper) poke() {
+	if k != nil {
+		k.loop.poke()
+	}
+}
+
+func (k *hookKeeper) run(ctx context.Context, interval time.Duration) {
+	k.loop.run(ctx, interval, k.logger, "lifecycle hooks", k.round)
+}
+
+// round ends every wait that is due.
+func (k *hookKeeper) round(ctx context.Context) error {
+	var due []db.Instance
+	actions := map[int64]string{}
+	err := k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		due = nil
+		rows, err := db.GetInstances(ctx, tx, db.InstanceFilter{State: db.InstanceCreated})
+		if err != nil {
+			return err
+		}
+
+		shapesByID := map[int64]*db.Shape{}
+		now := time.Now()
+		for _, row := range rows {
+			if row.Hook.Hook == "" {
+				continue
+			}
+
+			action := row.Hook.Action
+			if action == "" && row.Hook.Deadline != nil && now.After(*row.Hook.Deadline) {
+				shape := shapesByID[row.ShapeID]
+				if shape == nil {
+					shape, err = db.GetShape(ctx, tx, row.DeploymentID, row.Shape)
+					if err != nil {
+						return err
+					}
+
+					shapesByID[row.ShapeID] = shape
+				}
+
+				action = defaultAction(shape.Hooks)
+			}
+
+			if action != "" {
+				due = append(due, row)
+				actions[row.ID] = action
+			}
+		}
+
+		return nil
+	})
+	if err != nil || len(due) == 0 {
+		return err
+	}
+
+	for _, row := range due {
+		k.end(ctx, row, actions[row.ID])
+	}
+
+	return nil
+}
+
+// end ends one wait with an action.
+func (k *hookKeeper) end(ctx context.Context, row db.Instance, action string) {
+	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: row.Project, name: row.Deployment}, shape: row.Shape}, instance: row.Name}
+	source := api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name)
+	by := internalRequestor("lifecycle-hooks")
+	clear := func() error {
+		return k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			return db.SetInstanceHook(ctx, tx, row.ID, "", nil)
+		})
+	}
+
+	k.logger.Info("lifecycle hook ends", "instance", row.Name, "hook", row.Hook.Hook, "action", action)
+	switch {
+	case row.Hook.Hook == api.LifecycleTerminatingWait && action == api.LifecycleActionContinue:
+		p, err := k.fleet.reserveDelete(ctx, ref, change{by: by, why: "drained", drained: true})
+		if err != nil {
+			k.logger.Warn("delete drained instance", "instance", row.Name, "err", err)
+			return
+		}
+
+		err = k.fleet.finishDelete(ctx, p)
+		if err != nil {
+			k.logger.Warn("delete drained instance", "instance", row.Name, "err", err)
+		}
+	case row.Hook.Hook == api.LifecycleTerminatingWait:
+		// Abandoning a drain keeps the instance: whoever could not drain it says it must stay.
+		if clear() == nil {
+			k.lifecycle.emit(by, row.Project, row.DeploymentID, lifecycleInstanceKept, source)
+			k.lifecycle.instanceChanged(ctx, row.DeploymentID, lifecycleInstanceKept, row.Shape, row.Name)
+		}
+	case action == api.LifecycleActionContinue:
+		if clear() == nil {
+			k.lifecycle.emit(by, row.Project, row.DeploymentID, lifecycleInstanceReady, source)
+			k.lifecycle.instanceChanged(ctx, row.DeploymentID, lifecycleInstanceReady, row.Shape, row.Name)
+		}
+	default:
+		// An abandoned launch is undone like a failed one: the instance goes. It turns into
+		// a decided drain first, so that a delete that fails now is retried next round.
+		err := k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			err := db.SetInstanceHook(ctx, tx, row.ID, api.LifecycleTerminatingWait, row.Hook.Deadline)
+			if err != nil {
+				return err
+			}
+
+			return db.SetInstanceHookAction(ctx, tx, row.ID, api.LifecycleTerminatingWait, api.LifecycleActionContinue, row.Hook.Deadline)
+		})
+		if err != nil {
+			return
+		}
+
+		p, err := k.fleet.reserveDelete(ctx, ref, change{by: by, why: "launch abandoned", drained: true})
+		if err == nil {
+			err = k.fleet.finishDelete(ctx, p)
+		}
+
+		if err != nil && !errors.Is(err, db.ErrInstanceChanged) {
+			k.logger.Warn("delete abandoned launch", "instance", row.Name, "err", err)
+		}
+	}
+}
+
+// withLifecycle adds an instance's health verdict and the hook it waits in to its API form.
+func withLifecycle(instance *api.DeploymentInstance, row db.Instance) {
+	instance.Health = row.Health.Status
+	instance.Lifecycle = row.Hook.Hook
+	instance.LifecycleDeadline = row.Hook.Deadline
+	if row.Health.CheckedAt != nil {
+		instance.HealthCheck = &api.DeploymentInstanceHealth{Status: row.Health.Status, Output: row.Health.Output, CheckedAt: row.Health.CheckedAt}
+	}
+}

@@ -1,0 +1,427 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// Warm pools: instances of a shape made ahead and kept stopped, so that a launch is a
+// rename and a start rather than an image unpack. They are not instances of the shape (their
+// own table; they never count), carry the shape's keys and delete protection in LXD plus a
+// warm-pool mark, and are made from the shape's current template: one made from an older
+// template is replaced, never handed out.
+
+// warmPool hands pool instances to launches and keeps each shape's pool at its size.
+type warmPool struct {
+	db       *db.Cluster
+	lxd      *backend.LXD
+	inflight *inflight
+	logger   *slog.Logger
+	owner    string
+	loop
+}
+
+func newWarmPool(cluster *db.Cluster, lxd *backend.LXD, flight *inflight, logger *slog.Logger, owner string) *warmPool {
+	return &warmPool{db: cluster, lxd: lxd, inflight: flight, logger: logger, owner: owner, loop: newLoop()}
+}
+
+// create makes a reserved instance in LXD: from the warm pool when it has one of the
+// shape's current template, else from the image.
+func (f *fleet) create(ctx context.Context, p *pendingLaunch) error {
+	if f.pool != nil {
+		taken, err := f.pool.take(ctx, p)
+		if taken || err != nil {
+			return err
+		}
+	}
+
+	return backend.CreateInstance(ctx, p.client, p.ref.project, p.req)
+}
+
+// take turns a pool instance into the launch's instance. taken is false when there was
+// none, or when the one taken failed and was removed: the caller then makes the instance
+// cold. An error means a failed pool instance could not be removed.
+func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
+	var pooled *db.PoolInstance
+	err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if pooled != nil {
+			w.inflight.remove(p.ref.project, pooled.Name) // a retried transaction
+		}
+
+		var err error
+		pooled, err = db.TakePoolInstance(ctx, tx, p.shapeID, p.templateHash, w.owner, time.Now())
+		if pooled != nil {
+			// Before the commit, so that this daemon's pool round never sees the claim
+			// without the work behind it.
+			w.inflight.add(p.ref.project, pooled.Name)
+		}
+
+		return err
+	})
+	if err != nil && pooled != nil {
+		w.inflight.remove(p.ref.project, pooled.Name)
+	}
+
+	if err != nil || pooled == nil {
+		return false, nil
+	}
+
+	defer w.inflight.remove(p.ref.project, pooled.Name)
+	defer w.poke() // refill
+	// The row goes last: until then every daemon's sweep knows the instance is spoken for.
+	defer func() {
+		_ = w.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+			return db.DeletePoolInstance(ctx, tx, pooled.ID, db.PoolTaking)
+		})
+	}()
+
+	renamed, err := backend.TakePoolInstance(ctx, p.client, p.ref.project, pooled.Name, p.req)
+	if err == nil {
+		return true, nil
+	}
+
+	w.logger.Warn("warm pool instance could not be used: launching cold", "instance", pooled.Name, "err", err)
+	name := pooled.Name
+	if renamed {
+		name = p.req.Name
+	}
+
+	cleanupErr := backend.DeleteInstance(context.WithoutCancel(ctx), p.client, p.ref.project, name)
+	if cleanupErr != nil {
+		if renamed {
+			return true, &backend.LeftBehindError{Err: err, Cleanup: cleanupErr}
+		}
+
+		// Still under its pool name and unrecorded: the pool's next round removes it.
+		w.logger.Warn("warm pool: remove unusable pool instance", "instance", name, "err", cleanupErr)
+	}
+
+	return false, nil
+}
+
+func (w *warmPool) run(ctx context.Context, interval time.Duration) {
+	w.loop.run(ctx, interval, w.logger, "warm pool", w.round)
+}
+
+// round brings every pool to its size (on the holder of the instances lease): outdated, surplus and vanished
+// pool instances go, missing ones are made, and tagged instances nobody records (a deleted
+// shape's pool, a crash mid-create) are removed.
+func (w *warmPool) round(ctx context.Context) error {
+	if !w.lxd.Status().Online {
+		return nil
+	}
+
+	client, err := w.lxd.Client()
+	if err != nil {
+		return err
+	}
+
+	var shapes []db.Shape
+	var rows []db.PoolInstance
+	var members []db.Instance
+	var projects []string
+	deploymentProject := map[int64]string{}
+	deploymentName := map[int64]string{}
+	err = w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		shapes, err = db.GetShapes(ctx, tx, db.ShapeFilter{})
+		if err != nil {
+			return err
+		}
+
+		rows, err = db.GetPoolInstances(ctx, tx, 0)
+		if err != nil {
+			return err
+		}
+
+		members, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
+		if err != nil {
+			return err
+		}
+
+		deployments, err := db.GetDeployments(ctx, tx, db.DeploymentFilter{})
+		if err != nil {
+			return err
+		}
+
+		for _, d := range deployments {
+			deploymentProject[d.ID], deploymentName[d.ID] = d.Project, d.Name
+		}
+
+		projects, err = db.GetProjects(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+
+	live := map[string]lxdapi.Instance{}
+	for _, project := range projects {
+		instances, err := backend.ListInstances(client, project)
+		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
+			continue
+		}
+
+		if err != nil {
+			return err
+		}
+
+		for name, instance := range instances {
+			live[project+"/"+name] = instance
+		}
+	}
+
+	// Tagged pool instances without a record go. An instance of a shape may still carry
+	// the mark for a moment after a launch took it from the pool.
+	known := map[string]bool{}
+	for _, row := range rows {
+		known[row.Project+"/"+row.Name] = true
+	}
+
+	for _, row := range members {
+		known[row.Project+"/"+row.Name] = true
+	}
+
+	for key, instance := range live {
+		if instance.Config[backend.ConfigWarmPool] == "" || known[key] || w.inflight.has(instance.Project, instance.Name) {
+			continue
+		}
+
+		w.logger.Info("warm pool: removing unrecorded pool instance", "instance", instance.Name, "project", instance.Project)
+		_ = backend.DeleteInstance(ctx, client, instance.Project, instance.Name)
+	}
+
+	byShape := map[int64][]db.PoolInstance{}
+	for _, row := range rows {
+		byShape[row.ShapeID] = append(byShape[row.ShapeID], row)
+	}
+
+	for _, shape := range shapes {
+		want := 0
+		if shape.WarmPool != nil {
+			want = shape.WarmPool.Size
+		}
+
+		hash := backend.TemplateHash(shape.InstanceTemplate)
+		have := 0
+		for _, row := range byShape[shape.ID] {
+			_, exists := live[row.Project+"/"+row.Name]
+			othersRunning := row.Owner != w.owner && time.Since(row.StateChangedAt) < othersGrace
+			switch {
+			case row.State == db.PoolTaking && (w.inflight.has(row.Project, row.Name) || othersRunning):
+				// A launch is taking it (here or on another daemon): it is leaving the pool.
+			case w.inflight.has(row.Project, row.Name):
+				have++ // being made right now
+			case row.State == db.PoolCreating && othersRunning:
+				have++ // another daemon's create, still running
+			case row.State == db.PoolReady && exists && row.TemplateHash == hash && have < want:
+				have++
+			default:
+				// Outdated, surplus, vanished, or left creating by a crash.
+				w.remove(ctx, row)
+			}
+		}
+
+		project := deploymentProject[shape.DeploymentID]
+		for ; have < want && ctx.Err() == nil; have++ {
+			err = w.fill(ctx, shape, project, deploymentName[shape.DeploymentID], hash)
+			if err != nil {
+				w.logger.Warn("warm pool: make pool instance", "shape", shape.Name, "err", err)
+				break
+			}
+		}
+	}
+
+	return nil
+}
+
+// fill makes one pool instance for a shape.
+func (w *warmPool) fill(ctx context.Context, shape db.Shape, project string, deployment string, hash string) error {
+	client, err := w.lxd.Client()
+	if err != nil {
+		return err
+	}
+
+	name := poolInstanceName(shape.Name)
+	var row int64
+	err = w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		row, err = db.CreatePoolInstance(ctx, tx, shape.ID, name, hash, w.owner, time.Now())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+
+	w.inflight.add(project, name)
+	defer w.inflight.remove(project, name)
+	err = backend.CreatePoolInstance(ctx, client, project, backend.InstanceRequest(shape.InstanceTemplate, name, deployment, shape.Name))
+	var leftBehind *backend.LeftBehindError
+	if errors.As(err, &leftBehind) {
+		return err // the row stays creating; a later round removes both
+	}
+
+	return w.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+		if err != nil {
+			_ = db.DeletePoolInstance(ctx, tx, row, db.PoolCreating)
+			return err
+		}
+
+		return db.SetPoolInstanceReady(ctx, tx, row)
+	})
+}
+
+// remove deletes a pool instance in LXD, then its record. It claims the record first, so
+// that no launch on another daemon takes the instance while it goes.
+func (w *warmPool) remove(ctx context.Context, row db.PoolInstance) {
+	if row.State != db.PoolTaking {
+		err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			return db.ClaimPoolInstance(ctx, tx, row.ID, row.State, w.owner, time.Now())
+		})
+		if err != nil {
+			return // taken or changed meanwhile
+		}
+
+		row.State = db.PoolTaking
+	}
+
+	client, err := w.lxd.Client()
+	if err == nil {
+		err = backend.DeleteInstance(ctx, client, row.Project, row.Name)
+	}
+
+	if err != nil {
+		w.logger.Warn("warm pool: remove pool instance", "instance", row.Name, "err", err)
+		return
+	}
+
+	_ = w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return db.DeletePoolInstance(ctx, tx, row.ID, row.State)
+	})
+}
+
+// poolInstanceName names a pool instance after its shape: web-w1a2b3c4.
+func poolInstanceName(shape string) string {
+	if len(shape) > 50 {
+		shape = shape[:50]
+	}
+
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return shape + "-w" + hex.EncodeToString(b)
+}
+
+// warmPoolList serves GET .../shapes/{shape}/warm-pool: the shape's pool instances.
+func (a shapesAPI) warmPoolList(r *http.Request) response.Response {
+	ref, err := shapeFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	var rows []db.PoolInstance
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		_, shape, err := shapeInTx(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+
+		rows, err = db.GetPoolInstances(ctx, tx, shape.ID)
+		return err
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	result := make([]api.DeploymentShapeWarmPoolInstance, 0, len(rows))
+	for _, row := range rows {
+		result = append(result, api.DeploymentShapeWarmPoolInstance{Name: row.Name, State: row.State, TemplateHash: row.TemplateHash, CreatedAt: row.CreatedAt})
+	}
+
+	return response.SyncResponse(result)
+}
+
+// poolReturn is a scale-in that returns its instance to the shape's warm pool.
+type poolReturn struct {
+	shapeID int64
+	shape   string
+	hash    string
+}
+
+// reusable says whether a deleted instance goes back to its shape's warm pool: the shape
+// asks for it, its pool is short, and the instance is a plain running member made from
+// the current template (a governor socket is bound to the instance's name, so those go).
+func reusable(shape *db.Shape, row *db.Instance) *poolReturn {
+	pool := shape.WarmPool
+	hash := backend.TemplateHash(shape.InstanceTemplate)
+	if pool == nil || !pool.ReuseOnScaleIn || shape.WarmPoolReady >= pool.Size || row.State != db.InstanceCreated || row.TemplateHash != hash || row.GovernorSocket {
+		return nil
+	}
+
+	return &poolReturn{shapeID: shape.ID, shape: shape.Name, hash: hash}
+}
+
+// remove takes a deleted instance out of LXD: back to the warm pool when the delete
+// allows it and that works, else deleted.
+func (f *fleet) remove(ctx context.Context, p *pendingDelete) error {
+	if p.reuse != nil && f.pool != nil && f.pool.giveBack(ctx, p) {
+		return nil
+	}
+
+	return backend.DeleteInstance(ctx, p.client, p.ref.project, p.row.Name)
+}
+
+// poolStopTimeout is how long a returned instance gets to shut down cleanly.
+const poolStopTimeout = 30
+
+// giveBack stops and renames a scaled-in instance into its shape's pool. On failure
+// nothing of the pool stays and the caller deletes the instance (under whichever name).
+func (w *warmPool) giveBack(ctx context.Context, p *pendingDelete) bool {
+	project := p.ref.project
+	name := poolInstanceName(p.reuse.shape)
+	w.inflight.add(project, name)
+	defer w.inflight.remove(project, name)
+	var row int64
+	err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		row, err = db.CreatePoolInstance(ctx, tx, p.reuse.shapeID, name, p.reuse.hash, w.owner, time.Now())
+		return err
+	})
+	if err != nil {
+		return false
+	}
+
+	err = backend.ReturnToPool(ctx, p.client, project, p.row.Name, name, poolStopTimeout)
+	if err == nil {
+		err = w.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+			return db.SetPoolInstanceReady(ctx, tx, row)
+		})
+	}
+
+	if err == nil {
+		return true
+	}
+
+	w.logger.Warn("warm pool: could not return a scaled-in instance to the pool: deleting it", "instance", p.row.Name, "err", err)
+	_ = w.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+		return db.DeletePoolInstance(ctx, tx, row, db.PoolCreating)
+	})
+
+	// The rename may have happened: the caller deletes the old name, this the new one.
+	cleanupErr := backend.DeleteInstance(context.WithoutCancel(ctx), p.client, project, name)
+	if cleanupErr != nil {
+		w.logger.Warn("warm pool: remove half-returned instance", "instance", name, "err", cleanupErr)
+	}
+
+	return false
+}

@@ -1,0 +1,130 @@
+package validate
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// Limits of the health, hooks and warm_pool objects of a shape. They keep a typo (1ms
+// intervals, a 1000-instance pool) from turning into load on LXD.
+const (
+	healthIntervalMin  = time.Second
+	healthIntervalMax  = time.Hour
+	healthTimeoutMin   = 100 * time.Millisecond
+	healthGraceMax     = time.Hour
+	healthThresholdMax = 100
+	hookTimeoutMax     = 48 * time.Hour
+	warmPoolMax        = 100
+)
+
+// ShapeLifecycle checks a shape's health, hooks and warm_pool objects (each may be absent).
+func ShapeLifecycle(put api.DeploymentShapePut) error {
+	err := ShapeHealth(put.Health)
+	if err != nil {
+		return err
+	}
+
+	err = ShapeHooks(put.Hooks)
+	if err != nil {
+		return err
+	}
+
+	return ShapeWarmPool(put.WarmPool)
+}
+
+// ShapeHealth checks a health object: a command, durations as strings within bounds,
+// thresholds and a replacement budget of at least one.
+func ShapeHealth(h *api.DeploymentShapeHealth) error {
+	if h == nil {
+		return nil
+	}
+
+	if len(h.Command) == 0 || h.Command[0] == "" {
+		return fmt.Errorf("health.command must name the program to run inside the instance, e.g. [\"test\", \"-f\", \"/run/ready\"]")
+	}
+
+	checks := []struct {
+		field string
+		value string
+		low   time.Duration
+		high  time.Duration
+	}{
+		{"health.interval", h.Interval, healthIntervalMin, healthIntervalMax},
+		{"health.timeout", h.Timeout, healthTimeoutMin, healthIntervalMax},
+		{"health.grace", h.Grace, 0, healthGraceMax},
+	}
+
+	for _, c := range checks {
+		err := optionalDuration(c.field, c.value, c.low, c.high)
+		if err != nil {
+			return err
+		}
+	}
+
+	for field, n := range map[string]int{"health.healthy_threshold": h.HealthyThreshold, "health.unhealthy_threshold": h.UnhealthyThreshold} {
+		if n < 0 || n > healthThresholdMax {
+			return fmt.Errorf("%s must be from 1 to %d (0 or absent for the default), got %d", field, healthThresholdMax, n)
+		}
+	}
+
+	if h.MaxUnavailable < 0 {
+		return fmt.Errorf("health.max_unavailable must be 1 or more (0 or absent for the default 1), got %d", h.MaxUnavailable)
+	}
+
+	return nil
+}
+
+// ShapeHooks checks a hooks object.
+func ShapeHooks(h *api.DeploymentShapeHooks) error {
+	if h == nil {
+		return nil
+	}
+
+	for field, value := range map[string]string{"hooks.terminate_timeout": h.TerminateTimeout, "hooks.launch_timeout": h.LaunchTimeout} {
+		err := optionalDuration(field, value, 0, hookTimeoutMax)
+		if err != nil {
+			return err
+		}
+	}
+
+	switch h.DefaultAction {
+	case "", api.LifecycleActionContinue, api.LifecycleActionAbandon:
+	default:
+		return fmt.Errorf("hooks.default_action must be %q or %q, got %q", api.LifecycleActionContinue, api.LifecycleActionAbandon, h.DefaultAction)
+	}
+
+	return nil
+}
+
+// ShapeWarmPool checks a warm_pool object.
+func ShapeWarmPool(w *api.DeploymentShapeWarmPool) error {
+	if w == nil {
+		return nil
+	}
+
+	if w.Size < 0 || w.Size > warmPoolMax {
+		return fmt.Errorf("warm_pool.size must be from 0 to %d, got %d", warmPoolMax, w.Size)
+	}
+
+	if w.State != "" && w.State != "stopped" {
+		return fmt.Errorf("warm_pool.state %q is not supported: pool instances wait stopped (leave it empty or use \"stopped\")", w.State)
+	}
+
+	return nil
+}
+
+// optionalDuration accepts an empty value (the default) or a duration in [low, high].
+func optionalDuration(field string, value string, low time.Duration, high time.Duration) error {
+	if value == "" {
+		return nil
+	}
+
+	d, err := time.ParseDuration(value)
+	if err != nil || d < low || d > high {
+		return fmt.Errorf("%s must be a duration such as 10s or 5m, from %s to %s, got %q", field, low, high, value)
+	}
+
+	return nil
+}
