@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"sync"
 	"time"
 
@@ -206,7 +209,7 @@ func (h *autohealer) start(row db.Instance, f func(ctx context.Context)) {
 
 // replace launches a replacement for old and then deletes old.
 func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instance, cause string) {
-	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: old.Project, name: old.Deployment}, shape: old.Shape}, instance: replacementName(shape.Name, shape.Revision)}
+	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: old.Project, name: old.Deployment}, shape: old.Shape}, instance: healedName(old.Name)}
 	by := internalRequestor("autoheal")
 	failures := 0
 	p, err := h.fleet.reserveLaunch(ctx, ref, change{
@@ -328,4 +331,22 @@ func (l lifecycle) replaced(ctx context.Context, by api.DeploymentRequestor, old
 
 	l.notify(ctx, old.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: lifecycleInstanceReplaced, Shape: old.Shape, Instance: old.Name,
 		Reason: fmt.Sprintf("%s: replaced by %s", cause, replacement)})
+}
+
+// healedSuffix is what healedName appends, so that a replacement of a replacement does not
+// grow the name again.
+var healedSuffix = regexp.MustCompile(`-r[0-9a-f]{6}$`)
+
+// healedName names autohealing's replacement of an instance after it (web1 -> web1-r3fa2c1),
+// so a governor that named its instances still recognises them; a rollout's replacements
+// are named after their shape and revision instead (replacementName).
+func healedName(old string) string {
+	base := healedSuffix.ReplaceAllString(old, "")
+	if len(base) > 55 {
+		base = base[:55]
+	}
+
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return base + "-r" + hex.EncodeToString(b)
 }

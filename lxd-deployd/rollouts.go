@@ -87,9 +87,9 @@ func runningSince(row db.Instance, live *lxdapi.Instance) time.Time {
 	return since
 }
 
-// replacementName names an instance the daemon launches in place of another (a rollout's
-// or autohealing's replacement): <shape>-r<revision>-<6 hex>, so the name says which
-// revision it runs.
+// replacementName names an instance a rollout launches: <shape>-r<revision>-<6 hex>, so
+// the name says which revision it runs (autohealing names its own after the instance it
+// replaces: healedName).
 func replacementName(shape string, revision int) string {
 	suffix := make([]byte, 3)
 	_, _ = rand.Read(suffix)
