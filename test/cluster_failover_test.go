@@ -91,12 +91,12 @@ func missing(t testing.TB, d *daemon, acked []string) []string {
 // the database leader.
 func threeMembers(t testing.TB, lxdSocket string) (*daemon, *daemon, *daemon) {
 	t.Helper()
-	m1 := startDaemon(t, daemonOptions{LXDSocket: lxdSocket, ExtraArgs: []string{"--cluster-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cluster-name", "m1"}})
+	m1 := startDaemon(t, daemonOptions{LXDSocket: lxdSocket, Cluster: true, ExtraArgs: []string{"--cluster-name", "m1"}})
 	members := []*daemon{m1}
 	for _, name := range []string{"m2", "m3"} {
 		token, err := m1.Unix(t).CreateClusterJoinToken(name)
 		must(t, err)
-		members = append(members, startDaemon(t, daemonOptions{LXDSocket: lxdSocket, ExtraArgs: []string{"--cluster-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cluster-join-token", token.Token}}))
+		members = append(members, startDaemon(t, daemonOptions{LXDSocket: lxdSocket, Cluster: true, ExtraArgs: []string{"--cluster-join-token", token.Token}}))
 	}
 
 	deadline := time.Now().Add(20 * time.Second)
