@@ -16,6 +16,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -126,7 +128,7 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 		options = append(options, app.WithTLS(app.SimpleTLSConfig(*opts.TLS, pool)))
 	}
 
-	dqliteApp, err := app.New(dir, options...)
+	dqliteApp, err := newApp(dir, opts.TLS != nil, options)
 	if err != nil {
 		return nil, fmt.Errorf("start dqlite node in %q: %w", dir, err)
 	}
@@ -147,6 +149,31 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 	}
 
 	return &Cluster{app: dqliteApp, db: sqlDB}, nil
+}
+
+// snapInstanceName is the snap instance name the daemon was started with, if any.
+var snapInstanceName = os.Getenv("SNAP_INSTANCE_NAME")
+
+// appMu serialises newApp's environment change with the app.New that reads it.
+var appMu sync.Mutex
+
+// newApp starts the dqlite app. go-dqlite (v1.11) binds a TLS member's local node to the
+// abstract socket @dqlite-<node id>, and every cluster's first member has the same id
+// (dqlite.BootstrapID): two first members on one host (two clusters, or test daemons of
+// parallel runs) then collide, and the later one fails with "failed to set bind
+// address". The only part of that name go-dqlite lets us choose is the snap instance name
+// it puts in it (@snap.<name>.dqlite-<id>); outside a snap we name it after the data
+// directory, which no two running daemons share.
+func newApp(dir string, withTLS bool, options []app.Option) (*app.App, error) {
+	if !withTLS || snapInstanceName != "" {
+		return app.New(dir, options...)
+	}
+
+	appMu.Lock()
+	defer appMu.Unlock()
+	_ = os.Setenv("SNAP_INSTANCE_NAME", strings.TrimPrefix(defaultAddress(dir), "@"))
+	defer func() { _ = os.Unsetenv("SNAP_INSTANCE_NAME") }()
+	return app.New(dir, options...)
 }
 
 // defaultAddress derives a per-data-directory abstract socket name, so that several

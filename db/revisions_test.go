@@ -180,6 +180,30 @@ func TestRolloutClaim(t *testing.T) {
 			}
 		}
 
+		// Fencing: only the holder of an unexpired claim may write for the rollout, and
+		// each write extends the claim.
+		holds := []struct {
+			owner string
+			at    time.Duration
+			want  error
+		}{
+			{"a", 22 * time.Second, ErrRolloutClaimLost}, // b took it over
+			{"b", 22 * time.Second, nil},                 // extends b's claim to +37s
+			{"b", 36 * time.Second, nil},                 // within the extension; now until +51s
+			{"b", 52 * time.Second, ErrRolloutClaimLost}, // expired, though nobody took it
+		}
+
+		for _, h := range holds {
+			at := now.Add(h.at)
+			if err := HoldRolloutClaim(ctx, tx, r.ID, h.owner, at.Add(15*time.Second), at); err != h.want {
+				t.Fatalf("%s holds its claim at %v: %v, want %v", h.owner, h.at, err, h.want)
+			}
+		}
+
+		if ok, _ := ClaimRollout(ctx, tx, r.ID, "b", now.Add(53*time.Second).Add(15*time.Second), now.Add(53*time.Second)); !ok {
+			t.Fatal("b must claim its expired claim again")
+		}
+
 		status := api.RolloutComplete
 		err = UpdateRollout(ctx, tx, r.ID, api.RolloutRunning, RolloutUpdate{Status: &status}, now)
 		if err != nil {
@@ -188,6 +212,10 @@ func TestRolloutClaim(t *testing.T) {
 
 		if ok, _ := ClaimRollout(ctx, tx, r.ID, "a", now.Add(time.Hour), now.Add(time.Hour)); ok {
 			t.Fatal("a finished rollout must not be claimed")
+		}
+
+		if err := HoldRolloutClaim(ctx, tx, r.ID, "b", now.Add(time.Minute), now.Add(54*time.Second)); err != ErrRolloutClaimLost {
+			t.Fatalf("holding the claim of a finished rollout: %v", err)
 		}
 
 		if err = UpdateRollout(ctx, tx, r.ID, api.RolloutRunning, RolloutUpdate{Status: &status}, now); err != ErrRolloutChanged {

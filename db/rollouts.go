@@ -241,6 +241,35 @@ UPDATE deployments_shapes_rollouts SET claimed_by = ?, claimed_until = ?
 	return n == 1, err
 }
 
+// ErrRolloutClaimLost says this daemon no longer holds a rollout's claim: it expired (the
+// daemon stalled past its TTL) and another daemon took the rollout over, or it ended.
+var ErrRolloutClaimLost = lxdapi.StatusErrorf(http.StatusConflict, "another member works on this rollout now")
+
+// HoldRolloutClaim checks, in the transaction of a write made for a rollout, that owner
+// still holds the rollout's unexpired claim, and extends it to until; otherwise it returns
+// ErrRolloutClaimLost and the caller's transaction must not commit (fencing: a daemon that
+// stalled past its claim cannot act on a rollout another daemon has taken over).
+func HoldRolloutClaim(ctx context.Context, tx *sql.Tx, id int64, owner string, until time.Time, now time.Time) error {
+	result, err := tx.ExecContext(ctx, `
+UPDATE deployments_shapes_rollouts SET claimed_until = ?
+ WHERE id = ? AND status IN ('running', 'paused') AND claimed_by = ? AND claimed_until >= ?`,
+		until.UTC(), id, owner, now.UTC())
+	if err != nil {
+		return fmt.Errorf("hold rollout claim: %w", err)
+	}
+
+	n, err := result.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("hold rollout claim: %w", err)
+	}
+
+	if n != 1 {
+		return ErrRolloutClaimLost
+	}
+
+	return nil
+}
+
 // AdjustRolloutSize moves the size an active rollout of a shape keeps by delta: the
 // governor's launches and deletes during a rollout change the size it works toward.
 func AdjustRolloutSize(ctx context.Context, tx *sql.Tx, shapeID int64, delta int) error {

@@ -48,11 +48,21 @@ const (
 // rolloutRequestor is who the engine's launches and deletes are by.
 var rolloutRequestor = internalRequestor("rollout")
 
-// rolloutClaim decides which daemon of a cluster works on a rollout. Today it is a
-// claimed_by/claimed_until pair on the rollout row, renewed in each tick's transaction; a
-// cluster lease can take its place behind this interface.
+// rolloutClaim decides which daemon of a cluster works on a rollout: a
+// claimed_by/claimed_until pair on the rollout row, taken or renewed in each tick's
+// transaction, and checked (fencing) in the transaction of every write a step makes.
+//
+// Why not a lease of the lease package (rollout/<id>): the claim lives and dies with the
+// rollout row (nothing to release or clean up when it ends), one transaction claims every
+// active rollout per tick instead of one lease transaction per rollout, and a rollout's
+// steps on one daemon run on the engine's one goroutine, so the holder's name and an
+// unexpired claim fence as well as a lease's token would.
 type rolloutClaim interface {
 	claim(ctx context.Context, tx *sql.Tx, r db.Rollout, now time.Time) (bool, error)
+
+	// check fails with db.ErrRolloutClaimLost unless this daemon still holds r's claim
+	// (and extends it): call it in the transaction of each write made for the rollout.
+	check(ctx context.Context, tx *sql.Tx, r db.Rollout, now time.Time) error
 }
 
 // columnClaim claims rollouts through their claimed_by/claimed_until columns.
@@ -63,6 +73,10 @@ type columnClaim struct {
 
 func (c columnClaim) claim(ctx context.Context, tx *sql.Tx, r db.Rollout, now time.Time) (bool, error) {
 	return db.ClaimRollout(ctx, tx, r.ID, c.owner, now.Add(c.ttl), now)
+}
+
+func (c columnClaim) check(ctx context.Context, tx *sql.Tx, r db.Rollout, now time.Time) error {
+	return db.HoldRolloutClaim(ctx, tx, r.ID, c.owner, now.Add(c.ttl), now)
 }
 
 // isReady says whether an instance counts as ready for a rollout: recorded as created and
@@ -277,8 +291,13 @@ func (e *rolloutEngine) step(ctx context.Context, client lxd.InstanceServer, r d
 
 	// Record where the rollout is: the revision it follows, its phase, its progress.
 	err = e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := e.claim.check(ctx, tx, r, time.Now())
+		if err != nil {
+			return err
+		}
+
 		revision, phase := v.shape.Revision, p.Phase
-		err := db.UpdateRollout(ctx, tx, r.ID, api.RolloutRunning, db.RolloutUpdate{Revision: &revision, Phase: &phase, Progress: v.progress || revision != r.Revision}, now)
+		err = db.UpdateRollout(ctx, tx, r.ID, api.RolloutRunning, db.RolloutUpdate{Revision: &revision, Phase: &phase, Progress: v.progress || revision != r.Revision}, now)
 		if err != nil {
 			return err
 		}
@@ -290,8 +309,8 @@ func (e *rolloutEngine) step(ctx context.Context, client lxd.InstanceServer, r d
 
 		return nil
 	})
-	if errors.Is(err, db.ErrRolloutChanged) {
-		return nil // paused or cancelled meanwhile
+	if errors.Is(err, db.ErrRolloutChanged) || errors.Is(err, db.ErrRolloutClaimLost) {
+		return nil // paused or cancelled meanwhile, or another member took it over
 	}
 
 	if err != nil {
@@ -342,12 +361,18 @@ func (e *rolloutEngine) pokeWhenDone(op *operations.Operation) {
 	}()
 }
 
-// stillRunning checks, in the reservation's transaction, that the rollout is still running
-// (a pause or cancel that came meanwhile stops the step), and with progress marks it as
-// progressing, so that a crash cannot lose the step.
+// stillRunning checks, in the reservation's transaction, that this daemon still holds the
+// rollout's claim and that the rollout is still running (a pause or cancel that came
+// meanwhile stops the step), and with progress marks it as progressing, so that a crash
+// cannot lose the step.
 func (e *rolloutEngine) stillRunning(r db.Rollout, progress bool) func(ctx context.Context, tx *sql.Tx, shape *db.Shape, row int64) error {
 	return func(ctx context.Context, tx *sql.Tx, shape *db.Shape, row int64) error {
-		err := db.UpdateRollout(ctx, tx, r.ID, api.RolloutRunning, db.RolloutUpdate{Progress: progress}, time.Now())
+		err := e.claim.check(ctx, tx, r, time.Now())
+		if err != nil {
+			return err
+		}
+
+		err = db.UpdateRollout(ctx, tx, r.ID, api.RolloutRunning, db.RolloutUpdate{Progress: progress}, time.Now())
 		if errors.Is(err, db.ErrRolloutChanged) {
 			return lxdapi.StatusErrorf(http.StatusConflict, "rollout %d is no longer running", r.Number)
 		}
@@ -356,11 +381,27 @@ func (e *rolloutEngine) stillRunning(r db.Rollout, progress bool) func(ctx conte
 	}
 }
 
+// fence checks the claim for the engine's own decisions (by rolloutRequestor), in their
+// transaction; a user's pause, cancel or abort through the API applies whoever works on
+// the rollout.
+func (e *rolloutEngine) fence(ctx context.Context, tx *sql.Tx, r db.Rollout, by api.DeploymentRequestor) error {
+	if by != rolloutRequestor {
+		return nil
+	}
+
+	return e.claim.check(ctx, tx, r, time.Now())
+}
+
 // transition moves a rollout from one status to another, with its activity entry and
 // events. A rollout no longer in from is left alone (409).
 func (e *rolloutEngine) transition(ctx context.Context, r db.Rollout, from string, to string, phase string, reason string, action string, by api.DeploymentRequestor) error {
 	err := e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		err := db.UpdateRollout(ctx, tx, r.ID, from, db.RolloutUpdate{Status: &to, Phase: &phase, Reason: &reason, Progress: to == api.RolloutRunning}, time.Now())
+		err := e.fence(ctx, tx, r, by)
+		if err != nil {
+			return err
+		}
+
+		err = db.UpdateRollout(ctx, tx, r.ID, from, db.RolloutUpdate{Status: &to, Phase: &phase, Reason: &reason, Progress: to == api.RolloutRunning}, time.Now())
 		if errors.Is(err, db.ErrRolloutChanged) {
 			return lxdapi.StatusErrorf(http.StatusConflict, "rollout %d is not %s (it changed meanwhile): read it again", r.Number, from)
 		}
@@ -412,7 +453,11 @@ func (e *rolloutEngine) revert(ctx context.Context, r db.Rollout, from string, c
 	var target int
 	err := e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		status, phase := api.RolloutReverted, "done"
-		var err error
+		err := e.fence(ctx, tx, r, by)
+		if err != nil {
+			return err
+		}
+
 		target, err = db.GetLastCompleteRevision(ctx, tx, r.ShapeID)
 		if err != nil {
 			return err

@@ -89,14 +89,14 @@ func missing(t testing.TB, d *daemon, acked []string) []string {
 
 // threeMembers starts m1 and joins m2 and m3 by token, waiting for three voters with m1
 // the database leader.
-func threeMembers(t testing.TB, lxdSocket string) (*daemon, *daemon, *daemon) {
+func threeMembers(t testing.TB, lxdSocket string, extraArgs ...string) (*daemon, *daemon, *daemon) {
 	t.Helper()
-	m1 := startDaemon(t, daemonOptions{LXDSocket: lxdSocket, ExtraArgs: []string{"--cluster-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cluster-name", "m1"}})
+	m1 := startDaemon(t, daemonOptions{LXDSocket: lxdSocket, Cluster: true, ExtraArgs: append([]string{"--cluster-name", "m1"}, extraArgs...)})
 	members := []*daemon{m1}
 	for _, name := range []string{"m2", "m3"} {
 		token, err := m1.Unix(t).CreateClusterJoinToken(name)
 		must(t, err)
-		members = append(members, startDaemon(t, daemonOptions{LXDSocket: lxdSocket, ExtraArgs: []string{"--cluster-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cluster-join-token", token.Token}}))
+		members = append(members, startDaemon(t, daemonOptions{LXDSocket: lxdSocket, Cluster: true, ExtraArgs: append([]string{"--cluster-join-token", token.Token}, extraArgs...)}))
 	}
 
 	deadline := time.Now().Add(20 * time.Second)

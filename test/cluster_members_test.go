@@ -17,7 +17,7 @@ func startMember(t *testing.T, via *daemon, name string, lxdSocket string) *daem
 	t.Helper()
 	token, err := via.Unix(t).CreateClusterJoinToken(name)
 	must(t, err)
-	return startDaemon(t, daemonOptions{LXDSocket: lxdSocket, ExtraArgs: []string{"--cluster-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cluster-join-token", token.Token}})
+	return startDaemon(t, daemonOptions{LXDSocket: lxdSocket, Cluster: true, ExtraArgs: []string{"--cluster-join-token", token.Token}})
 }
 
 // joinOutput runs a daemon that tries to join with token, expecting it to fail.
@@ -81,7 +81,7 @@ func waitExit(t *testing.T, d *daemon, timeout time.Duration) {
 // two-member cluster remains.
 func TestClusterMembers(t *testing.T) {
 	private := lxdtest.Shared(t)
-	m1 := startDaemon(t, daemonOptions{LXDSocket: private.Socket, ExtraArgs: []string{"--cluster-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cluster-name", "m1", "--cluster-join-token-expiry", "8s"}})
+	m1 := startDaemon(t, daemonOptions{LXDSocket: private.Socket, Cluster: true, ExtraArgs: []string{"--cluster-name", "m1", "--cluster-join-token-expiry", "8s"}})
 	late, err := m1.Unix(t).CreateClusterJoinToken("late")
 	must(t, err)
 	issued := time.Now()
@@ -89,7 +89,7 @@ func TestClusterMembers(t *testing.T) {
 	m2 := startMember(t, m1, "m2", private.Socket)
 	token3, err := m1.Unix(t).CreateClusterJoinToken("m3")
 	must(t, err)
-	m3 := startDaemon(t, daemonOptions{LXDSocket: private.Socket, ExtraArgs: []string{"--cluster-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cluster-join-token", token3.Token}})
+	m3 := startDaemon(t, daemonOptions{LXDSocket: private.Socket, Cluster: true, ExtraArgs: []string{"--cluster-join-token", token3.Token}})
 	if out := joinOutput(t, token3.Token); !strings.Contains(out, "join token is not valid") {
 		t.Fatalf("a spent token: %s", out)
 	}
@@ -171,7 +171,7 @@ func TestClusterMembers(t *testing.T) {
 		t.Fatalf("lxd-deploy cluster add: %+v", add)
 	}
 
-	m4 := startDaemon(t, daemonOptions{LXDSocket: private.Socket, ExtraArgs: []string{"--cluster-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cluster-join-token", lines[1]}})
+	m4 := startDaemon(t, daemonOptions{LXDSocket: private.Socket, Cluster: true, ExtraArgs: []string{"--cluster-join-token", lines[1]}})
 	show := cli.run("", "cluster", "show", "m4")
 	if show.code != 0 || !contains(show.stdout, "server_name: m4", "database_address: 127.0.0.1:") {
 		t.Fatalf("lxd-deploy cluster show: %+v", show)

@@ -17,8 +17,8 @@ import (
 // cluster certificate the first one made: what one writes, the others read, and the cluster
 // outlives the member that started it.
 func TestClusteredDaemons(t *testing.T) {
-	first := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	a := startDaemon(t, daemonOptions{ExtraArgs: []string{"--cluster-address", first}})
+	a := startDaemon(t, daemonOptions{Cluster: true})
+	first := a.ClusterAddress
 
 	// Without the cluster certificate a daemon cannot join, and says what to do.
 	out, err := exec.Command(daemonBinary, "--data-dir", t.TempDir(), "--https-address", "", "--vsock-port", "0",
@@ -33,8 +33,8 @@ func TestClusteredDaemons(t *testing.T) {
 		must(t, err)
 	}
 
-	b := startDaemon(t, daemonOptions{Files: files, ExtraArgs: []string{"--cluster-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cluster-join", first}})
-	c := startDaemon(t, daemonOptions{Files: files, ExtraArgs: []string{"--cluster-address", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--cluster-join", first}})
+	b := startDaemon(t, daemonOptions{Files: files, Cluster: true, ExtraArgs: []string{"--cluster-join", first}})
+	c := startDaemon(t, daemonOptions{Files: files, Cluster: true, ExtraArgs: []string{"--cluster-join", first}})
 
 	// The cluster address takes only members: a TLS client without the cluster
 	// certificate is turned away (with TLS 1.3 the refusal arrives on the first read).

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/canonical/lxd/shared"
 
@@ -22,12 +23,13 @@ import (
 
 // daemon is a running lxd-deployd started by a test.
 type daemon struct {
-	DataDir      string
-	Socket       string
-	HTTPSAddress string
-	LXDSocket    string
-	ServerCert   string // PEM
-	Fingerprint  string
+	DataDir        string
+	Socket         string
+	HTTPSAddress   string
+	ClusterAddress string // with daemonOptions.Cluster: its --cluster-address
+	LXDSocket      string
+	ServerCert     string // PEM
+	Fingerprint    string
 
 	cmd *exec.Cmd
 	log string
@@ -43,7 +45,17 @@ type daemonOptions struct {
 
 	// Files are written into the data directory before the first start.
 	Files map[string][]byte
+
+	// Cluster gives the daemon a --cluster-address on a free loopback port
+	// (daemon.ClusterAddress), for dqlite to listen on.
+	Cluster bool
 }
+
+// bindAttempts is how many fresh ports startDaemon tries. freePort's port is free when it
+// answers but released before the daemon binds it; another process (the tests of other
+// packages, any outgoing connection's ephemeral port) can take it meanwhile, and then
+// the daemon exits with "address already in use" (dqlite: "failed to set bind address").
+const bindAttempts = 5
 
 // startDaemon starts lxd-deployd on a fresh data directory and waits until it answers.
 // It is stopped (SIGTERM) when the test ends.
@@ -61,28 +73,60 @@ func startDaemon(t testing.TB, opts daemonOptions) *daemon {
 		lxdSocket = filepath.Join(dir, "no-lxd.socket")
 	}
 
-	d := &daemon{
-		DataDir:      dir,
-		Socket:       filepath.Join(dir, "unix.socket"),
-		HTTPSAddress: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
-		LXDSocket:    lxdSocket,
-		log:          filepath.Join(dir, "daemon.log"),
-	}
+	for attempt := 1; ; attempt++ {
+		d := &daemon{
+			DataDir:      dir,
+			Socket:       filepath.Join(dir, "unix.socket"),
+			HTTPSAddress: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+			LXDSocket:    lxdSocket,
+			log:          filepath.Join(dir, "daemon.log"),
+		}
 
-	for name, content := range opts.Files {
-		err = os.WriteFile(filepath.Join(dir, name), content, 0o600)
-		if err != nil {
-			t.Fatal(err)
+		for name, content := range opts.Files {
+			err = os.WriteFile(filepath.Join(dir, name), content, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		args := opts.ExtraArgs
+		if opts.Cluster {
+			d.ClusterAddress = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			args = append([]string{"--cluster-address", d.ClusterAddress}, args...)
+		}
+
+		exited := d.tryStart(t, args...)
+		if !exited {
+			t.Cleanup(func() { d.Stop(t) })
+			return d
+		}
+
+		// Lost a port to someone else between freePort and the bind: start afresh (the
+		// data directory too, which may name the address already) with new ports.
+		log := d.Log()
+		if attempt == bindAttempts || !strings.Contains(log, "address already in use") && !strings.Contains(log, "failed to set bind address") {
+			t.Fatalf("lxd-deployd exited before answering:\n%s", log)
+		}
+
+		t.Logf("lxd-deployd lost a port before binding it (attempt %d), retrying with fresh ports", attempt)
+		entries, _ := os.ReadDir(dir)
+		for _, entry := range entries {
+			_ = os.RemoveAll(filepath.Join(dir, entry.Name()))
 		}
 	}
-
-	d.start(t, opts.ExtraArgs...)
-	t.Cleanup(func() { d.Stop(t) })
-	return d
 }
 
 // start runs the binary and waits for its socket to answer.
 func (d *daemon) start(t testing.TB, extraArgs ...string) {
+	t.Helper()
+	if d.tryStart(t, extraArgs...) {
+		t.Fatalf("lxd-deployd exited before answering:\n%s", d.Log())
+	}
+}
+
+// tryStart runs the binary and waits for its socket to answer; it reports whether the
+// daemon exited first instead (its log says why).
+func (d *daemon) tryStart(t testing.TB, extraArgs ...string) bool {
 	t.Helper()
 	logFile, err := os.OpenFile(d.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -100,6 +144,20 @@ func (d *daemon) start(t testing.TB, extraArgs ...string) {
 		t.Fatal(err)
 	}
 
+	exited := make(chan struct{})
+	go func(cmd *exec.Cmd) {
+		// Reaps the process only once it has exited (WNOWAIT leaves it for cmd.Wait), so
+		// that a daemon that dies at start-up is seen at once, not after 30 s.
+		var info [128]byte
+		for {
+			_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, 1 /* P_PID */, uintptr(cmd.Process.Pid), uintptr(unsafe.Pointer(&info[0])), syscall.WEXITED|0x1000000 /* WNOWAIT */, 0, 0)
+			if errno != syscall.EINTR {
+				close(exited)
+				return
+			}
+		}
+	}(d.cmd)
+
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, err := client.ConnectUnix(d.Socket, nil)
@@ -108,8 +166,16 @@ func (d *daemon) start(t testing.TB, extraArgs ...string) {
 			if err == nil && server.Environment != nil {
 				d.ServerCert = server.Environment.Certificate
 				d.Fingerprint = server.Environment.CertificateFingerprint
-				return
+				return false
 			}
+		}
+
+		select {
+		case <-exited:
+			_ = d.cmd.Wait()
+			d.cmd = nil
+			return true
+		default:
 		}
 
 		if time.Now().After(deadline) {

@@ -121,10 +121,21 @@ func TestWebhookDeliveries(t *testing.T) {
 		t.Fatalf("scale request event: %+v %+v", event, request)
 	}
 
-	delivery, err := env.admin.GetWebhookDelivery("dep1", id)
-	must(t, err)
-	if delivery.Status != "delivered" || delivery.Attempts != 3 || delivery.LastResponseCode != 204 {
-		t.Fatalf("delivery record: %+v", delivery)
+	// The daemon records an attempt once the receiver has answered: the receiver can see
+	// the event before the record says delivered, so wait for the record.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		delivery, err := env.admin.GetWebhookDelivery("dep1", id)
+		must(t, err)
+		if delivery.Status == "delivered" && delivery.Attempts == 3 && delivery.LastResponseCode == 204 {
+			break
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("delivery record: %+v", delivery)
+		}
+
+		time.Sleep(50 * time.Millisecond)
 	}
 
 	// Delivery survives a daemon restart: queued while the webhook is down, sent after.
