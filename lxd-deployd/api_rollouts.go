@@ -165,16 +165,9 @@ func (a rolloutsAPI) create(r *http.Request) response.Response {
 	}
 
 	req := api.DeploymentRolloutsPost{}
-	body, err := readBody(r)
+	err = decodeOptionalBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
-	}
-
-	if len(body) > 0 {
-		err = unmarshalBody(body, &req)
-		if err != nil {
-			return response.SmartError(err)
-		}
 	}
 
 	by := requestorFromContext(r.Context())
