@@ -122,6 +122,26 @@ func (env *governorEnv) waitRollout(t testing.TB, n int, timeout time.Duration, 
 	}
 }
 
+// waitFirstReplacement waits until rollout n of web has made its first replacement, for
+// tests that act on a rollout caught half way (pause it, kill the daemon).
+func (env *governorEnv) waitFirstReplacement(t testing.TB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r, err := env.admin.GetDeploymentShapeRollout("dep1", "web", n)
+		must(t, err)
+		if r.Updated >= 1 {
+			return
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("no replacement started: %+v", r)
+		}
+
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // versions returns the user.version each of the shape's LXD instances runs with, and
 // checks that the records say they are current.
 func (env *governorEnv) versions(t testing.TB) map[string]string {
