@@ -46,19 +46,7 @@ func (env *governorEnv) cleanupRollouts(t testing.TB) {
 			continue
 		}
 
-		put := instance.Writable()
-		delete(put.Config, "security.protection.delete")
-		if op, err := env.lxdConn.UpdateInstance(instance.Name, put, ""); err == nil {
-			_ = op.Wait()
-		}
-
-		if op, err := env.lxdConn.UpdateInstanceState(instance.Name, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, ""); err == nil {
-			_ = op.Wait()
-		}
-
-		if op, err := env.lxdConn.DeleteInstance(instance.Name); err == nil {
-			_ = op.Wait()
-		}
+		env.removeFromLXD(instance)
 	}
 }
 

@@ -187,21 +187,7 @@ func (env *governorEnv) launchByHand(name string) error {
 // deleteByHand removes an instance from the shared LXD whatever its protection.
 func (env *governorEnv) deleteByHand(name string) {
 	instance, _, err := env.lxdConn.GetInstance(name)
-	if err != nil {
-		return
-	}
-
-	put := instance.Writable()
-	delete(put.Config, "security.protection.delete")
-	if op, err := env.lxdConn.UpdateInstance(name, put, ""); err == nil {
-		_ = op.Wait()
-	}
-
-	if op, err := env.lxdConn.UpdateInstanceState(name, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, ""); err == nil {
-		_ = op.Wait()
-	}
-
-	if op, err := env.lxdConn.DeleteInstance(name); err == nil {
-		_ = op.Wait()
+	if err == nil {
+		env.removeFromLXD(*instance)
 	}
 }
