@@ -114,14 +114,20 @@ func (a *app) instanceListCommand() *cobra.Command {
 		Long:    "List the instances of a shape with LXD's status (Running, Stopped, ...), the state lxd-deployd\nrecorded (creating, created, deleting, missing) and the hash of the template each was created from.",
 		Args:    exactArgs(2),
 	}, func(args []string) (listing, error) {
-		t, err := a.instanceTarget(args[0], args[1], "")
-		if err != nil {
-			return listing{}, err
-		}
-
-		instances, err := t.server.GetDeploymentShapeInstances(t.name, args[1])
-		return newListing([]string{"NAME", "STATUS", "STATE", "CREATED", "TEMPLATE"}, instances, instanceRows), err
+		return a.shapeInstances(args, []string{"NAME", "STATUS", "STATE", "CREATED", "TEMPLATE"}, instanceRows)
 	})
+}
+
+// shapeInstances lists the instances of the shape args name ([<remote>:]<deployment>
+// <shape>) with the given columns: "instance list" and "shape health" are two views of it.
+func (a *app) shapeInstances(args []string, columns []string, rows func([]api.DeploymentInstance) [][]string) (listing, error) {
+	t, err := a.instanceTarget(args[0], args[1], "")
+	if err != nil {
+		return listing{}, err
+	}
+
+	instances, err := t.server.GetDeploymentShapeInstances(t.name, args[1])
+	return newListing(columns, instances, rows), err
 }
 
 func (a *app) instanceShowCommand() *cobra.Command {

@@ -126,27 +126,34 @@ func (a *app) rolloutListCommand() *cobra.Command {
 	})
 }
 
-// rolloutNumber returns the rollout an optional argument names, or the shape's newest.
-func rolloutNumber(server *client.Server, deployment string, shape string, args []string) (int, error) {
-	if len(args) > 0 {
-		n, err := strconv.Atoi(args[0])
-		if err != nil || n < 1 {
-			return 0, fmt.Errorf("rollout %q must be a number from 1 (see \"rollout list\")", args[0])
-		}
-
-		return n, nil
+// rolloutTarget connects to the deployment of args ([<remote>:]<deployment> <shape>
+// [<rollout>]) and returns the rollout the optional third argument names, or the shape's
+// newest.
+func (a *app) rolloutTarget(args []string) (*target, int, error) {
+	t, err := a.shapeTarget(args[0], args[1])
+	if err != nil {
+		return nil, 0, err
 	}
 
-	rollouts, err := server.GetDeploymentShapeRollouts(deployment, shape)
+	if len(args) > 2 {
+		n, err := strconv.Atoi(args[2])
+		if err != nil || n < 1 {
+			return nil, 0, fmt.Errorf("rollout %q must be a number from 1 (see \"rollout list\")", args[2])
+		}
+
+		return t, n, nil
+	}
+
+	rollouts, err := t.server.GetDeploymentShapeRollouts(t.name, args[1])
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 
 	if len(rollouts) == 0 {
-		return 0, fmt.Errorf("shape %s has no rollout yet: start one with \"shape rollout start\"", shape)
+		return nil, 0, fmt.Errorf("shape %s has no rollout yet: start one with \"shape rollout start\"", args[1])
 	}
 
-	return rollouts[0].Number, nil
+	return t, rollouts[0].Number, nil
 }
 
 func (a *app) rolloutStatusCommand() *cobra.Command {
@@ -159,12 +166,7 @@ shows a progress bar until the rollout ends and exits non-zero unless it complet
 CI pipeline can wait on it (as "kubectl rollout status").`,
 		Args: rangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := a.shapeTarget(args[0], args[1])
-			if err != nil {
-				return err
-			}
-
-			n, err := rolloutNumber(t.server, t.name, args[1], args[2:])
+			t, n, err := a.rolloutTarget(args)
 			if err != nil {
 				return err
 			}
@@ -255,12 +257,7 @@ func (a *app) rolloutActionCommand(action string, short string) *cobra.Command {
 		Short: short + " (default: the newest rollout)",
 		Args:  rangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, err := a.shapeTarget(args[0], args[1])
-			if err != nil {
-				return err
-			}
-
-			n, err := rolloutNumber(t.server, t.name, args[1], args[2:])
+			t, n, err := a.rolloutTarget(args)
 			if err != nil {
 				return err
 			}

@@ -56,13 +56,7 @@ func (a *app) shapeHealthCommand() *cobra.Command {
 		Short: "Show the last health check of each instance of a shape",
 		Args:  exactArgs(2),
 	}, func(args []string) (listing, error) {
-		t, err := a.instanceTarget(args[0], args[1], "")
-		if err != nil {
-			return listing{}, err
-		}
-
-		instances, err := t.server.GetDeploymentShapeInstances(t.name, args[1])
-		return newListing([]string{"NAME", "HEALTH", "CHECKED", "OUTPUT", "LIFECYCLE"}, instances, healthRows), err
+		return a.shapeInstances(args, []string{"NAME", "HEALTH", "CHECKED", "OUTPUT", "LIFECYCLE"}, healthRows)
 	})
 }
 

@@ -166,24 +166,14 @@ func CreateCertificateToken(ctx context.Context, tx *sql.Tx, token CertificateTo
 // ConsumeCertificateToken removes and returns the unexpired token whose secret hashes to
 // secretHash, so that a token can be used once only. Expired tokens are purged on the way.
 func ConsumeCertificateToken(ctx context.Context, tx *sql.Tx, secretHash string, now time.Time) (*CertificateToken, error) {
-	_, err := tx.ExecContext(ctx, "DELETE FROM certificates_tokens WHERE expires_at < ?", now.UTC())
-	if err != nil {
-		return nil, fmt.Errorf("purge expired trust tokens: %w", err)
-	}
-
 	token := CertificateToken{SecretHash: secretHash}
-	err = tx.QueryRowContext(ctx, "SELECT name, type, expires_at FROM certificates_tokens WHERE secret_hash = ?", secretHash).Scan(&token.Name, &token.Type, &token.ExpiresAt)
+	err := trustTokens.consume(ctx, tx, secretHash, now, "name, type, expires_at", &token.Name, &token.Type, &token.ExpiresAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, lxdapi.StatusErrorf(http.StatusForbidden, "trust token is not valid: it is unknown, expired or already used; ask an admin for a new one")
 	}
 
 	if err != nil {
-		return nil, fmt.Errorf("read trust token: %w", err)
-	}
-
-	_, err = tx.ExecContext(ctx, "DELETE FROM certificates_tokens WHERE secret_hash = ?", secretHash)
-	if err != nil {
-		return nil, fmt.Errorf("consume trust token: %w", err)
+		return nil, err
 	}
 
 	return &token, nil

@@ -22,9 +22,9 @@ type JoinToken struct {
 // CreateJoinToken records a join token for a new member name. A name that a member or
 // another outstanding token has is a 409.
 func CreateJoinToken(ctx context.Context, tx *sql.Tx, token JoinToken, now time.Time) error {
-	_, err := tx.ExecContext(ctx, "DELETE FROM cluster_join_tokens WHERE expires_at < ?", now.UTC())
+	err := joinTokens.purgeExpired(ctx, tx, now)
 	if err != nil {
-		return fmt.Errorf("purge expired join tokens: %w", err)
+		return err
 	}
 
 	var n int
@@ -48,24 +48,14 @@ func CreateJoinToken(ctx context.Context, tx *sql.Tx, token JoinToken, now time.
 // ConsumeJoinToken removes and returns the unexpired token whose secret hashes to
 // secretHash, so that a token joins one member once.
 func ConsumeJoinToken(ctx context.Context, tx *sql.Tx, secretHash string, now time.Time) (*JoinToken, error) {
-	_, err := tx.ExecContext(ctx, "DELETE FROM cluster_join_tokens WHERE expires_at < ?", now.UTC())
-	if err != nil {
-		return nil, fmt.Errorf("purge expired join tokens: %w", err)
-	}
-
 	token := JoinToken{SecretHash: secretHash}
-	err = tx.QueryRowContext(ctx, "SELECT name, expires_at FROM cluster_join_tokens WHERE secret_hash = ?", secretHash).Scan(&token.Name, &token.ExpiresAt)
+	err := joinTokens.consume(ctx, tx, secretHash, now, "name, expires_at", &token.Name, &token.ExpiresAt)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, lxdapi.StatusErrorf(http.StatusForbidden, "join token is not valid: it is unknown, expired or already used; run `lxd-deploy cluster add <name>` on a member for a new one")
 	}
 
 	if err != nil {
-		return nil, fmt.Errorf("read join token: %w", err)
-	}
-
-	_, err = tx.ExecContext(ctx, "DELETE FROM cluster_join_tokens WHERE secret_hash = ?", secretHash)
-	if err != nil {
-		return nil, fmt.Errorf("consume join token: %w", err)
+		return nil, err
 	}
 
 	return &token, nil

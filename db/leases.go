@@ -68,28 +68,6 @@ func GetLease(ctx context.Context, tx *sql.Tx, name string) (*Lease, error) {
 	return &lease, nil
 }
 
-// GetLeases returns every lease, ordered by name.
-func GetLeases(ctx context.Context, tx *sql.Tx) ([]Lease, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT name, holder, token, expires_at FROM leases ORDER BY name")
-	if err != nil {
-		return nil, fmt.Errorf("read leases: %w", err)
-	}
-
-	defer func() { _ = rows.Close() }()
-	leases := []Lease{}
-	for rows.Next() {
-		var l Lease
-		err = rows.Scan(&l.Name, &l.Holder, &l.Token, &l.ExpiresAt)
-		if err != nil {
-			return nil, fmt.Errorf("read leases: %w", err)
-		}
-
-		leases = append(leases, l)
-	}
-
-	return leases, rows.Err()
-}
-
 // RenewLease moves the expiry of a lease the caller still holds (same holder and token,
 // not expired) to now+ttl, and gives ErrLeaseLost otherwise.
 func RenewLease(ctx context.Context, tx *sql.Tx, lease Lease, now time.Time, ttl time.Duration) (time.Time, error) {

@@ -13,15 +13,15 @@ type update func(ctx context.Context, tx *sql.Tx) error
 
 // updates maps each schema version to the step that produces it from the version before.
 var updates = map[int]update{
-	1: updateFromV0,
-	2: updateFromV1,
-	3: updateFromV2,
-	4: updateFromV3,
-	5: updateFromV4,
-	6: updateFromV5,
-	7: updateAddMetricsCertificates,
-	8: updateAddClusterState,
-	9: updateAddRevisionsRolloutsActivity,
+	1:  updateFromV0,
+	2:  updateFromV1,
+	3:  updateFromV2,
+	4:  updateFromV3,
+	5:  updateFromV4,
+	6:  updateFromV5,
+	7:  updateAddMetricsCertificates,
+	8:  updateAddClusterState,
+	9:  updateAddRevisionsRolloutsActivity,
 	10: updateAddInstanceLifecycle,
 }
 

@@ -180,22 +180,15 @@ func (a instancesAPI) create(r *http.Request) response.Response {
 	}
 
 	ref := instanceRef{shapeRef: shape, instance: name}
-	body, err := readBody(r)
+	// The body is optional; when given it must agree with the URL.
+	var req api.DeploymentInstancesPost
+	err = decodeOptionalBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	// The body is optional; when given it must agree with the URL.
-	if len(body) > 0 {
-		var req api.DeploymentInstancesPost
-		err = unmarshalBody(body, &req)
-		if err != nil {
-			return response.SmartError(err)
-		}
-
-		if (req.InstanceName != "" && req.InstanceName != ref.instance) || (req.DeploymentShapeName != "" && req.DeploymentShapeName != ref.shape) {
-			return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "the body names %s/%s but the URL %s/%s: leave the body empty or make them agree", req.DeploymentShapeName, req.InstanceName, ref.shape, ref.instance))
-		}
+	if (req.InstanceName != "" && req.InstanceName != ref.instance) || (req.DeploymentShapeName != "" && req.DeploymentShapeName != ref.shape) {
+		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "the body names %s/%s but the URL %s/%s: leave the body empty or make them agree", req.DeploymentShapeName, req.InstanceName, ref.shape, ref.instance))
 	}
 
 	op, err := a.fleet.startLaunch(r.Context(), ref, change{by: requestorFromContext(r.Context()), why: "governor API"})

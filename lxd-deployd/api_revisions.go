@@ -121,16 +121,9 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 	}
 
 	req := api.DeploymentShapeRollbackPost{}
-	body, err := readBody(r)
+	err = decodeOptionalBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
-	}
-
-	if len(body) > 0 {
-		err = unmarshalBody(body, &req)
-		if err != nil {
-			return response.SmartError(err)
-		}
 	}
 
 	if req.Revision < 0 {

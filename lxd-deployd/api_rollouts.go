@@ -40,8 +40,14 @@ func (a rolloutsAPI) rolloutFromRequest(r *http.Request) (shapeRef, *db.Rollout,
 		return ref, nil, err
 	}
 
+	rollout, err := a.readRollout(r.Context(), ref, n)
+	return ref, rollout, err
+}
+
+// readRollout reads rollout n of the shape ref names.
+func (a rolloutsAPI) readRollout(ctx context.Context, ref shapeRef, n int) (*db.Rollout, error) {
 	var rollout *db.Rollout
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+	err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, shape, err := shapeInTx(ctx, tx, ref)
 		if err != nil {
 			return err
@@ -51,7 +57,7 @@ func (a rolloutsAPI) rolloutFromRequest(r *http.Request) (shapeRef, *db.Rollout,
 		return err
 	})
 
-	return ref, rollout, err
+	return rollout, err
 }
 
 // withCounts fills a rollout's instance counts from the rows and one LXD listing.
@@ -165,16 +171,9 @@ func (a rolloutsAPI) create(r *http.Request) response.Response {
 	}
 
 	req := api.DeploymentRolloutsPost{}
-	body, err := readBody(r)
+	err = decodeOptionalBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
-	}
-
-	if len(body) > 0 {
-		err = unmarshalBody(body, &req)
-		if err != nil {
-			return response.SmartError(err)
-		}
 	}
 
 	by := requestorFromContext(r.Context())
@@ -254,16 +253,7 @@ func (a rolloutsAPI) watch(ref shapeRef, deploymentID int64, number int) *operat
 			ticker := time.NewTicker(time.Second)
 			defer ticker.Stop()
 			for {
-				var rollout *db.Rollout
-				err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-					_, shape, err := shapeInTx(ctx, tx, ref)
-					if err != nil {
-						return err
-					}
-
-					rollout, err = db.GetRollout(ctx, tx, shape.ID, number)
-					return err
-				})
+				rollout, err := a.readRollout(ctx, ref, number)
 				if err != nil {
 					return err
 				}

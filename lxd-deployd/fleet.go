@@ -233,16 +233,8 @@ func (f *fleet) startLaunch(ctx context.Context, ref instanceRef, c change) (*op
 		return nil, err
 	}
 
-	return f.ops.Start(operations.Args{
-		Description:   fmt.Sprintf("Creating instance %s of shape %s", ref.instance, ref.shape),
-		Project:       ref.project,
-		DeploymentID:  p.deploymentID,
-		Resources:     instanceResources(ref),
-		Uncancellable: true,
-		Logger:        requestLoggerIfAny(ctx),
-		Run: func(ctx context.Context, op *operations.Operation) error {
-			return f.finishLaunch(ctx, p)
-		},
+	return f.instanceOperation(ctx, ref, p.deploymentID, "Creating", func(ctx context.Context) error {
+		return f.finishLaunch(ctx, p)
 	}), nil
 }
 
@@ -376,17 +368,26 @@ func (f *fleet) startDelete(ctx context.Context, ref instanceRef, c change) (*op
 		return nil, err
 	}
 
+	return f.instanceOperation(ctx, ref, p.deploymentID, "Deleting", func(ctx context.Context) error {
+		return f.finishDelete(ctx, p)
+	}), nil
+}
+
+// instanceOperation runs the LXD half of a reserved launch or delete (finish) as a
+// background operation. It cannot be cancelled half way: that left unrecorded instances
+// behind, or records of instances LXD no longer has.
+func (f *fleet) instanceOperation(ctx context.Context, ref instanceRef, deploymentID int64, verb string, finish func(ctx context.Context) error) *operations.Operation {
 	return f.ops.Start(operations.Args{
-		Description:   fmt.Sprintf("Deleting instance %s of shape %s", ref.instance, ref.shape),
+		Description:   fmt.Sprintf("%s instance %s of shape %s", verb, ref.instance, ref.shape),
 		Project:       ref.project,
-		DeploymentID:  p.deploymentID,
+		DeploymentID:  deploymentID,
 		Resources:     instanceResources(ref),
 		Uncancellable: true,
 		Logger:        requestLoggerIfAny(ctx),
 		Run: func(ctx context.Context, op *operations.Operation) error {
-			return f.finishDelete(ctx, p)
+			return finish(ctx)
 		},
-	}), nil
+	})
 }
 
 // instanceResources lists what an instance operation touches, as LXD does.

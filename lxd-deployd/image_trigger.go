@@ -19,16 +19,10 @@ import (
 // one call per instance); a slow sweep catches changes made while it was not listening.
 type imageWatcher struct {
 	engine *rolloutEngine
-	wake   chan struct{}
-}
 
-// poke makes the watcher check now: a shape changed, so it learns the image its alias
-// names before that alias can move.
-func (w *imageWatcher) poke() {
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	// loop's poke makes the watcher check now: a shape changed, so it learns the image its
+	// alias names before that alias can move. (run has its own timer and event stream.)
+	loop
 }
 
 // imageSweep is how often aliases are checked without an event.

@@ -9,7 +9,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 )
 
-// instanceLifecycle is the background work of issue 10: health checks, autohealing,
+// instanceLifecycle is the background care of instances: health checks, autohealing,
 // lifecycle hooks and warm pools. They run on one member at a time, the holder of the
 // instances lease (cluster.go), so each instance is checked and healed by one member.
 type instanceLifecycle struct {

@@ -70,6 +70,17 @@ func decodeBody(r *http.Request, v any) error {
 	return unmarshalBody(body, v)
 }
 
+// decodeOptionalBody is decodeBody for requests whose body may be left out: an empty body
+// leaves v as it is (its zero value, the defaults), a given one must decode cleanly.
+func decodeOptionalBody(r *http.Request, v any) error {
+	body, err := readBody(r)
+	if err != nil || len(body) == 0 {
+		return err
+	}
+
+	return unmarshalBody(body, v)
+}
+
 // pathName returns the unescaped path variable and checks it with the one name rule, since
 // gorilla/mux hands out escaped segments.
 func pathName(r *http.Request, variable string, kind string) (string, error) {

@@ -124,38 +124,24 @@ type rolloutEngine struct {
 	logger    *slog.Logger
 	claim     rolloutClaim
 	images    *imageWatcher
-	wake      chan struct{}
+
+	// loop ticks the engine, and at once when poked (a rollout started, paused or resumed).
+	loop
 }
 
 func newRolloutEngine(cluster *db.Cluster, l *backend.LXD, f *fleet, lc lifecycle, logger *slog.Logger, owner string) *rolloutEngine {
-	e := &rolloutEngine{db: cluster, lxd: l, fleet: f, lifecycle: lc, logger: logger, claim: columnClaim{owner: owner, ttl: 15 * time.Second}, wake: make(chan struct{}, 1)}
-	e.images = &imageWatcher{engine: e, wake: make(chan struct{}, 1)}
+	e := &rolloutEngine{db: cluster, lxd: l, fleet: f, lifecycle: lc, logger: logger, claim: columnClaim{owner: owner, ttl: 15 * time.Second}, loop: newLoop()}
+	e.images = &imageWatcher{engine: e, loop: newLoop()}
 	return e
 }
 
-// poke makes the engine tick now (a rollout started, paused or resumed).
-func (e *rolloutEngine) poke() {
-	select {
-	case e.wake <- struct{}{}:
-	default:
-	}
-}
-
-// run ticks every interval until ctx ends.
+// run ticks every interval, or when poked, until ctx ends.
 func (e *rolloutEngine) run(ctx context.Context, interval time.Duration) {
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
 	go e.images.run(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		case <-e.wake:
-		}
-
+	e.loop.run(ctx, interval, e.logger, "rollouts", func(ctx context.Context) error {
 		e.tick(ctx)
-	}
+		return nil
+	})
 }
 
 // tick claims the active rollouts it can and moves each running one a step.

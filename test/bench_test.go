@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	lxdapi "github.com/canonical/lxd/shared/api"
 )
 
 // BenchmarkLaunch measures creating and starting one busybox container through
@@ -27,20 +25,7 @@ func benchLaunch(b *testing.B, n int) {
 
 	direct := func(name string) time.Duration {
 		start := time.Now()
-		req := lxdapi.InstancesPost{Name: name, Source: lxdapi.InstanceSource{Type: "image", Alias: "busybox"}}
-		op, err := env.lxdConn.CreateInstance(req)
-		if err == nil {
-			err = op.Wait()
-		}
-
-		if err == nil {
-			op, err = env.lxdConn.UpdateInstanceState(name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, "")
-		}
-
-		if err == nil {
-			err = op.Wait()
-		}
-
+		err := env.launchByHand(name)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -127,16 +127,11 @@ func benchWarmPool(b *testing.B) {
 func (env *governorEnv) publishBigImage(b *testing.B, alias string) {
 	b.Helper()
 	name := env.name("bigsrc")
-	op, err := env.lxdConn.CreateInstance(lxdapi.InstancesPost{Name: name, Source: lxdapi.InstanceSource{Type: "image", Alias: "busybox"}})
-	must(b, err)
-	must(b, op.Wait())
 	defer env.deleteByHand(name)
-	op, err = env.lxdConn.UpdateInstanceState(name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, "")
-	must(b, err)
-	must(b, op.Wait())
+	must(b, env.launchByHand(name))
 	var out bytes.Buffer
 	done := make(chan bool)
-	op, err = env.lxdConn.ExecInstance(name, lxdapi.InstanceExecPost{Command: []string{"dd", "if=/dev/urandom", "of=/payload", "bs=1M", "count=100"}, WaitForWS: true}, lxdExecArgs(&out, &out, done))
+	op, err := env.lxdConn.ExecInstance(name, lxdapi.InstanceExecPost{Command: []string{"dd", "if=/dev/urandom", "of=/payload", "bs=1M", "count=100"}, WaitForWS: true}, lxdExecArgs(&out, &out, done))
 	must(b, err)
 	must(b, op.Wait())
 	<-done

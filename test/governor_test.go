@@ -77,19 +77,25 @@ func (env *governorEnv) cleanupLXD(t testing.TB) {
 			continue
 		}
 
-		put := instance.Writable()
-		delete(put.Config, "security.protection.delete")
-		if op, err := env.lxdConn.UpdateInstance(instance.Name, put, ""); err == nil {
-			_ = op.Wait()
-		}
+		env.removeFromLXD(instance)
+	}
+}
 
-		if op, err := env.lxdConn.UpdateInstanceState(instance.Name, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, ""); err == nil {
-			_ = op.Wait()
-		}
+// removeFromLXD deletes an instance from the shared LXD whatever its protection and state,
+// as a best effort: cleanups must not fail a test that has passed.
+func (env *governorEnv) removeFromLXD(instance lxdapi.Instance) {
+	put := instance.Writable()
+	delete(put.Config, "security.protection.delete")
+	if op, err := env.lxdConn.UpdateInstance(instance.Name, put, ""); err == nil {
+		_ = op.Wait()
+	}
 
-		if op, err := env.lxdConn.DeleteInstance(instance.Name); err == nil {
-			_ = op.Wait()
-		}
+	if op, err := env.lxdConn.UpdateInstanceState(instance.Name, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, ""); err == nil {
+		_ = op.Wait()
+	}
+
+	if op, err := env.lxdConn.DeleteInstance(instance.Name); err == nil {
+		_ = op.Wait()
 	}
 }
 

@@ -79,22 +79,7 @@ func benchRollout(b *testing.B, n int, surge int) {
 		}
 	}
 
-	create := func(name string) error {
-		op, err := env.lxdConn.CreateInstance(lxdapi.InstancesPost{Name: name, Source: lxdapi.InstanceSource{Type: "image", Alias: "busybox"}})
-		if err == nil {
-			err = op.Wait()
-		}
-
-		if err == nil {
-			op, err = env.lxdConn.UpdateInstanceState(name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, "")
-		}
-
-		if err == nil {
-			err = op.Wait()
-		}
-
-		return err
-	}
+	create := env.launchByHand
 
 	remove := func(name string) error {
 		op, err := env.lxdConn.UpdateInstanceState(name, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, "")

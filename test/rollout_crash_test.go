@@ -24,20 +24,7 @@ func TestRolloutSurvivesKill(t *testing.T) {
 
 	_, err := env.admin.CreateDeploymentShapeRollout("dep1", "web", api.DeploymentRolloutsPost{})
 	must(t, err)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		r, err := env.admin.GetDeploymentShapeRollout("dep1", "web", 1)
-		must(t, err)
-		if r.Updated >= 1 {
-			break
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("no replacement started: %+v", r)
-		}
-
-		time.Sleep(50 * time.Millisecond)
-	}
+	env.waitFirstReplacement(t, 1)
 
 	env.d.Kill(t)
 	env.d.Start(t, "--reconcile-interval", "1s")
@@ -45,7 +32,7 @@ func TestRolloutSurvivesKill(t *testing.T) {
 	env.waitRollout(t, 1, 2*time.Minute, "complete")
 
 	// Settled: no record in flux, the records and LXD name the same instances.
-	deadline = time.Now().Add(time.Minute)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
 		must(t, err)

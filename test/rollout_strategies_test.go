@@ -151,20 +151,7 @@ func TestRolloutPauseResumeCancelWithGovernor(t *testing.T) {
 	}()
 
 	// Pause once the first replacement exists; nothing more is replaced while paused.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		r, err := env.admin.GetDeploymentShapeRollout("dep1", "web", 1)
-		must(t, err)
-		if r.Updated >= 1 {
-			break
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("no replacement started: %+v", r)
-		}
-
-		time.Sleep(100 * time.Millisecond)
-	}
+	env.waitFirstReplacement(t, 1)
 
 	must(t, env.admin.DeploymentShapeRolloutAction("dep1", "web", 1, "pause"))
 	expectCode(t, env.admin.DeploymentShapeRolloutAction("dep1", "web", 1, "pause"), 409, "pause a paused rollout")

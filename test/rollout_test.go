@@ -46,19 +46,7 @@ func (env *governorEnv) cleanupRollouts(t testing.TB) {
 			continue
 		}
 
-		put := instance.Writable()
-		delete(put.Config, "security.protection.delete")
-		if op, err := env.lxdConn.UpdateInstance(instance.Name, put, ""); err == nil {
-			_ = op.Wait()
-		}
-
-		if op, err := env.lxdConn.UpdateInstanceState(instance.Name, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, ""); err == nil {
-			_ = op.Wait()
-		}
-
-		if op, err := env.lxdConn.DeleteInstance(instance.Name); err == nil {
-			_ = op.Wait()
-		}
+		env.removeFromLXD(instance)
 	}
 }
 
@@ -119,6 +107,26 @@ func (env *governorEnv) waitRollout(t testing.TB, n int, timeout time.Duration, 
 		}
 
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitFirstReplacement waits until rollout n of web has made its first replacement, for
+// tests that act on a rollout caught half way (pause it, kill the daemon).
+func (env *governorEnv) waitFirstReplacement(t testing.TB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r, err := env.admin.GetDeploymentShapeRollout("dep1", "web", n)
+		must(t, err)
+		if r.Updated >= 1 {
+			return
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("no replacement started: %+v", r)
+		}
+
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

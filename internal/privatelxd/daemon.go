@@ -81,16 +81,7 @@ func launch() (l *LXD, err error) {
 	if err := os.WriteFile(filepath.Join(dir, "lxc-conf", "config.yml"), []byte("default-remote: local\n"), 0o600); err != nil {
 		return nil, err
 	}
-	if err := d.start(); err != nil {
-		return nil, err
-	}
-	if err := d.waitReady(); err != nil {
-		return nil, err
-	}
-	if err := d.setup(); err != nil {
-		return nil, err
-	}
-	return &LXD{Dir: dir, Socket: d.socket, d: d}, nil
+	return d.bringUp()
 }
 
 // launchKept starts (or starts again) a private daemon whose state lives in dir across
@@ -131,6 +122,12 @@ func launchKept(dir string) (l *LXD, err error) {
 			}
 		}
 	}()
+	return d.bringUp()
+}
+
+// bringUp starts lxd on the prepared directory, waits for its API and sets it up: the
+// common end of a fresh and of a kept daemon's launch.
+func (d *daemon) bringUp() (*LXD, error) {
 	if err := d.start(); err != nil {
 		return nil, err
 	}
@@ -140,7 +137,7 @@ func launchKept(dir string) (l *LXD, err error) {
 	if err := d.setup(); err != nil {
 		return nil, err
 	}
-	return &LXD{Dir: dir, Socket: d.socket, d: d}, nil
+	return &LXD{Dir: d.dir, Socket: d.socket, d: d}, nil
 }
 
 // env returns the environment for lxd/lxc commands talking to this daemon.

@@ -10,7 +10,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
-// Defaults of a health object's optional fields (issue 10).
+// Defaults of a health object's optional fields, as doc/api.md lists them.
 const (
 	DefaultInterval           = 10 * time.Second
 	DefaultTimeout            = 5 * time.Second

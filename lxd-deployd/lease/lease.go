@@ -79,11 +79,6 @@ func NewManager(store Store, holder string, ttl time.Duration, logger *slog.Logg
 	return &Manager{store: store, holder: holder, ttl: ttl, logger: logger}
 }
 
-// Holder is the name this manager takes leases under.
-func (m *Manager) Holder() string {
-	return m.holder
-}
-
 // Acquire takes the lease called name, returning ErrHeld when another member holds it.
 // Acquiring a lease this member already holds succeeds with a new token, which fences the
 // earlier tenure (its Check and Renew then fail): leases arbitrate between members, so
