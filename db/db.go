@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -233,11 +234,23 @@ func (c *Cluster) Close(ctx context.Context) error {
 	return c.app.Close()
 }
 
+// transactionAttempts bounds the retries of one transaction: with retryDelay, a writer
+// keeps trying for about three seconds, long enough for ten concurrent launches on a loaded
+// two-core machine and for a leader election.
+const transactionAttempts = 20
+
+// retryDelay grows with the attempt up to 250 ms, with jitter, so that writers that
+// collided once do not collide again in lockstep.
+func retryDelay(attempt int) time.Duration {
+	delay := min(time.Duration(attempt+1)*25*time.Millisecond, 250*time.Millisecond)
+	return delay/2 + rand.N(delay/2+1)
+}
+
 // Transaction runs f in a database transaction, committing when it returns nil. Busy and
-// leadership errors, which a retry can fix, are retried a few times with a short backoff.
+// leadership errors, which a retry can fix, are retried with a short, jittered backoff.
 func (c *Cluster) Transaction(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error) error {
 	var err error
-	for attempt := 0; attempt < 10; attempt++ {
+	for attempt := 0; attempt < transactionAttempts; attempt++ {
 		err = c.transaction(ctx, f)
 		if err != nil && isLostCommit(err) {
 			// The leader went away during COMMIT: read back whether it applied.
@@ -253,7 +266,7 @@ func (c *Cluster) Transaction(ctx context.Context, f func(ctx context.Context, t
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Duration(attempt+1) * 25 * time.Millisecond):
+		case <-time.After(retryDelay(attempt)):
 		}
 	}
 
