@@ -105,7 +105,7 @@ func TestDocNamesExist(t *testing.T) {
 	m := New(Sources{
 		Snapshot: func(ctx context.Context) (Snapshot, error) {
 			return Snapshot{
-				Shapes:     []ShapeStat{{Project: "p", Deployment: "d", Shape: "s"}},
+				Shapes:     []ShapeStat{{Project: "p", Deployment: "d", Shape: "s", HasHealthChecks: true, HasHooks: true, HasWarmPool: true, RolloutsRunning: 1}},
 				Deliveries: []DeliveryStat{{Project: "p", Deployment: "d", Status: "pending"}},
 			}, nil
 		},
@@ -123,6 +123,9 @@ func TestDocNamesExist(t *testing.T) {
 	m.APIRequest("/1.0", "GET", 200, time.Millisecond)
 	m.LXDCall("list", time.Millisecond, errors.New("x"))
 	m.WebhookAttempt("p", "d", time.Millisecond, nil)
+	m.Replacement("p", "d", "s", ReplacementOK)
+	m.RolloutFinished("p", "d", "s", "failed")
+	m.HookWaitEnded("p", "d", "s", "launching:wait", "continue", false)
 
 	families, err := m.Registry().Gather()
 	if err != nil {
