@@ -4,9 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
-// ShapeCount is a shape's size against its bounds, for the metrics gauges.
+// ShapeCount is a shape's size against its bounds, and the state of its instances, warm
+// pool and rollouts, for the metrics gauges. Every instance count but WarmPoolReady is over
+// the instances the shape counts (Current), so the health counts add up to Current.
 type ShapeCount struct {
 	Project    string
 	Deployment string
@@ -14,6 +18,44 @@ type ShapeCount struct {
 	Current    int
 	Minimum    int
 	Maximum    int
+
+	// Revision is the shape's latest revision; Outdated counts instances made from an
+	// older one (what a rollout replaces).
+	Revision int
+	Outdated int
+
+	// Healthy, Unhealthy, Starting and Unknown count instances by their last health verdict.
+	Healthy   int
+	Unhealthy int
+	Starting  int
+	Unknown   int
+
+	// Settled counts created instances out of their launching:wait, and SettledHealthy
+	// those of them that are healthy: ready is the one or the other, whether the shape has
+	// health checks or not (health.Ready), which the caller decides from Health.
+	Settled        int
+	SettledHealthy int
+
+	// LaunchingWait and TerminatingWait count instances waiting in a lifecycle hook.
+	LaunchingWait   int
+	TerminatingWait int
+
+	// WarmPoolReady counts the warm pool's instances ready to be taken.
+	WarmPoolReady int
+
+	// Degraded: autohealing gave up on the shape.
+	Degraded bool
+
+	// RolloutsRunning and RolloutsPaused count the shape's active rollouts (one at most).
+	RolloutsRunning int
+	RolloutsPaused  int
+
+	// HasHooks: the shape sets lifecycle hooks.
+	HasHooks bool
+
+	// Health and WarmPool are the shape's settings (nil when not set).
+	Health   *api.DeploymentShapeHealth
+	WarmPool *api.DeploymentShapeWarmPool
 }
 
 // DeliveryCount is how many of a deployment's webhook deliveries are in one status.
@@ -24,15 +66,37 @@ type DeliveryCount struct {
 	Count      int
 }
 
-// GetShapeCounts returns every shape's size and bounds in one query: a scrape of many shapes
-// costs one round trip, not one per shape.
+// GetShapeCounts returns every shape's size, bounds and instance, warm pool and rollout
+// state in one query: a scrape of many shapes costs one round trip, not one per shape. The
+// instance counts come from one pass over the instance rows (the join), the warm pool and
+// rollout counts from one grouped pass each (not a lookup per shape).
 func GetShapeCounts(ctx context.Context, tx *sql.Tx) ([]ShapeCount, error) {
+	// The instance counts are grouped on their own, then joined: every shape row is then
+	// read once, not once per instance.
 	rows, err := tx.QueryContext(ctx, `
-SELECT d.project, d.name, s.name, s.scaling_minimum, s.scaling_maximum, COUNT(i.id)
+SELECT d.project, d.name, s.name, s.scaling_minimum, s.scaling_maximum, s.revision, s.degraded, s.health, s.warm_pool,
+       COALESCE(c.current, 0), COALESCE(c.outdated, 0),
+       COALESCE(c.healthy, 0), COALESCE(c.unhealthy, 0), COALESCE(c.starting, 0), COALESCE(c.unknown, 0),
+       COALESCE(c.settled, 0), COALESCE(c.settled_healthy, 0), COALESCE(c.launching, 0), COALESCE(c.terminating, 0),
+       COALESCE(p.ready, 0), COALESCE(r.running, 0), COALESCE(r.paused, 0), s.hooks != ''
   FROM deployments_shapes s
   JOIN deployments d ON d.id = s.deployment_id
-  LEFT JOIN deployments_shapes_instances i ON i.deployment_shape_id = s.id AND `+countedInstance+`
- GROUP BY s.id
+  LEFT JOIN (
+    SELECT i.deployment_shape_id AS shape_id, COUNT(*) AS current, SUM(i.revision < si.revision) AS outdated,
+           SUM(i.health = 'healthy') AS healthy, SUM(i.health = 'unhealthy') AS unhealthy, SUM(i.health = 'starting') AS starting,
+           SUM(i.health NOT IN ('healthy', 'unhealthy', 'starting')) AS unknown,
+           SUM(i.state = 'created' AND i.hook != 'launching:wait') AS settled,
+           SUM(i.state = 'created' AND i.hook != 'launching:wait' AND i.health = 'healthy') AS settled_healthy,
+           SUM(i.hook = 'launching:wait') AS launching, SUM(i.hook = 'terminating:wait') AS terminating
+      FROM deployments_shapes_instances i
+      JOIN deployments_shapes si ON si.id = i.deployment_shape_id
+     WHERE `+countedInstance+`
+     GROUP BY i.deployment_shape_id) c ON c.shape_id = s.id
+  LEFT JOIN (SELECT deployment_shape_id, COUNT(*) AS ready FROM deployments_shapes_pool WHERE state = 'ready' GROUP BY deployment_shape_id) p
+         ON p.deployment_shape_id = s.id
+  LEFT JOIN (SELECT deployment_shape_id, SUM(status = 'running') AS running, SUM(status = 'paused') AS paused
+               FROM deployments_shapes_rollouts WHERE status IN ('running', 'paused') GROUP BY deployment_shape_id) r
+         ON r.deployment_shape_id = s.id
  ORDER BY d.project, d.name, s.name`)
 	if err != nil {
 		return nil, fmt.Errorf("count shape instances: %w", err)
@@ -42,11 +106,23 @@ SELECT d.project, d.name, s.name, s.scaling_minimum, s.scaling_maximum, COUNT(i.
 	counts := []ShapeCount{}
 	for rows.Next() {
 		var c ShapeCount
-		err = rows.Scan(&c.Project, &c.Deployment, &c.Shape, &c.Minimum, &c.Maximum, &c.Current)
+		var degraded, health, warmPool string
+		err = rows.Scan(&c.Project, &c.Deployment, &c.Shape, &c.Minimum, &c.Maximum, &c.Revision, &degraded, &health, &warmPool,
+			&c.Current, &c.Outdated, &c.Healthy, &c.Unhealthy, &c.Starting, &c.Unknown, &c.Settled, &c.SettledHealthy,
+			&c.LaunchingWait, &c.TerminatingWait, &c.WarmPoolReady, &c.RolloutsRunning, &c.RolloutsPaused, &c.HasHooks)
 		if err != nil {
 			return nil, fmt.Errorf("count shape instances: %w", err)
 		}
 
+		var put api.DeploymentShapePut
+		err = unmarshalLifecycle(health, "", warmPool, &put)
+		if err != nil {
+			return nil, fmt.Errorf("shape %q: %w", c.Shape, err)
+		}
+
+		c.Degraded = degraded != ""
+		c.Health = put.Health
+		c.WarmPool = put.WarmPool
 		counts = append(counts, c)
 	}
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -60,7 +61,7 @@ func metricsSnapshot(cluster *db.Cluster) func(ctx context.Context) (metrics.Sna
 
 			snap = metrics.Snapshot{Shapes: make([]metrics.ShapeStat, 0, len(shapes)), Deliveries: make([]metrics.DeliveryStat, 0, len(deliveries))}
 			for _, s := range shapes {
-				snap.Shapes = append(snap.Shapes, metrics.ShapeStat(s))
+				snap.Shapes = append(snap.Shapes, shapeStat(s))
 			}
 
 			for _, d := range deliveries {
@@ -71,4 +72,32 @@ func metricsSnapshot(cluster *db.Cluster) func(ctx context.Context) (metrics.Sna
 		})
 		return snap, err
 	}
+}
+
+// shapeStat is a shape's counts as the metrics report them: ready follows health.Ready (the
+// healthy ones when the shape has health checks), read from the counts without a call to
+// LXD.
+func shapeStat(s db.ShapeCount) metrics.ShapeStat {
+	stat := metrics.ShapeStat{
+		Project: s.Project, Deployment: s.Deployment, Shape: s.Shape,
+		Current: s.Current, Minimum: s.Minimum, Maximum: s.Maximum,
+		Ready: s.Settled, Outdated: s.Outdated, Revision: s.Revision,
+		Healthy: s.Healthy, Unhealthy: s.Unhealthy, Starting: s.Starting, Unknown: s.Unknown,
+		LaunchingWait: s.LaunchingWait, TerminatingWait: s.TerminatingWait,
+		WarmPoolReady: s.WarmPoolReady, Degraded: s.Degraded,
+		RolloutsRunning: s.RolloutsRunning, RolloutsPaused: s.RolloutsPaused,
+		HasHooks: s.HasHooks,
+	}
+
+	_, stat.HasHealthChecks = health.Parse(s.Health)
+	if stat.HasHealthChecks {
+		stat.Ready = s.SettledHealthy
+	}
+
+	if s.WarmPool != nil && s.WarmPool.Size > 0 {
+		stat.HasWarmPool = true
+		stat.WarmPoolSize = s.WarmPool.Size
+	}
+
+	return stat
 }

@@ -257,6 +257,7 @@ func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 		},
 	})
 	if errors.Is(err, errGiveUp) {
+		h.lifecycle.countReplacement(old, replacementGaveUp)
 		h.degrade(ctx, shape, old, maxReplaceFailures, cause)
 		return
 	}
@@ -272,6 +273,7 @@ func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 	err = h.fleet.finishLaunch(ctx, p)
 	if err != nil {
 		h.logger.Warn("autohealing: replacement launch failed", "instance", old.Name, "replacement", ref.instance, "err", err)
+		h.lifecycle.countReplacement(old, replacementFailed)
 		// The old instance counts again, and the failure counts toward giving up.
 		_ = h.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			err := db.SetInstanceState(ctx, tx, old.ID, db.InstanceReplacing, old.State, h.owner, time.Now())
@@ -288,6 +290,7 @@ func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 		return
 	}
 
+	h.lifecycle.countReplacement(old, replacementOK)
 	old.State = db.InstanceReplacing
 	h.removeOld(ctx, old)
 }

@@ -341,15 +341,20 @@ func (k *hookKeeper) end(ctx context.Context, row db.Instance, action string) {
 		err = k.fleet.finishDelete(ctx, p)
 		if err != nil {
 			k.logger.Warn("delete drained instance", "instance", row.Name, "err", err)
+			return
 		}
+
+		k.lifecycle.countHookEnd(row, action)
 	case row.Hook.Hook == api.LifecycleTerminatingWait:
 		// Abandoning a drain keeps the instance: whoever could not drain it says it must stay.
 		if clear() == nil {
+			k.lifecycle.countHookEnd(row, action)
 			k.lifecycle.emit(by, row.Project, row.DeploymentID, lifecycleInstanceKept, source)
 			k.lifecycle.instanceChanged(ctx, row.DeploymentID, lifecycleInstanceKept, row.Shape, row.Name)
 		}
 	case action == api.LifecycleActionContinue:
 		if clear() == nil {
+			k.lifecycle.countHookEnd(row, action)
 			k.lifecycle.emit(by, row.Project, row.DeploymentID, lifecycleInstanceReady, source)
 			k.lifecycle.instanceChanged(ctx, row.DeploymentID, lifecycleInstanceReady, row.Shape, row.Name)
 		}
@@ -368,6 +373,8 @@ func (k *hookKeeper) end(ctx context.Context, row db.Instance, action string) {
 			return
 		}
 
+		// The wait ended here; a delete that fails is retried as a decided drain.
+		k.lifecycle.countHookEnd(row, action)
 		p, err := k.fleet.reserveDelete(ctx, ref, change{by: by, why: "launch abandoned", drained: true})
 		if err == nil {
 			err = k.fleet.finishDelete(ctx, p)

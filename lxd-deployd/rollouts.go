@@ -565,6 +565,7 @@ func createRollout(ctx context.Context, tx *sql.Tx, shape *db.Shape, cause strin
 
 // rolloutEvent tells /1.0/events and the governor's webhook about a rollout's step.
 func (l lifecycle) rolloutEvent(by api.DeploymentRequestor, ref shapeRef, deploymentID int64, number int, action string) {
+	l.countRollout(ref, action)
 	l.emit(by, ref.project, deploymentID, action, api.DeploymentShapeRolloutURL(ref.project, ref.name, ref.shape, number))
 	l.notify(context.Background(), deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: ref.shape})
 }

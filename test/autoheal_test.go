@@ -213,6 +213,18 @@ func TestAutohealing(t *testing.T) {
 			t.Fatalf("with a failing check every instance is unhealthy: %+v", instance)
 		}
 	}
+
+	// The operator sees it all in /1.0/metrics: replacements by result, the shape degraded,
+	// its instances unhealthy and none ready (labels sorted, as the exposition prints them).
+	text := scrape(t, env.admin)
+	labels := `deployment="dep1",project="default"`
+	if sample(text, `lxd_deployd_autoheal_replacements_total{`+labels+`,result="ok",shape="web"}`) < 2 ||
+		sample(text, `lxd_deployd_autoheal_replacements_total{`+labels+`,result="gave_up",shape="web"}`) < 1 ||
+		sample(text, `lxd_deployd_shape_degraded{`+labels+`,shape="web"}`) != 1 ||
+		sample(text, `lxd_deployd_shape_instances_health{deployment="dep1",health="unhealthy",project="default",shape="web"}`) != 2 ||
+		sample(text, `lxd_deployd_shape_instances_ready{`+labels+`,shape="web"}`) != 0 {
+		t.Fatalf("autohealing in the metrics:\n%s", text)
+	}
 }
 
 func names(byName map[string]api.DeploymentInstance) string {

@@ -138,4 +138,17 @@ func TestLifecycleHooks(t *testing.T) {
 		_, live := env.lxdInstances(t)[e]
 		return !recorded && !live
 	})
+
+	// Since the restart, /1.0/metrics counted each wait that ended: c's drain by its
+	// timeout, d's launch by a continue, e's by an abandon (labels sorted, as printed).
+	text := scrape(t, env.admin)
+	for _, ended := range []string{
+		`action="continue",by="timeout",deployment="dep1",hook="terminating:wait"`,
+		`action="continue",by="request",deployment="dep1",hook="launching:wait"`,
+		`action="abandon",by="request",deployment="dep1",hook="launching:wait"`,
+	} {
+		if got := sample(text, `lxd_deployd_lifecycle_hook_waits_ended_total{`+ended+`,project="default",shape="web"}`); got != 1 {
+			t.Errorf("hook waits ended {%s}: %v, want 1", ended, got)
+		}
+	}
 }

@@ -182,3 +182,91 @@ func TestMetricsCertificate(t *testing.T) {
 	_, err = d.HTTPS(t, stranger).GetMetrics(context.Background())
 	expectCode(t, err, http.StatusForbidden, "untrusted certificate scrape")
 }
+
+// TestMetricsShapeLifecycle follows a shape with a health check, a launch hook and a
+// rollout on a private LXD through its gauges and counters: an instance waiting in
+// launching:wait, then ready and healthy after continue; outdated after a template change;
+// a running rollout with its progress; and, once it completes, no outdated instance and a
+// complete rollout counted.
+func TestMetricsShapeLifecycle(t *testing.T) {
+	env := newRolloutEnv(t, 0, 2)
+	env.setShape(t, func(put *api.DeploymentShapePut) {
+		put.Health = &api.DeploymentShapeHealth{Command: []string{"true"}, Interval: "1s", Grace: "1s"}
+		put.Hooks = &api.DeploymentShapeHooks{LaunchTimeout: "60s"}
+		put.Rollout = api.DeploymentShapeRollout{MaxSurge: "1", MaxUnavailable: "0"}
+	})
+
+	shape := `deployment="dep1",project="default",shape="web"`
+	series := func(name string) string { return name + "{" + shape + "}" }
+
+	waitingSeries := `lxd_deployd_shape_instances_hook_waiting{deployment="dep1",hook="launching:wait",project="default",shape="web"}`
+	healthy := `lxd_deployd_shape_instances_health{deployment="dep1",health="healthy",project="default",shape="web"}`
+	running := `lxd_deployd_shape_rollouts{deployment="dep1",project="default",shape="web",status="running"}`
+	continued := `lxd_deployd_lifecycle_hook_waits_ended_total{action="continue",by="request",deployment="dep1",hook="launching:wait",project="default",shape="web"}`
+	completed := `lxd_deployd_rollouts_finished_total{deployment="dep1",project="default",shape="web",status="complete"}`
+
+	text := scrape(t, env.admin)
+	revision := sample(text, series("lxd_deployd_shape_revision"))
+	if revision < 1 || sample(text, healthy) != 0 || sample(text, waitingSeries) != 0 || sample(text, running) != -1 {
+		t.Fatalf("gauges of a shape with checks and hooks but no instance:\n%s", text)
+	}
+
+	// A new instance waits in its launch hook: counted, not ready.
+	a := env.name("a")
+	env.launch(t, env.gov, a)
+	text = waitForSample(t, env.admin, waitingSeries, 1)
+	if sample(text, series("lxd_deployd_shape_instances")) != 1 || sample(text, series("lxd_deployd_shape_instances_ready")) != 0 {
+		t.Fatalf("an instance in launching:wait counts and is not ready:\n%s", text)
+	}
+
+	// Continue: out of the hook, healthy, ready.
+	must(t, env.gov.DeploymentShapeInstanceLifecycle("dep1", "web", a, "continue"))
+	waitForSample(t, env.admin, healthy, 1)
+	text = waitForSample(t, env.admin, series("lxd_deployd_shape_instances_ready"), 1)
+	if sample(text, waitingSeries) != 0 || sample(text, continued) != 1 || sample(text, series("lxd_deployd_shape_degraded")) != 0 {
+		t.Fatalf("after continue: no wait, one counted, not degraded:\n%s", text)
+	}
+
+	// A template change makes a new revision; the instance is outdated until a rollout.
+	env.updateShape(t, "v2", setVersion("2"))
+	text = scrape(t, env.admin)
+	if sample(text, series("lxd_deployd_shape_revision")) != revision+1 || sample(text, series("lxd_deployd_shape_instances_outdated")) != 1 {
+		t.Fatalf("after a template change: revision %v+1, one outdated:\n%s", revision, text)
+	}
+
+	// The rollout's new instance waits in the launch hook, holding the rollout running.
+	op, err := env.admin.CreateDeploymentShapeRollout("dep1", "web", api.DeploymentRolloutsPost{})
+	must(t, err)
+	text = waitForSample(t, env.admin, waitingSeries, 1)
+	if sample(text, running) != 1 || sample(text, series("lxd_deployd_shape_rollout_progress_ratio")) != 0.5 {
+		t.Fatalf("a running rollout with its surge instance made (progress 1 of 2):\n%s", text)
+	}
+
+	for name, instance := range env.instancesByName(t) {
+		if instance.Lifecycle == api.LifecycleLaunchingWait {
+			must(t, env.gov.DeploymentShapeInstanceLifecycle("dep1", "web", name, "continue"))
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	must(t, op.Wait(ctx))
+	text = waitForSample(t, env.admin, completed, 1)
+	promtoolCheck(t, text)
+	checks := map[string]float64{
+		series("lxd_deployd_shape_instances"):          1,
+		series("lxd_deployd_shape_instances_outdated"): 0,
+		series("lxd_deployd_shape_instances_ready"):    1,
+		continued: 2,
+		running:   -1, // no active rollout: no series
+	}
+	for s, want := range checks {
+		if got := sample(text, s); got != want {
+			t.Errorf("%s = %v, want %v", s, got, want)
+		}
+	}
+
+	if strings.Contains(text, a) {
+		t.Errorf("an instance name leaked into the labels")
+	}
+}

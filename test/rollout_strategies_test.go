@@ -109,6 +109,15 @@ func TestRolloutFailureAutoReverts(t *testing.T) {
 		}
 	}
 
+	// /1.0/metrics counted both ends (the one the failing rollout's alert rule reads), and
+	// no rollout is active any more.
+	finished := `lxd_deployd_rollouts_finished_total{deployment="dep1",project="default",shape="web",status=`
+	text := waitForSample(t, env.admin, finished+`"complete"}`, 1) // counted just after the status is stored
+	if sample(text, finished+`"reverted"}`) != 1 || sample(text, finished+`"complete"}`) != 1 ||
+		sample(text, `lxd_deployd_shape_rollouts{deployment="dep1",project="default",shape="web",status="running"}`) != -1 {
+		t.Fatalf("rollouts in the metrics after a revert:\n%s", text)
+	}
+
 	// The CLI: status --watch fails for a failed rollout (for CI pipelines); the history,
 	// the diff and the activity say what happened.
 	u := newCLIUser(t, env.d)

@@ -83,6 +83,13 @@ func TestWarmPool(t *testing.T) {
 		t.Fatalf("pool instances never count: current %d, ready %d", shape.ScalingCurrent, shape.WarmPoolReady)
 	}
 
+	// /1.0/metrics says the same: the pool is full, no instance counts.
+	text := scrape(t, env.admin)
+	labels := `{deployment="dep1",project="default",shape="web"}`
+	if sample(text, "lxd_deployd_shape_warm_pool_ready"+labels) != 2 || sample(text, "lxd_deployd_shape_warm_pool_size"+labels) != 2 || sample(text, "lxd_deployd_shape_instances"+labels) != 0 {
+		t.Fatalf("the warm pool in the metrics:\n%s", text)
+	}
+
 	// A launch takes a pool instance: LXD made it before the launch was asked for.
 	a := env.name("a")
 	asked := time.Now()

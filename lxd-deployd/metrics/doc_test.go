@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,7 +106,7 @@ func TestDocNamesExist(t *testing.T) {
 	m := New(Sources{
 		Snapshot: func(ctx context.Context) (Snapshot, error) {
 			return Snapshot{
-				Shapes:     []ShapeStat{{Project: "p", Deployment: "d", Shape: "s"}},
+				Shapes:     []ShapeStat{{Project: "p", Deployment: "d", Shape: "s", HasHealthChecks: true, HasHooks: true, HasWarmPool: true, RolloutsRunning: 1}},
 				Deliveries: []DeliveryStat{{Project: "p", Deployment: "d", Status: "pending"}},
 			}, nil
 		},
@@ -123,6 +124,9 @@ func TestDocNamesExist(t *testing.T) {
 	m.APIRequest("/1.0", "GET", 200, time.Millisecond)
 	m.LXDCall("list", time.Millisecond, errors.New("x"))
 	m.WebhookAttempt("p", "d", time.Millisecond, nil)
+	m.Replacement("p", "d", "s", ReplacementOK)
+	m.RolloutFinished("p", "d", "s", "failed")
+	m.HookWaitEnded("p", "d", "s", "launching:wait", "continue", false)
 
 	families, err := m.Registry().Gather()
 	if err != nil {
@@ -164,4 +168,39 @@ func TestDocNamesExist(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Every query of the dashboard of doc/monitoring.md is valid PromQL: promtool checks them
+// as recording rules ($deployment, Grafana's variable, matches everything).
+func TestDocDashboardQueries(t *testing.T) {
+	var dashboard struct {
+		Panels []struct {
+			Targets []struct{ Expr string }
+		}
+	}
+
+	err := json.Unmarshal([]byte(docBlock(t, "dashboard.json")), &dashboard)
+	if err != nil {
+		t.Fatalf("the dashboard is not valid JSON: %v", err)
+	}
+
+	rules := "groups:\n  - name: dashboard\n    rules:\n"
+	for i, p := range dashboard.Panels {
+		for j, target := range p.Targets {
+			expr, err := json.Marshal(strings.ReplaceAll(target.Expr, "$deployment", ".*"))
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			rules += fmt.Sprintf("      - record: dashboard:panel%d:%d\n        expr: %s\n", i, j, expr)
+		}
+	}
+
+	dir := t.TempDir()
+	err = os.WriteFile(filepath.Join(dir, "dashboard.yml"), []byte(rules), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	runPromtool(t, dir, "check", "rules", "dashboard.yml")
 }

@@ -26,7 +26,8 @@ const (
 	ResultFailed  = "failed"
 )
 
-// ShapeStat is one shape's size against its bounds.
+// ShapeStat is one shape's size against its bounds, and the state of its instances, warm
+// pool and rollouts. The instance counts are over the instances the shape counts (Current).
 type ShapeStat struct {
 	Project    string
 	Deployment string
@@ -34,6 +35,41 @@ type ShapeStat struct {
 	Current    int
 	Minimum    int
 	Maximum    int
+
+	// Ready instances: created, out of their launching:wait, healthy when the shape has
+	// health checks (what a rollout waits for, LXD's own state aside).
+	Ready int
+
+	// Outdated instances run an older revision than the shape's latest (Revision).
+	Outdated int
+	Revision int
+
+	// Instances by their last health verdict.
+	Healthy   int
+	Unhealthy int
+	Starting  int
+	Unknown   int
+
+	// Instances waiting in a lifecycle hook.
+	LaunchingWait   int
+	TerminatingWait int
+
+	// The warm pool's instances ready to be taken, and the size it keeps.
+	WarmPoolReady int
+	WarmPoolSize  int
+
+	// Degraded: autohealing gave up on the shape.
+	Degraded bool
+
+	// Active rollouts (one at most).
+	RolloutsRunning int
+	RolloutsPaused  int
+
+	// What the shape sets: the families of a feature it does not use are left out, so a
+	// scrape of many plain shapes stays small.
+	HasHealthChecks bool
+	HasHooks        bool
+	HasWarmPool     bool
 }
 
 // DeliveryStat counts a deployment's webhook deliveries in one status.
@@ -93,6 +129,10 @@ type Metrics struct {
 	webhookDuration *prometheus.HistogramVec
 
 	templateExpansion prometheus.Histogram
+
+	replacements   *prometheus.CounterVec
+	rolloutsEnded  *prometheus.CounterVec
+	hookWaitsEnded *prometheus.CounterVec
 }
 
 var shapeLabels = []string{"project", "deployment", "shape"}
@@ -130,6 +170,9 @@ func New(sources Sources) *Metrics {
 	m.webhookDuration = histogram("webhook_delivery_duration_seconds", "Latency of webhook delivery attempts, answered or not.", fast, "project", "deployment")
 	m.templateExpansion = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: "template_expansion_duration_seconds", Help: "Time spent expanding templated configs.", Buckets: fast})
 	m.registry.MustRegister(m.templateExpansion)
+	m.replacements = counter("autoheal_replacements_total", "Replacements autohealing started, by result: ok (the replacement was launched; the old instance goes next), failed (the replacement could not be launched), gave_up (not started: too many failed in a row, the shape is now degraded).", append(shapeLabels, "result")...)
+	m.rolloutsEnded = counter("rollouts_finished_total", "Rollouts that ended, by final status: complete, failed, cancelled, reverted.", append(shapeLabels, "status")...)
+	m.hookWaitsEnded = counter("lifecycle_hook_waits_ended_total", "Lifecycle hook waits ended, by hook (launching:wait, terminating:wait), action (continue, abandon) and by whom (request: an action was posted; timeout: the shape's default_action).", append(shapeLabels, "hook", "action", "by")...)
 
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registry.MustRegister(newStateCollector(sources))
@@ -218,6 +261,46 @@ func (m *Metrics) TemplateExpansion(took time.Duration) {
 	}
 
 	m.templateExpansion.Observe(took.Seconds())
+}
+
+// Results of an autohealing replacement.
+const (
+	ReplacementOK     = "ok"
+	ReplacementFailed = "failed"
+	ReplacementGaveUp = "gave_up"
+)
+
+// Replacement counts the end of a replacement autohealing started.
+func (m *Metrics) Replacement(project string, deployment string, shape string, result string) {
+	if m == nil {
+		return
+	}
+
+	m.replacements.WithLabelValues(project, deployment, shape, result).Inc()
+}
+
+// RolloutFinished counts a rollout that reached a final status.
+func (m *Metrics) RolloutFinished(project string, deployment string, shape string, status string) {
+	if m == nil {
+		return
+	}
+
+	m.rolloutsEnded.WithLabelValues(project, deployment, shape, status).Inc()
+}
+
+// HookWaitEnded counts a lifecycle hook wait that ended with action; timedOut says the
+// shape's default_action ended it rather than a posted action.
+func (m *Metrics) HookWaitEnded(project string, deployment string, shape string, hook string, action string, timedOut bool) {
+	if m == nil {
+		return
+	}
+
+	by := "request"
+	if timedOut {
+		by = "timeout"
+	}
+
+	m.hookWaitsEnded.WithLabelValues(project, deployment, shape, hook, action, by).Inc()
 }
 
 func okOrError(err error) string {
