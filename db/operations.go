@@ -134,3 +134,38 @@ func FailOrphanedOperations(ctx context.Context, tx *sql.Tx, member string, now 
 
 	return nil
 }
+
+// GetUnfinishedOperations returns the operations recorded as pending or running, of every
+// member, oldest first.
+func GetUnfinishedOperations(ctx context.Context, tx *sql.Tx) ([]Operation, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT "+operationColumns+" FROM operations WHERE status_code IN (?, ?) ORDER BY created_at, id", int(lxdapi.Running), int(lxdapi.Pending))
+	if err != nil {
+		return nil, fmt.Errorf("read unfinished operations: %w", err)
+	}
+
+	defer func() { _ = rows.Close() }()
+	ops := []Operation{}
+	for rows.Next() {
+		op, err := scanOperation(rows)
+		if err != nil {
+			return nil, err
+		}
+
+		ops = append(ops, *op)
+	}
+
+	return ops, rows.Err()
+}
+
+// FailOperation marks an unfinished operation failed with message, and reports false when
+// it had finished meanwhile (its member wrote its outcome first: that outcome stands).
+func FailOperation(ctx context.Context, tx *sql.Tx, id string, message string, now time.Time) (bool, error) {
+	result, err := tx.ExecContext(ctx, "UPDATE operations SET status_code = ?, err = ?, may_cancel = 0, updated_at = ? WHERE uuid = ? AND status_code IN (?, ?)",
+		int(lxdapi.Failure), message, now.UTC(), id, int(lxdapi.Running), int(lxdapi.Pending))
+	if err != nil {
+		return false, fmt.Errorf("settle operation %s: %w", id, err)
+	}
+
+	n, err := result.RowsAffected()
+	return n == 1, err
+}
