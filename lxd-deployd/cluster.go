@@ -178,7 +178,14 @@ func (d *daemon) startLeasedWork(ctx context.Context, metrics *webhooks.Collecto
 
 	d.goBackground(func() {
 		d.leases.Run(ctx, leaseReconcile, func(ctx context.Context, held lease.Lease) {
+			// The reconcile holder also settles lost members' operations
+			// (cluster_lost_operations.go), so one member judges both their records.
+			ctx, cancel := context.WithCancel(ctx)
+			settled := make(chan struct{})
+			go func() { defer close(settled); d.settleLostOperations(ctx, held) }()
 			d.reconciler.fenced(held).run(ctx, d.config.reconcileInterval)
+			cancel()
+			<-settled
 		})
 	})
 }

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+)
+
+// TestLostOperationError: an operation is lost once its member has been offline for
+// lostMemberGrace, or was removed; the message names the member and what to check.
+func TestLostOperationError(t *testing.T) {
+	now := time.Now()
+	launch := db.Operation{Member: "m2", Operation: lxdapi.Operation{Resources: map[string][]string{
+		"instances": {"/1.0/instances/web1?project=p"}, "deployment_shapes": {"/1.0/deployments/d/shapes/web?project=p"},
+	}}}
+
+	members := func(silent time.Duration) []db.Member {
+		return []db.Member{{Name: "m1", HeartbeatAt: now}, {Name: "m2", HeartbeatAt: now.Add(-silent)}}
+	}
+
+	for _, silent := range []time.Duration{0, offlineAfter + time.Second, lostMemberGrace - time.Second} {
+		message, lost := lostOperationError(launch, members(silent), now)
+		if lost {
+			t.Fatalf("member silent for %s: settled too early: %s", silent, message)
+		}
+	}
+
+	message, lost := lostOperationError(launch, members(lostMemberGrace+2*time.Second), now)
+	for _, want := range []string{"member m2 went offline while running this operation (no heartbeat for 32s)", "reconcile", "kept and started", "/1.0/instances/web1?project=p", "before retrying"} {
+		if !lost || !strings.Contains(message, want) {
+			t.Fatalf("offline member: %v %q does not say %q", lost, message, want)
+		}
+	}
+
+	rollout := db.Operation{Member: "m2", Operation: lxdapi.Operation{Resources: map[string][]string{"deployment_rollouts": {"/1.0/deployments/d/shapes/web/rollouts/3"}}}}
+	message, lost = lostOperationError(rollout, members(0)[:1], now)
+	for _, want := range []string{"member m2 was removed from the cluster", "check /1.0/deployments/d/shapes/web/rollouts/3 before retrying"} {
+		if !lost || !strings.Contains(message, want) {
+			t.Fatalf("removed member: %v %q does not say %q", lost, message, want)
+		}
+	}
+
+	if strings.Contains(message, "reconcile") {
+		t.Fatalf("reconcile has nothing to repair for an operation without instances: %q", message)
+	}
+}
+
+func loopbackDatabaseAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// TestLostMemberOperations, on two real dqlite nodes: m2 records an operation on its node;
+// a waiter on m1 (m2 cannot be reached to wait there) wakes with the failure the holder of
+// the reconcile lease on m1 settles once m2 is past the grace period; a removed member's
+// operations are settled at once; m1's own are never touched.
+func TestLostMemberOperations(t *testing.T) {
+	ctx := context.Background()
+	first := loopbackDatabaseAddress(t)
+	one, err := db.Open(ctx, t.TempDir(), db.Options{Address: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(func() { _ = one.Close(ctx) })
+	second := loopbackDatabaseAddress(t)
+	two, err := db.Open(ctx, t.TempDir(), db.Options{Address: second, Cluster: []string{first}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	twoClosed := false
+	t.Cleanup(func() {
+		if !twoClosed {
+			_ = two.Close(ctx)
+		}
+	})
+
+	now := time.Now()
+	for _, node := range []struct {
+		cluster *db.Cluster
+		member  db.Member
+	}{{one, db.Member{Name: "m1", Address: "127.0.0.1:1", DatabaseAddress: first}}, {two, db.Member{Name: "m2", Address: "127.0.0.1:1", DatabaseAddress: second}}} {
+		node.member.StartedAt, node.member.HeartbeatAt = now, now
+		err = node.cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.SaveMember(ctx, tx, node.member) })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	record := func(cluster *db.Cluster, member string, id string) {
+		t.Helper()
+		err := operationRecorder{db: cluster, member: member}.Record(ctx, lxdapi.Operation{
+			ID: id, Description: "Creating instance web1", StatusCode: lxdapi.Running, Metadata: map[string]any{}, MayCancel: true, CreatedAt: now, UpdatedAt: now,
+			Resources: map[string][]string{"instances": {"/1.0/instances/web1"}},
+		}, "default", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	offline := "6a1f0000-0000-0000-0000-000000000001"
+	removed := "6a1f0000-0000-0000-0000-000000000002"
+	own := "6a1f0000-0000-0000-0000-000000000003"
+	record(two, "m2", offline)
+	record(one, "m1", own)
+
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	m1 := &clusterOperations{db: one, member: "m1"}
+	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}}
+	handlers := apis{operations: operationsAPI{ops: operations.NewManager(logger, nil, "m1"), access: access{db: one}, cluster: m1}, access: access{db: one}}
+	a.router = newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false)
+
+	// A waiter on m1, as LXD's Operation.Wait() would through a member that did not start
+	// the operation.
+	woke := make(chan map[string]any, 1)
+	go func() {
+		rec := httptest.NewRecorder()
+		a.router.ServeHTTP(rec, httptest.NewRequest("GET", "/1.0/operations/"+offline+"/wait?timeout=60", nil))
+		envelope := map[string]any{}
+		_ = json.Unmarshal(rec.Body.Bytes(), &envelope)
+		woke <- envelope
+	}()
+
+	held, err := lease.NewManager(one, "m1", lease.DefaultTTL, logger).Acquire(ctx, leaseReconcile)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	fence := func(ctx context.Context, tx *sql.Tx) error { return lease.Check(ctx, tx, held) }
+	settled, err := m1.settleLost(ctx, fence, time.Now().Add(offlineAfter+time.Second))
+	if err != nil || settled != 0 {
+		t.Fatalf("m2 only just went offline: settled %d (%v)", settled, err)
+	}
+
+	// Past the grace period (the clock moved on rather than the test waiting 30 s).
+	settled, err = m1.settleLost(ctx, fence, time.Now().Add(lostMemberGrace+time.Second))
+	if err != nil || settled != 1 {
+		t.Fatalf("settle m2's operation: settled %d (%v)", settled, err)
+	}
+
+	select {
+	case envelope := <-woke:
+		metadata, _ := envelope["metadata"].(map[string]any)
+		if metadata["status"] != "Failure" || metadata["location"] != "m2" || !strings.Contains(metadata["err"].(string), "member m2 went offline while running this operation") {
+			t.Fatalf("the waiter on m1 woke with %v", envelope)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter on m1 did not wake when m2's operation was settled")
+	}
+
+	// m2 is removed from the cluster: an operation it recorded just before is settled at
+	// once, whatever its last heartbeat.
+	record(two, "m2", removed)
+	err = one.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return db.DeleteMember(ctx, tx, "m2")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	err = one.RemoveNode(ctx, second, map[string]bool{first: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	closeCtx, cancel := context.WithTimeout(ctx, time.Second)
+	_ = two.Close(closeCtx)
+	cancel()
+	twoClosed = true
+
+	settled, err = m1.settleLost(ctx, fence, time.Now())
+	if err != nil || settled != 1 {
+		t.Fatalf("settle the removed member's operation: settled %d (%v)", settled, err)
+	}
+
+	got := a.expect("GET", "/1.0/operations/"+removed, "", 200, "")["metadata"].(map[string]any)
+	if got["status"] != "Failure" || !strings.Contains(got["err"].(string), "member m2 was removed from the cluster") {
+		t.Fatalf("removed member's operation: %v", got)
+	}
+
+	// Even with a clock far ahead, m1's own operation is its own business.
+	settled, err = m1.settleLost(ctx, fence, time.Now().Add(time.Hour))
+	if err != nil || settled != 0 {
+		t.Fatalf("m1's own operation: settled %d (%v)", settled, err)
+	}
+
+	// A member that lost the lease settles nothing.
+	err = lease.NewManager(one, "m1", lease.DefaultTTL, logger).Release(ctx, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	record(one, "m3", removed+"4")
+	_, err = m1.settleLost(ctx, fence, time.Now())
+	if err == nil {
+		t.Fatal("settling without the reconcile lease must fail")
+	}
+}
