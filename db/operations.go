@@ -122,7 +122,7 @@ func DeleteOperation(ctx context.Context, tx *sql.Tx, id string) error {
 // operations finished before olderThan are dropped. Called as the member starts again.
 func FailOrphanedOperations(ctx context.Context, tx *sql.Tx, member string, now time.Time, olderThan time.Time) error {
 	_, err := tx.ExecContext(ctx, "UPDATE operations SET status_code = ?, err = ?, may_cancel = 0, updated_at = ? WHERE member = ? AND status_code IN (?, ?)",
-		int(lxdapi.Failure), "the member running this operation stopped before it finished", now.UTC(), member, int(lxdapi.Running), int(lxdapi.Pending))
+		int(lxdapi.Failure), "member "+member+" stopped before this operation finished: the next reconcile round (at start, then every --reconcile-interval) finishes or undoes an interrupted launch or delete; check the operation's resources before retrying", now.UTC(), member, int(lxdapi.Running), int(lxdapi.Pending))
 	if err != nil {
 		return fmt.Errorf("settle operations of member %q: %w", member, err)
 	}
