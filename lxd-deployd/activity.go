@@ -108,6 +108,34 @@ func undoLaunch(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeName s
 	return db.AdjustRolloutSize(ctx, tx, shape.ID, -1)
 }
 
+// forcedDeleteActivity records, in the transaction that removes its record, an instance a
+// forced delete of its shape or deployment took: a scale-down by whoever forced it. As for
+// any delete not a rollout's own, a running rollout's size follows, so a forced delete that
+// stops half way is not refilled by the rollout. An instance that no longer counted
+// (missing, being replaced) changes no size and gets no entry.
+func forcedDeleteActivity(ctx context.Context, tx *sql.Tx, row db.Instance, by api.DeploymentRequestor, why string) error {
+	if row.State == db.InstanceMissing || row.State == db.InstanceReplacing {
+		return nil
+	}
+
+	shape, err := db.GetShape(ctx, tx, row.DeploymentID, row.Shape)
+	if err != nil {
+		return err
+	}
+
+	by, err = withKey(ctx, tx, by, row.DeploymentID)
+	if err != nil {
+		return err
+	}
+
+	err = recordActivity(ctx, tx, row.DeploymentID, api.DeploymentActivity{Shape: row.Shape, Action: "scale-down", From: shape.ScalingCurrent + 1, To: shape.ScalingCurrent, Requestor: by, Why: "delete " + row.Name + " (" + why + ")"})
+	if err != nil {
+		return err
+	}
+
+	return db.AdjustRolloutSize(ctx, tx, shape.ID, -1)
+}
+
 // reconcileActivity records, in reconcile's transaction, a size change reconcile found: an
 // instance gone from LXD (-1) or back (+1). The size read there already counts the change.
 func reconcileActivity(row db.Instance, delta int, why string) func(ctx context.Context, tx *sql.Tx) error {

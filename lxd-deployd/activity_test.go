@@ -158,3 +158,69 @@ func TestReconcileUndoesStaleLaunchReservation(t *testing.T) {
 		t.Fatalf("removing a record already gone must change nothing: size %d, %d entries", got, len(a.activity())-before)
 	}
 }
+
+// A forced delete of a shape or deployment removes each instance's record, after LXD
+// deleted it, with a scale-down entry by whoever forced it, and moves a running rollout's
+// size down with it; an instance that no longer counted (missing) changes no size.
+func TestForcedDeleteRecordsActivity(t *testing.T) {
+	a := newTestAPI(t)
+	a.expect("POST", "/1.0/deployments", `{"name":"dep1"}`, 201, "")
+	a.expect("POST", "/1.0/deployments/dep1/shapes", `{"name":"web","instance_template":{"source":{"type":"image","alias":"busybox"}},"scaling_minimum":1,"scaling_maximum":5}`, 201, "")
+	a.addCreatedInstance("web1")
+	a.addCreatedInstance("web2")
+	gone := a.addCreatedInstance("web3")
+
+	var shapeID int64
+	a.tx(func(ctx context.Context, tx *sql.Tx) error {
+		deploymentID, err := db.GetDeploymentID(ctx, tx, "default", "dep1")
+		if err != nil {
+			return err
+		}
+
+		shapeID, err = db.GetShapeID(ctx, tx, deploymentID, "web")
+		if err != nil {
+			return err
+		}
+
+		err = db.SetInstanceState(ctx, tx, gone, db.InstanceCreated, db.InstanceMissing, "test", time.Now())
+		if err != nil {
+			return err
+		}
+
+		_, err = db.CreateRollout(ctx, tx, shapeID, api.DeploymentRollout{Status: api.RolloutRunning, Phase: "replacing", Revision: 1, FromRevision: 1, Cause: "api", Size: 2}, time.Now())
+		return err
+	})
+
+	before := len(a.activity())
+	by := api.DeploymentRequestor{Protocol: auth.ProtocolUnix, Name: "alice"}
+	for _, name := range []string{"web1", "web2", "web3"} {
+		err := dropForcedInstance(context.Background(), a.db, a.instanceRow(name), by, `shape "web" deleted with force`)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+
+	entries := a.activity()[before:]
+	if len(entries) != 2 {
+		t.Fatalf("want a scale-down per counted instance (not the missing one), got %+v", entries)
+	}
+
+	for i, want := range []struct {
+		name     string
+		from, to int
+	}{{"web1", 2, 1}, {"web2", 1, 0}} {
+		e := entries[i]
+		if e.Action != "scale-down" || e.From != want.from || e.To != want.to || e.Who != "admin" || e.Requestor.Name != "alice" || e.Why != "delete "+want.name+` (shape "web" deleted with force)` {
+			t.Fatalf("entry %d: %+v, want scale-down %d -> %d by alice", i, e, want.from, want.to)
+		}
+	}
+
+	a.tx(func(ctx context.Context, tx *sql.Tx) error {
+		r, err := db.GetActiveRollout(ctx, tx, shapeID)
+		if err != nil || r.Size != 0 {
+			t.Fatalf("the running rollout must follow the forced delete down to 0: %+v %v", r, err)
+		}
+
+		return nil
+	})
+}
