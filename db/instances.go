@@ -46,6 +46,11 @@ type Instance struct {
 	// GovernorSocket is true when the instance was made with a governor socket.
 	GovernorSocket bool
 
+	// SizesRollout is true when the launch's reservation moved the size of a running
+	// rollout of the shape (every launch but a rollout's own and an autohealing
+	// replacement): dropping a launch that never finished moves it back.
+	SizesRollout bool
+
 	// Owner is the daemon that last changed the record, and StateChangedAt when.
 	Owner          string
 	StateChangedAt time.Time
@@ -89,7 +94,7 @@ func GetInstances(ctx context.Context, tx *sql.Tx, filter InstanceFilter) ([]Ins
 
 	query := `
 SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, i.name, i.state, i.template_hash, i.created_at, i.governor_socket, i.owner, i.state_changed_at, i.revision,
-       i.health, i.health_output, i.health_checked_at, i.health_streak, i.replacement, i.hook, i.hook_deadline, i.hook_action
+       i.health, i.health_output, i.health_checked_at, i.health_streak, i.replacement, i.hook, i.hook_deadline, i.hook_action, i.sizes_rollout
   FROM deployments_shapes_instances i
   JOIN deployments_shapes s ON s.id = i.deployment_shape_id
   JOIN deployments d ON d.id = s.deployment_id`
@@ -109,7 +114,7 @@ SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, 
 		var i Instance
 		var changed, checked, deadline sql.NullTime
 		err = rows.Scan(&i.ID, &i.ShapeID, &i.DeploymentID, &i.Project, &i.Deployment, &i.Shape, &i.Name, &i.State, &i.TemplateHash, &i.CreatedAt, &i.GovernorSocket, &i.Owner, &changed, &i.Revision,
-			&i.Health.Status, &i.Health.Output, &checked, &i.Health.Streak, &i.Health.Replacement, &i.Hook.Hook, &deadline, &i.Hook.Action)
+			&i.Health.Status, &i.Health.Output, &checked, &i.Health.Streak, &i.Health.Replacement, &i.Hook.Hook, &deadline, &i.Hook.Action, &i.SizesRollout)
 		if err != nil {
 			return nil, fmt.Errorf("read instances: %w", err)
 		}
@@ -172,6 +177,18 @@ SELECT d.name || '/' || s.name
 	}
 
 	return result.LastInsertId()
+}
+
+// SetInstanceKeepsRolloutSize records that a launch did not move a running rollout's size
+// (a rollout's own launch, an autohealing replacement): a reservation records every other
+// launch as moving it (the column's default), so the governor's launches pay no write.
+func SetInstanceKeepsRolloutSize(ctx context.Context, tx *sql.Tx, id int64) error {
+	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET sizes_rollout = 0 WHERE id = ?", id)
+	if err != nil {
+		return fmt.Errorf("record launch kind: %w", err)
+	}
+
+	return nil
 }
 
 // SetInstanceGovernorSocket records that an instance gets a governor socket.

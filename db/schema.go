@@ -23,6 +23,7 @@ var updates = map[int]update{
 	8:  updateAddClusterState,
 	9:  updateAddRevisionsRolloutsActivity,
 	10: updateAddInstanceLifecycle,
+	11: updateAddInstanceSizesRollout,
 }
 
 // SchemaVersion is the version a fully updated database has.
@@ -336,5 +337,14 @@ CREATE TABLE deployments_shapes_pool (
 CREATE INDEX deployments_shapes_instances_count_idx ON deployments_shapes_instances (deployment_shape_id, state, hook);
 CREATE INDEX deployments_shapes_pool_shape_idx ON deployments_shapes_pool (deployment_shape_id, state);
 `)
+	return err
+}
+
+// updateAddInstanceSizesRollout records on each instance whether its launch moved the size
+// of a running rollout, so that reconcile, dropping the record of a launch a crash cut short,
+// can move the size back as the launch itself does when LXD refuses it. Existing rows get 1:
+// most launches are the governor's, which move it.
+func updateAddInstanceSizesRollout(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, "ALTER TABLE deployments_shapes_instances ADD COLUMN sizes_rollout INTEGER NOT NULL DEFAULT 1")
 	return err
 }

@@ -78,13 +78,58 @@ func scaleActivity(ctx context.Context, tx *sql.Tx, deploymentID int64, shape *d
 // reservation recorded: the activity log says the size went back, and a running rollout's
 // size moves back when the launch had moved it.
 func launchDropped(ctx context.Context, tx *sql.Tx, p *pendingLaunch) error {
-	shape, err := db.GetShape(ctx, tx, p.deploymentID, p.ref.shape)
+	return undoLaunch(ctx, tx, p.deploymentID, p.ref.shape, p.by, "launch of "+p.ref.instance+" failed", p.sized)
+}
+
+// staleLaunchDropped is launchDropped for reconcile, in the transaction that removes the
+// record of a launch a crash cut short before LXD made the instance: the reservation moved
+// a running rollout's size when the record says so (a rollout would otherwise make one
+// instance too many).
+func staleLaunchDropped(row db.Instance) func(ctx context.Context, tx *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		why := "launch of " + row.Name + " never finished (the daemon stopped before LXD made it)"
+		return undoLaunch(ctx, tx, row.DeploymentID, row.Shape, internalRequestor("reconcile"), why, row.SizesRollout)
+	}
+}
+
+// undoLaunch records a launch's record gone (the shape's size read here no longer counts
+// it) and moves a running rollout's size back when sized.
+func undoLaunch(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeName string, by api.DeploymentRequestor, why string, sized bool) error {
+	shape, err := db.GetShape(ctx, tx, deploymentID, shapeName)
 	if err != nil {
 		return err
 	}
 
-	err = recordActivity(ctx, tx, p.deploymentID, api.DeploymentActivity{Shape: shape.Name, Action: "scale-down", From: shape.ScalingCurrent + 1, To: shape.ScalingCurrent, Requestor: p.by, Why: "launch of " + p.ref.instance + " failed"})
-	if err != nil || !p.sized {
+	err = recordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: shape.Name, Action: "scale-down", From: shape.ScalingCurrent + 1, To: shape.ScalingCurrent, Requestor: by, Why: why})
+	if err != nil || !sized {
+		return err
+	}
+
+	return db.AdjustRolloutSize(ctx, tx, shape.ID, -1)
+}
+
+// forcedDeleteActivity records, in the transaction that removes its record, an instance a
+// forced delete of its shape or deployment took: a scale-down by whoever forced it. As for
+// any delete not a rollout's own, a running rollout's size follows, so a forced delete that
+// stops half way is not refilled by the rollout. An instance that no longer counted
+// (missing, being replaced) changes no size and gets no entry.
+func forcedDeleteActivity(ctx context.Context, tx *sql.Tx, row db.Instance, by api.DeploymentRequestor, why string) error {
+	if row.State == db.InstanceMissing || row.State == db.InstanceReplacing {
+		return nil
+	}
+
+	shape, err := db.GetShape(ctx, tx, row.DeploymentID, row.Shape)
+	if err != nil {
+		return err
+	}
+
+	by, err = withKey(ctx, tx, by, row.DeploymentID)
+	if err != nil {
+		return err
+	}
+
+	err = recordActivity(ctx, tx, row.DeploymentID, api.DeploymentActivity{Shape: row.Shape, Action: "scale-down", From: shape.ScalingCurrent + 1, To: shape.ScalingCurrent, Requestor: by, Why: "delete " + row.Name + " (" + why + ")"})
+	if err != nil {
 		return err
 	}
 

@@ -129,6 +129,14 @@ func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (p
 			return err
 		}
 
+		// Reconcile reads this when a crash leaves the launch unfinished (launchDropped).
+		if !p.sized {
+			err = db.SetInstanceKeepsRolloutSize(ctx, tx, p.row)
+			if err != nil {
+				return err
+			}
+		}
+
 		if shape.Config[configGovernorSocket] == "true" {
 			err = db.SetInstanceGovernorSocket(ctx, tx, p.row)
 			if err != nil {

@@ -13,11 +13,13 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
-// deleteInstances deletes every given instance in LXD, a few at a time, then their rows.
-// Forced shape and deployment deletes use it before removing the records.
-func deleteInstances(ctx context.Context, cluster *db.Cluster, client lxd.InstanceServer, sockets governorSockets, rows []db.Instance) error {
+// deleteInstances deletes every given instance in LXD, a few at a time, then their rows,
+// each with its activity entry (by, why). Forced shape and deployment deletes use it before
+// removing the records.
+func deleteInstances(ctx context.Context, cluster *db.Cluster, client lxd.InstanceServer, sockets governorSockets, rows []db.Instance, by api.DeploymentRequestor, why string) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -31,7 +33,7 @@ func deleteInstances(ctx context.Context, cluster *db.Cluster, client lxd.Instan
 			err := backend.DeleteInstance(ctx, client, row.Project, row.Name)
 			if err == nil {
 				sockets.RemoveInstance(row.Project, row.Name)
-				err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.DeleteInstance(ctx, tx, row.ID, row.State) })
+				err = dropForcedInstance(ctx, cluster, row, by, why)
 				if errors.Is(err, db.ErrInstanceChanged) {
 					err = nil
 				}
@@ -56,11 +58,26 @@ func deleteInstances(ctx context.Context, cluster *db.Cluster, client lxd.Instan
 	return first
 }
 
+// dropForcedInstance removes the record of an instance a forced delete removed from LXD,
+// with its activity entry, in one transaction: the shape still exists then, and a forced
+// delete that stops half way leaves a log that explains the instances it took.
+func dropForcedInstance(ctx context.Context, cluster *db.Cluster, row db.Instance, by api.DeploymentRequestor, why string) error {
+	return cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := db.DeleteInstance(ctx, tx, row.ID, row.State)
+		if err != nil {
+			return err
+		}
+
+		return forcedDeleteActivity(ctx, tx, row, by, why)
+	})
+}
+
 // deleteWithInstances deletes a shape or deployment record. While it has instances that is
 // a 409, unless force: then the instances go first, in LXD and as rows, and the record
 // last. An instance launched in between makes the final step a 409 rather than leave an
 // LXD instance behind without a record.
 func deleteWithInstances(ctx context.Context, cluster *db.Cluster, lxdConn *backend.LXD, sockets governorSockets, what string, force bool, instances func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error), deleteRecord func(ctx context.Context, tx *sql.Tx) error) error {
+	by := requestorFromContext(ctx)
 	var rows []db.Instance
 	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
@@ -97,7 +114,7 @@ func deleteWithInstances(ctx context.Context, cluster *db.Cluster, lxdConn *back
 	// A client that goes away must not stop this half way: the records would stay while
 	// their instances are gone or unprotected.
 	ctx = context.WithoutCancel(ctx)
-	err = deleteInstances(ctx, cluster, client, sockets, rows)
+	err = deleteInstances(ctx, cluster, client, sockets, rows, by, what+" deleted with force")
 	if err != nil {
 		return err
 	}

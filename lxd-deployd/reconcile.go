@@ -253,9 +253,18 @@ func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row
 		}
 	}
 
-	removeRow := func() {
+	removeRow := func(also ...func(ctx context.Context, tx *sql.Tx) error) {
 		rc.sockets.RemoveInstance(row.Project, row.Name)
-		err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.DeleteInstance(ctx, tx, row.ID, row.State) })
+		err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			err := db.DeleteInstance(ctx, tx, row.ID, row.State)
+			for _, f := range also {
+				if err == nil {
+					err = f(ctx, tx)
+				}
+			}
+
+			return err
+		})
 		if err != nil && !errors.Is(err, db.ErrInstanceChanged) {
 			rc.logger.Warn("reconcile: remove instance row", "instance", row.Name, "err", err)
 		}
@@ -277,8 +286,9 @@ func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row
 
 		setState(db.InstanceCreated)
 	case row.State == db.InstanceCreating:
+		// Undo what the reservation recorded, as a launch LXD refused does (launchDropped).
 		rc.logger.Info("reconcile: removing row of an instance whose creation never finished", "instance", row.Name)
-		removeRow()
+		removeRow(staleLaunchDropped(row))
 	case row.State == db.InstanceDeleting && exists:
 		// The bound check passed before the crash: finish the delete.
 		callStart := time.Now()

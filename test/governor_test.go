@@ -245,6 +245,19 @@ func TestGovernorScalesWithinBounds(t *testing.T) {
 	if left := env.lxdInstances(t); len(left) != 0 {
 		t.Fatalf("forced delete left instances in LXD: %v", left)
 	}
+
+	// The activity log says where the shape's two instances went, and who took them.
+	activity, err := env.admin.GetDeploymentActivity("dep1", 0, "web")
+	must(t, err)
+	if len(activity) < 2 {
+		t.Fatalf("activity after a forced delete: %+v", activity)
+	}
+
+	for i, e := range activity[len(activity)-2:] {
+		if e.Action != "scale-down" || e.From != 2-i || e.To != 1-i || e.Who != "admin" || !strings.Contains(e.Why, "deleted with force") {
+			t.Fatalf("forced delete must log each instance it took as a scale-down by admin: %+v", activity)
+		}
+	}
 }
 
 func TestLXDClientWaitsOnOurOperations(t *testing.T) {
