@@ -34,6 +34,7 @@ func (l lifecycle) shapeUpdated(ctx context.Context, by api.DeploymentRequestor,
 	after.Status = api.ShapeStatus(after.ScalingCurrent, put.ScalingMinimum, put.ScalingMaximum)
 	l.emit(by, ref.project, deploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(ref.project, ref.name, before.Name))
 	l.watchImages()
+	l.refillPools()
 
 	boundsMoved := before.ScalingMinimum != after.ScalingMinimum || before.ScalingMaximum != after.ScalingMaximum
 	if !boundsMoved || after.Status != api.ShapeStatusOutOfBounds {
