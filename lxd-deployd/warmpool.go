@@ -388,11 +388,13 @@ type poolReturn struct {
 }
 
 // reusable says whether a deleted instance goes back to its shape's warm pool: the shape
-// asks for it, its pool is short, and the instance is a plain running member made from
-// the current template (a governor socket is bound to the instance's name, so those go).
+// asks for it, its pool is short, and the instance is a plain running member of the latest
+// revision and the current template (a governor socket is bound to the instance's name, so
+// those go). An outdated instance is never pooled: a rollout deletes those, and its
+// replacements must not be handed them back.
 func reusable(shape *db.Shape, row *db.Instance) *poolReturn {
 	pool := shape.WarmPool
-	if pool == nil || !pool.ReuseOnScaleIn || shape.WarmPoolReady >= pool.Size || row.State != db.InstanceCreated || row.TemplateHash != backend.TemplateHash(shape.InstanceTemplate) || row.GovernorSocket {
+	if pool == nil || !pool.ReuseOnScaleIn || shape.WarmPoolReady >= pool.Size || row.State != db.InstanceCreated || row.Revision != shape.Revision || row.TemplateHash != backend.TemplateHash(shape.InstanceTemplate) || row.GovernorSocket {
 		return nil
 	}
 

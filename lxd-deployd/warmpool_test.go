@@ -40,6 +40,15 @@ func TestPoolHash(t *testing.T) {
 		t.Fatalf("reusable: %+v", back)
 	}
 
+	// An outdated instance (a rollout's delete) is never pooled, though its template matches.
+	shape.Revision = 4
+	row.Revision = 3
+	if reusable(shape, row) != nil {
+		t.Fatal("an outdated instance is never returned to the pool")
+	}
+
+	row.Revision = 4
+
 	// A fingerprint-pinned template names its image itself.
 	shape.InstanceTemplate.Source = lxdapi.InstanceSource{Type: "image", Fingerprint: "cccc"}
 	if poolHash(shape) != backend.TemplateHash(shape.InstanceTemplate) {

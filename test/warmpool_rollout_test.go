@@ -17,7 +17,8 @@ import (
 // revision remakes the pool from the new template before the rollout looks for one, the
 // rollout's replacements take pool instances (LXD made them before their launch was
 // reserved), the pool never holds an instance of the old template and is back at 2 of the
-// new one after, the bounds hold throughout, and deleting the shape leaves nothing in LXD.
+// new one after (reuse_on_scale_in does not pool the outdated instances the rollout
+// deletes), the bounds hold throughout, and deleting the shape leaves nothing in LXD.
 func TestWarmPoolRollingRollout(t *testing.T) {
 	env := newRolloutEnv(t, 0, 4)
 	seen := &sync.Map{} // every pool instance name ever listed, for the cleanup
@@ -72,7 +73,8 @@ func TestWarmPoolRollingRollout(t *testing.T) {
 
 	env.setShape(t, func(put *api.DeploymentShapePut) {
 		setVersion("1")(put)
-		put.WarmPool = &api.DeploymentShapeWarmPool{Size: 2}
+		// reuse_on_scale_in: the rollout's deletes of outdated instances still delete.
+		put.WarmPool = &api.DeploymentShapeWarmPool{Size: 2, ReuseOnScaleIn: true}
 		put.Rollout = api.DeploymentShapeRollout{MaxSurge: "1", MaxUnavailable: "0", MinReady: "1s"}
 	})
 
