@@ -328,11 +328,20 @@ func poolHash(shape *db.Shape) string {
 }
 
 // refillPools has the warm pool look at the shapes now rather than at its next round: a
-// changed shape's pool is outdated (or resized), and the rollout a revision starts should
-// find it remade at the new revision rather than launch cold.
+// revised shape's pool is outdated (or resized), and the rollout a revision starts should
+// find it remade at the new revision rather than launch cold. Every path that records a
+// revision calls it: shape updates, apply and rollback (shapeRevised), the image-change
+// trigger and a rollout's revert.
 func (l lifecycle) refillPools() {
-	if l.rollouts != nil && l.rollouts.fleet != nil && l.rollouts.fleet.pool != nil {
-		l.rollouts.fleet.pool.poke()
+	if l.rollouts != nil {
+		l.rollouts.fleet.refillPools()
+	}
+}
+
+// refillPools pokes the warm pool, if there is one.
+func (f *fleet) refillPools() {
+	if f != nil && f.pool != nil {
+		f.pool.poke()
 	}
 }
 
