@@ -205,3 +205,90 @@ func TestWarmPoolRollingRollout(t *testing.T) {
 		return true
 	})
 }
+
+// TestWarmPoolImageChange: the alias a shape's template names moves to a new image. The
+// revision keeps the template as it was, yet the pool made from the old image is remade
+// from the new one, and the rollout's replacements run the new image: none is an old pool
+// instance handed out.
+func TestWarmPoolImageChange(t *testing.T) {
+	env := newRolloutEnv(t, 0, 3)
+	alias := env.prefix + "-img"
+	busybox, _, err := env.lxdConn.GetImageAlias("busybox")
+	must(t, err)
+	must(t, env.lxdConn.CreateImageAlias(lxdapi.ImageAliasesPost{ImageAliasesEntry: lxdapi.ImageAliasesEntry{Name: alias, Target: busybox.Target}}))
+	t.Cleanup(func() { _ = env.lxdConn.DeleteImageAlias(alias) })
+	seen := &sync.Map{}
+	t.Cleanup(func() {
+		seen.Range(func(name, _ any) bool {
+			env.deleteByHand(name.(string))
+			return true
+		})
+	})
+
+	// poolOf waits for a pool of 2 ready instances made from image.
+	poolOf := func(what string, image string) {
+		env.waitUntil(t, what, 30*time.Second, func() bool {
+			list, err := env.readOnly.GetDeploymentShapeWarmPool("dep1", "web")
+			must(t, err)
+			for _, p := range list {
+				seen.Store(p.Name, true)
+				live, _, err := env.lxdConn.GetInstance(p.Name)
+				if p.State != "ready" || err != nil || live.Config["volatile.base_image"] != image {
+					return false
+				}
+			}
+
+			return len(list) == 2
+		})
+	}
+
+	env.updateShape(t, "", func(put *api.DeploymentShapePut) {
+		put.InstanceTemplate.Source.Alias = alias
+		put.Rollout = api.DeploymentShapeRollout{Trigger: api.RolloutTriggerImageChange, MaxSurge: "1", MaxUnavailable: "0"}
+		put.WarmPool = &api.DeploymentShapeWarmPool{Size: 2, ReuseOnScaleIn: true}
+	})
+	env.scaleTo(t, 2)
+	poolOf("a pool of 2 of the first image", busybox.Target)
+
+	// A new image: busybox published from a container that never ran.
+	source := env.name("imgsrc")
+	op, err := env.lxdConn.CreateInstance(lxdapi.InstancesPost{Name: source, Source: lxdapi.InstanceSource{Type: "image", Alias: "busybox"}})
+	must(t, err)
+	must(t, op.Wait())
+	t.Cleanup(func() { env.deleteByHand(source) })
+	publish, err := env.lxdConn.CreateImage(lxdapi.ImagesPost{Source: &lxdapi.ImagesPostSource{Type: "instance", Name: source}}, nil)
+	must(t, err)
+	must(t, publish.Wait())
+	fingerprint, _ := publish.Get().Metadata["fingerprint"].(string)
+	if fingerprint == "" || fingerprint == busybox.Target {
+		t.Fatalf("publish gave fingerprint %q", fingerprint)
+	}
+
+	t.Cleanup(func() {
+		if op, err := env.lxdConn.DeleteImage(fingerprint); err == nil {
+			_ = op.Wait()
+		}
+	})
+
+	must(t, env.lxdConn.UpdateImageAlias(alias, lxdapi.ImageAliasesEntryPut{Target: fingerprint}, ""))
+	r := env.waitRollout(t, 1, time.Minute, "complete")
+	if r.Cause != "image-change" {
+		t.Fatalf("rollout: %+v", r)
+	}
+
+	instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
+	must(t, err)
+	if len(instances) != 2 {
+		t.Fatalf("instances after the rollout: %+v", instances)
+	}
+
+	for _, i := range instances {
+		live, _, err := env.lxdConn.GetInstance(i.Name)
+		must(t, err)
+		if i.Outdated || live.Config["volatile.base_image"] != fingerprint {
+			t.Fatalf("instance %s: outdated %v, image %s (want %s): an old pool instance was handed out", i.Name, i.Outdated, live.Config["volatile.base_image"], fingerprint)
+		}
+	}
+
+	poolOf("the pool remade from the new image", fingerprint)
+}
