@@ -82,6 +82,7 @@ type pendingLaunch struct {
 
 	shapeID      int64
 	templateHash string
+	poolHash     string // the warm pool instances this launch may take (warmpool.go)
 	launchHook   *time.Duration
 }
 
@@ -117,7 +118,7 @@ func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (p
 			return err
 		}
 
-		p.shapeID, p.templateHash = shape.ID, backend.TemplateHash(shape.InstanceTemplate)
+		p.shapeID, p.templateHash, p.poolHash = shape.ID, backend.TemplateHash(shape.InstanceTemplate), poolHash(shape)
 		p.launchHook = hookTimeout(shape.Hooks, false)
 		p.row, err = db.CreateInstance(ctx, tx, ref.project, shape.ID, ref.instance, p.templateHash, shape.Revision, f.owner, time.Now())
 		if err != nil {

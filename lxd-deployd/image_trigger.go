@@ -211,6 +211,8 @@ func (w *imageWatcher) revise(ctx context.Context, s db.Shape, project string, f
 
 	ref := shapeRef{deploymentRef: deploymentRef{project: project, name: deployment}, shape: s.Name}
 	w.engine.lifecycle.emit(by, project, s.DeploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(project, deployment, s.Name))
+	w.engine.fleet.refillPools() // its pool is of the old image: remade at once
+
 	if out.rollout != 0 {
 		w.engine.lifecycle.rolloutEvent(by, ref, s.DeploymentID, out.rollout, lifecycleRolloutStarted)
 		w.engine.poke()

@@ -490,6 +490,7 @@ func (e *rolloutEngine) revert(ctx context.Context, r db.Rollout, from string, c
 	ref := shapeRef{deploymentRef: deploymentRef{project: r.Project, name: r.Deployment}, shape: r.Shape}
 	e.lifecycle.rolloutEvent(by, ref, r.DeploymentID, r.Number, lifecycleRolloutReverted)
 	e.lifecycle.rolloutEvent(by, ref, r.DeploymentID, next, lifecycleRolloutStarted)
+	e.fleet.refillPools() // the pool is of the abandoned revision
 	e.poke()
 	return nil
 }

@@ -56,6 +56,10 @@ func (l lifecycle) shapeDeleted(by api.DeploymentRequestor, ref deploymentRef, d
 
 // shapeRevised announces the rollout a new revision started through the shape's trigger.
 func (l lifecycle) shapeRevised(by api.DeploymentRequestor, ref shapeRef, deploymentID int64, revised shapeRevised) {
+	if revised.revision != 0 {
+		l.refillPools()
+	}
+
 	if revised.rollout != 0 {
 		l.rolloutEvent(by, ref, deploymentID, revised.rollout, lifecycleRolloutStarted)
 		if l.rollouts != nil {

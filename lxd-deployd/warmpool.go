@@ -62,7 +62,7 @@ func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
 		}
 
 		var err error
-		pooled, err = db.TakePoolInstance(ctx, tx, p.shapeID, p.templateHash, w.owner, time.Now())
+		pooled, err = db.TakePoolInstance(ctx, tx, p.shapeID, p.poolHash, w.owner, time.Now())
 		if pooled != nil {
 			// Before the commit, so that this daemon's pool round never sees the claim
 			// without the work behind it.
@@ -214,7 +214,7 @@ func (w *warmPool) round(ctx context.Context) error {
 			want = shape.WarmPool.Size
 		}
 
-		hash := backend.TemplateHash(shape.InstanceTemplate)
+		hash := poolHash(&shape)
 		have := 0
 		for _, row := range byShape[shape.ID] {
 			_, exists := live[row.Project+"/"+row.Name]
@@ -311,6 +311,40 @@ func (w *warmPool) remove(ctx context.Context, row db.PoolInstance) {
 	})
 }
 
+// poolHash is what a pool instance is made from, as the pool records it (template_hash of
+// its rows): the shape's instance template and, when the template names an image alias
+// the image-change trigger watches, the image that alias last named. A launch takes only a
+// pool instance of its reservation's poolHash, so never one made from an older revision.
+// The image matters because an image-change revision keeps the template as it was: without
+// it, the pool made from the old image would be handed to the very rollout meant to
+// replace that image, and never be remade.
+func poolHash(shape *db.Shape) string {
+	template := shape.InstanceTemplate
+	if shape.ImageFingerprint != "" && template.Source.Type == "image" && template.Source.Alias != "" && template.Source.Fingerprint == "" {
+		template.Source.Fingerprint = shape.ImageFingerprint
+	}
+
+	return backend.TemplateHash(template)
+}
+
+// refillPools has the warm pool look at the shapes now rather than at its next round: a
+// revised shape's pool is outdated (or resized), and the rollout a revision starts should
+// find it remade at the new revision rather than launch cold. Every path that records a
+// revision calls it: shape updates, apply and rollback (shapeRevised), the image-change
+// trigger and a rollout's revert.
+func (l lifecycle) refillPools() {
+	if l.rollouts != nil {
+		l.rollouts.fleet.refillPools()
+	}
+}
+
+// refillPools pokes the warm pool, if there is one.
+func (f *fleet) refillPools() {
+	if f != nil && f.pool != nil {
+		f.pool.poke()
+	}
+}
+
 // poolInstanceName names a pool instance after its shape: web-w1a2b3c4.
 func poolInstanceName(shape string) string {
 	if len(shape) > 50 {
@@ -356,19 +390,29 @@ type poolReturn struct {
 	shapeID int64
 	shape   string
 	hash    string
+
+	// image, when set, is the image the returned instance must run (poolHash's image): an
+	// instance made before the alias moved is deleted, not pooled.
+	image string
 }
 
 // reusable says whether a deleted instance goes back to its shape's warm pool: the shape
-// asks for it, its pool is short, and the instance is a plain running member made from
-// the current template (a governor socket is bound to the instance's name, so those go).
+// asks for it, its pool is short, and the instance is a plain running member of the latest
+// revision and the current template (a governor socket is bound to the instance's name, so
+// those go). An outdated instance is never pooled: a rollout deletes those, and its
+// replacements must not be handed them back.
 func reusable(shape *db.Shape, row *db.Instance) *poolReturn {
 	pool := shape.WarmPool
-	hash := backend.TemplateHash(shape.InstanceTemplate)
-	if pool == nil || !pool.ReuseOnScaleIn || shape.WarmPoolReady >= pool.Size || row.State != db.InstanceCreated || row.TemplateHash != hash || row.GovernorSocket {
+	if pool == nil || !pool.ReuseOnScaleIn || shape.WarmPoolReady >= pool.Size || row.State != db.InstanceCreated || row.Revision != shape.Revision || row.TemplateHash != backend.TemplateHash(shape.InstanceTemplate) || row.GovernorSocket {
 		return nil
 	}
 
-	return &poolReturn{shapeID: shape.ID, shape: shape.Name, hash: hash}
+	hash := poolHash(shape)
+	if hash == row.TemplateHash {
+		return &poolReturn{shapeID: shape.ID, shape: shape.Name, hash: hash}
+	}
+
+	return &poolReturn{shapeID: shape.ID, shape: shape.Name, hash: hash, image: shape.ImageFingerprint}
 }
 
 // remove takes a deleted instance out of LXD: back to the warm pool when the delete
@@ -388,6 +432,13 @@ const poolStopTimeout = 30
 // nothing of the pool stays and the caller deletes the instance (under whichever name).
 func (w *warmPool) giveBack(ctx context.Context, p *pendingDelete) bool {
 	project := p.ref.project
+	if p.reuse.image != "" {
+		live, _, err := p.client.UseProject(project).GetInstance(p.row.Name)
+		if err != nil || live.Config["volatile.base_image"] != p.reuse.image {
+			return false // made from another image than the pool's: deleted
+		}
+	}
+
 	name := poolInstanceName(p.reuse.shape)
 	w.inflight.add(project, name)
 	defer w.inflight.remove(project, name)

@@ -129,7 +129,8 @@ type DeploymentShapeWarmPoolInstance struct {
 	// Example: ready
 	State string `json:"state" yaml:"state"`
 
-	// Hash of the shape's instance template it was made from (only current ones are used)
+	// Hash of the shape's instance template it was made from, and of the image for an
+	// alias the image-change trigger watches (only current ones are used)
 	// Example: 3f2a9c1b7d4e
 	TemplateHash string `json:"template_hash" yaml:"template_hash"`
 
