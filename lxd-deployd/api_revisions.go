@@ -35,32 +35,11 @@ func pathNumber(r *http.Request, variable string) (int, error) {
 }
 
 func (a revisionsAPI) list(r *http.Request) response.Response {
-	ref, err := shapeFromRequest(r)
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	level, err := recursion(r)
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	var revisions []api.DeploymentShapeRevision
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		_, shape, err := shapeInTx(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-
-		revisions, err = db.GetRevisions(ctx, tx, shape.ID, 0)
-		return err
-	})
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	return listResponse(level, revisions,
-		func(rev api.DeploymentShapeRevision) string {
+	return shapeListResponse(r, a.db,
+		func(ctx context.Context, tx *sql.Tx, shape *db.Shape) ([]api.DeploymentShapeRevision, error) {
+			return db.GetRevisions(ctx, tx, shape.ID, 0)
+		},
+		func(ref shapeRef, rev api.DeploymentShapeRevision) string {
 			return api.DeploymentShapeRevisionURL(ref.project, ref.name, ref.shape, rev.Revision)
 		},
 		func(rev api.DeploymentShapeRevision) api.DeploymentShapeRevision { return rev })
@@ -87,12 +66,7 @@ func (a revisionsAPI) get(r *http.Request) response.Response {
 	}
 
 	var rev, other *api.DeploymentShapeRevision
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		_, shape, err := shapeInTx(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-
+	err = inShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, _ int64, shape *db.Shape) (err error) {
 		rev, err = db.GetRevision(ctx, tx, shape.ID, n)
 		if err != nil || diff == 0 {
 			return err
@@ -137,12 +111,7 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 
 	// Read the revision and check it against LXD before changing anything.
 	var old *api.DeploymentShapeRevision
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		_, shape, err := shapeInTx(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-
+	err = inShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, _ int64, shape *db.Shape) (err error) {
 		if req.Revision == 0 {
 			req.Revision = shape.Revision - 1
 			if req.Revision < 1 {
@@ -167,13 +136,8 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 	by := requestorFromContext(r.Context())
 	var deploymentID int64
 	var out shapeRevised
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		var shape *db.Shape
-		deploymentID, shape, err = shapeInTx(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-
+	err = inShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, id int64, shape *db.Shape) (err error) {
+		deploymentID = id
 		_, out, err = rollbackShape(ctx, tx, shape, req.Revision, template, req.Scaling, revisionArgs{cause: causeRollbackTo(req.Revision), by: by, notes: req.Notes, always: true})
 		if err != nil {
 			return err

@@ -47,12 +47,7 @@ func (a rolloutsAPI) rolloutFromRequest(r *http.Request) (shapeRef, *db.Rollout,
 // readRollout reads rollout n of the shape ref names.
 func (a rolloutsAPI) readRollout(ctx context.Context, ref shapeRef, n int) (*db.Rollout, error) {
 	var rollout *db.Rollout
-	err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		_, shape, err := shapeInTx(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-
+	err := inShapeTx(ctx, a.db, ref, func(ctx context.Context, tx *sql.Tx, _ int64, shape *db.Shape) (err error) {
 		rollout, err = db.GetRollout(ctx, tx, shape.ID, n)
 		return err
 	})
@@ -114,32 +109,11 @@ func (a rolloutsAPI) withCounts(ctx context.Context, r db.Rollout) api.Deploymen
 }
 
 func (a rolloutsAPI) list(r *http.Request) response.Response {
-	ref, err := shapeFromRequest(r)
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	level, err := recursion(r)
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	var rollouts []db.Rollout
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		_, shape, err := shapeInTx(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-
-		rollouts, err = db.GetRollouts(ctx, tx, db.RolloutFilter{ShapeID: shape.ID})
-		return err
-	})
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	return listResponse(level, rollouts,
-		func(ro db.Rollout) string {
+	return shapeListResponse(r, a.db,
+		func(ctx context.Context, tx *sql.Tx, shape *db.Shape) ([]db.Rollout, error) {
+			return db.GetRollouts(ctx, tx, db.RolloutFilter{ShapeID: shape.ID})
+		},
+		func(ref shapeRef, ro db.Rollout) string {
 			return api.DeploymentShapeRolloutURL(ref.project, ref.name, ref.shape, ro.Number)
 		},
 		func(ro db.Rollout) api.DeploymentRollout {
@@ -179,13 +153,8 @@ func (a rolloutsAPI) create(r *http.Request) response.Response {
 	by := requestorFromContext(r.Context())
 	var deploymentID int64
 	var number int
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		var shape *db.Shape
-		deploymentID, shape, err = shapeInTx(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-
+	err = inShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, id int64, shape *db.Shape) (err error) {
+		deploymentID = id
 		err = checkRolloutFeasible(ctx, tx, shape)
 		if err != nil {
 			return err

@@ -83,6 +83,19 @@ func shapeInTx(ctx context.Context, tx *sql.Tx, ref shapeRef) (int64, *db.Shape,
 	return deploymentID, shape, err
 }
 
+// inShapeTx runs f in one transaction with the deployment id and the shape ref names, read
+// in that same transaction, so that what f reads or writes belongs to the shape it was given.
+func inShapeTx(ctx context.Context, cluster *db.Cluster, ref shapeRef, f func(ctx context.Context, tx *sql.Tx, deploymentID int64, shape *db.Shape) error) error {
+	return cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		deploymentID, shape, err := shapeInTx(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+
+		return f(ctx, tx, deploymentID, shape)
+	})
+}
+
 // manifestFromRequest returns the deployment and manifest a request is about.
 func manifestFromRequest(r *http.Request) (deploymentRef, string, error) {
 	ref, err := deploymentFromRequest(r)
