@@ -76,11 +76,7 @@ func TestRolloutSurvivesKill(t *testing.T) {
 // (cause image-change) and a rollout follow by themselves.
 func TestImageChangeTrigger(t *testing.T) {
 	env := newRolloutEnv(t, 0, 3)
-	alias := env.prefix + "-img"
-	busybox, _, err := env.lxdConn.GetImageAlias("busybox")
-	must(t, err)
-	must(t, env.lxdConn.CreateImageAlias(lxdapi.ImageAliasesPost{ImageAliasesEntry: lxdapi.ImageAliasesEntry{Name: alias, Target: busybox.Target}}))
-	t.Cleanup(func() { _ = env.lxdConn.DeleteImageAlias(alias) })
+	alias, busybox := env.busyboxAlias(t)
 
 	env.updateShape(t, "", func(put *api.DeploymentShapePut) {
 		put.InstanceTemplate.Source.Alias = alias
@@ -88,30 +84,8 @@ func TestImageChangeTrigger(t *testing.T) {
 	})
 	env.scaleTo(t, 2)
 
-	// A new image: busybox published from a container that never ran.
-	source := env.name("imgsrc")
-	op, err := env.lxdConn.CreateInstance(lxdapi.InstancesPost{Name: source, Source: lxdapi.InstanceSource{Type: "image", Alias: "busybox"}})
-	must(t, err)
-	must(t, op.Wait())
-	publish, err := env.lxdConn.CreateImage(lxdapi.ImagesPost{Source: &lxdapi.ImagesPostSource{Type: "instance", Name: source}}, nil)
-	must(t, err)
-	must(t, publish.Wait())
-	fingerprint, _ := publish.Get().Metadata["fingerprint"].(string)
-	if fingerprint == "" || fingerprint == busybox.Target {
-		t.Fatalf("publish gave fingerprint %q", fingerprint)
-	}
-
-	t.Cleanup(func() {
-		if op, err := env.lxdConn.DeleteImage(fingerprint); err == nil {
-			_ = op.Wait()
-		}
-	})
-
-	must(t, env.lxdConn.UpdateImageAlias(alias, lxdapi.ImageAliasesEntryPut{Target: fingerprint}, ""))
-	r := env.waitRollout(t, 1, 2*time.Minute, "complete")
-	if r.Cause != "image-change" {
-		t.Fatalf("rollout: %+v", r)
-	}
+	fingerprint := env.publishNewImage(t, busybox)
+	env.rollOutImageChange(t, alias, fingerprint, 2*time.Minute)
 
 	shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
 	must(t, err)
@@ -121,17 +95,5 @@ func TestImageChangeTrigger(t *testing.T) {
 		t.Fatalf("revision: %+v", rev)
 	}
 
-	instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
-	must(t, err)
-	if len(instances) != 2 {
-		t.Fatalf("instances after the rollout: %+v", instances)
-	}
-
-	for _, i := range instances {
-		live, _, err := env.lxdConn.GetInstance(i.Name)
-		must(t, err)
-		if i.Outdated || live.Config["volatile.base_image"] != fingerprint {
-			t.Fatalf("instance %s: outdated %v, image %s (want %s)", i.Name, i.Outdated, live.Config["volatile.base_image"], fingerprint)
-		}
-	}
+	env.requireOnImage(t, 2, fingerprint, "")
 }

@@ -212,11 +212,7 @@ func TestWarmPoolRollingRollout(t *testing.T) {
 // instance handed out.
 func TestWarmPoolImageChange(t *testing.T) {
 	env := newRolloutEnv(t, 0, 3)
-	alias := env.prefix + "-img"
-	busybox, _, err := env.lxdConn.GetImageAlias("busybox")
-	must(t, err)
-	must(t, env.lxdConn.CreateImageAlias(lxdapi.ImageAliasesPost{ImageAliasesEntry: lxdapi.ImageAliasesEntry{Name: alias, Target: busybox.Target}}))
-	t.Cleanup(func() { _ = env.lxdConn.DeleteImageAlias(alias) })
+	alias, busybox := env.busyboxAlias(t)
 	seen := &sync.Map{}
 	t.Cleanup(func() {
 		seen.Range(func(name, _ any) bool {
@@ -248,47 +244,9 @@ func TestWarmPoolImageChange(t *testing.T) {
 		put.WarmPool = &api.DeploymentShapeWarmPool{Size: 2, ReuseOnScaleIn: true}
 	})
 	env.scaleTo(t, 2)
-	poolOf("a pool of 2 of the first image", busybox.Target)
-
-	// A new image: busybox published from a container that never ran.
-	source := env.name("imgsrc")
-	op, err := env.lxdConn.CreateInstance(lxdapi.InstancesPost{Name: source, Source: lxdapi.InstanceSource{Type: "image", Alias: "busybox"}})
-	must(t, err)
-	must(t, op.Wait())
-	t.Cleanup(func() { env.deleteByHand(source) })
-	publish, err := env.lxdConn.CreateImage(lxdapi.ImagesPost{Source: &lxdapi.ImagesPostSource{Type: "instance", Name: source}}, nil)
-	must(t, err)
-	must(t, publish.Wait())
-	fingerprint, _ := publish.Get().Metadata["fingerprint"].(string)
-	if fingerprint == "" || fingerprint == busybox.Target {
-		t.Fatalf("publish gave fingerprint %q", fingerprint)
-	}
-
-	t.Cleanup(func() {
-		if op, err := env.lxdConn.DeleteImage(fingerprint); err == nil {
-			_ = op.Wait()
-		}
-	})
-
-	must(t, env.lxdConn.UpdateImageAlias(alias, lxdapi.ImageAliasesEntryPut{Target: fingerprint}, ""))
-	r := env.waitRollout(t, 1, time.Minute, "complete")
-	if r.Cause != "image-change" {
-		t.Fatalf("rollout: %+v", r)
-	}
-
-	instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
-	must(t, err)
-	if len(instances) != 2 {
-		t.Fatalf("instances after the rollout: %+v", instances)
-	}
-
-	for _, i := range instances {
-		live, _, err := env.lxdConn.GetInstance(i.Name)
-		must(t, err)
-		if i.Outdated || live.Config["volatile.base_image"] != fingerprint {
-			t.Fatalf("instance %s: outdated %v, image %s (want %s): an old pool instance was handed out", i.Name, i.Outdated, live.Config["volatile.base_image"], fingerprint)
-		}
-	}
-
+	poolOf("a pool of 2 of the first image", busybox)
+	fingerprint := env.publishNewImage(t, busybox)
+	env.rollOutImageChange(t, alias, fingerprint, time.Minute)
+	env.requireOnImage(t, 2, fingerprint, ": an old pool instance was handed out")
 	poolOf("the pool remade from the new image", fingerprint)
 }
