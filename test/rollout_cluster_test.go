@@ -1,7 +1,6 @@
 package test
 
 import (
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -148,38 +147,7 @@ func TestRolloutTakenOverAfterKill(t *testing.T) {
 	}
 
 	// Settled: no record in flux, the records and LXD name the same instances, all at v2.
-	deadline = time.Now().Add(30 * time.Second)
-	for {
-		instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
-		must(t, err)
-		var rows []string
-		settled := true
-		for _, i := range instances {
-			rows = append(rows, i.Name)
-			settled = settled && i.State == "created" && !i.Outdated && i.Status == "Running"
-		}
-
-		sort.Strings(rows)
-		var live []string
-		all, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
-		must(t, err)
-		for _, i := range all {
-			if i.Config["user.lxd-deployd.deployment"] == "dep1" && (strings.HasPrefix(i.Name, "web-r") || strings.HasPrefix(i.Name, env.prefix+"-")) {
-				live = append(live, i.Name)
-			}
-		}
-
-		sort.Strings(live)
-		if settled && len(rows) == size && strings.Join(rows, ",") == strings.Join(live, ",") {
-			break
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("after the takeover: records %v (settled %v), LXD %v\n%s", rows, settled, live, env.d.Log())
-		}
-
-		time.Sleep(250 * time.Millisecond)
-	}
+	env.waitSettled(t, size, 30*time.Second, "takeover")
 
 	for name, v := range env.versions(t) {
 		if v != "2" || !strings.HasPrefix(name, "web-r2-") {

@@ -1,12 +1,8 @@
 package test
 
 import (
-	"sort"
-	"strings"
 	"testing"
 	"time"
-
-	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -32,38 +28,7 @@ func TestRolloutSurvivesKill(t *testing.T) {
 	env.waitRollout(t, 1, 2*time.Minute, "complete")
 
 	// Settled: no record in flux, the records and LXD name the same instances.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
-		must(t, err)
-		var rows []string
-		settled := true
-		for _, i := range instances {
-			rows = append(rows, i.Name)
-			settled = settled && i.State == "created" && !i.Outdated && i.Status == "Running"
-		}
-
-		sort.Strings(rows)
-		var live []string
-		all, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
-		must(t, err)
-		for _, i := range all {
-			if i.Config["user.lxd-deployd.deployment"] == "dep1" && (strings.HasPrefix(i.Name, "web-r") || strings.HasPrefix(i.Name, env.prefix+"-")) {
-				live = append(live, i.Name)
-			}
-		}
-
-		sort.Strings(live)
-		if settled && len(rows) == 3 && strings.Join(rows, ",") == strings.Join(live, ",") {
-			break
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("after the crash: records %v (settled %v), LXD %v\n%s", rows, settled, live, env.d.Log())
-		}
-
-		time.Sleep(250 * time.Millisecond)
-	}
+	env.waitSettled(t, 3, time.Minute, "crash")
 
 	for name, v := range env.versions(t) {
 		if v != "2" {
