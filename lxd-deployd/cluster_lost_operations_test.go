@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
@@ -60,43 +60,16 @@ func TestLostOperationError(t *testing.T) {
 	}
 }
 
-func loopbackDatabaseAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
-
 // TestLostMemberOperations, on two real dqlite nodes: m2 records an operation on its node;
 // a waiter on m1 (m2 cannot be reached to wait there) wakes with the failure the holder of
 // the reconcile lease on m1 settles once m2 is past the grace period; a removed member's
 // operations are settled at once; m1's own are never touched.
 func TestLostMemberOperations(t *testing.T) {
 	ctx := context.Background()
-	first := loopbackDatabaseAddress(t)
-	one, err := db.Open(ctx, t.TempDir(), db.Options{Address: first})
-	if err != nil {
-		t.Fatal(err)
-	}
+	one, first, _ := dbtest.OpenNode(t)
+	two, second, closeTwo := dbtest.OpenNode(t, first)
 
-	t.Cleanup(func() { _ = one.Close(ctx) })
-	second := loopbackDatabaseAddress(t)
-	two, err := db.Open(ctx, t.TempDir(), db.Options{Address: second, Cluster: []string{first}})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	twoClosed := false
-	t.Cleanup(func() {
-		if !twoClosed {
-			_ = two.Close(ctx)
-		}
-	})
-
+	var err error
 	now := time.Now()
 	for _, node := range []struct {
 		cluster *db.Cluster
@@ -186,9 +159,8 @@ func TestLostMemberOperations(t *testing.T) {
 	}
 
 	closeCtx, cancel := context.WithTimeout(ctx, time.Second)
-	_ = two.Close(closeCtx)
+	closeTwo(closeCtx)
 	cancel()
-	twoClosed = true
 
 	settled, err = m1.settleLost(ctx, fence, time.Now())
 	if err != nil || settled != 1 {

@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"database/sql"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 )
 
 // dbReplays is the daemon's ReplayStore: token ids in dqlite.
@@ -26,38 +26,16 @@ func (s dbReplays) Remember(ctx context.Context, issuer string, jti string, expi
 	return fresh, err
 }
 
-func loopbackAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
-
 // TestTokenReplayRefusedOnAnotherMember verifies with two members of one dqlite cluster: a
 // token accepted by the first is refused by the second, and an expired id is pruned.
 func TestTokenReplayRefusedOnAnotherMember(t *testing.T) {
 	ctx := context.Background()
-	first := loopbackAddress(t)
-	one, err := db.Open(ctx, t.TempDir(), db.Options{Address: first})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	defer func() { _ = one.Close(ctx) }()
-	two, err := db.Open(ctx, t.TempDir(), db.Options{Address: loopbackAddress(t), Cluster: []string{first}})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	defer func() { _ = two.Close(ctx) }()
+	one, first, _ := dbtest.OpenNode(t)
+	two, _, _ := dbtest.OpenNode(t, first)
 
 	f := newTokenFixture(t)
 	token := f.sign(t, jwt.SigningMethodES384, f.key, f.claims(), f.fp)
-	_, err = NewSharedTokenVerifier(dbReplays{one}).Verify(token, f.lookup, f.now)
+	_, err := NewSharedTokenVerifier(dbReplays{one}).Verify(token, f.lookup, f.now)
 	if err != nil {
 		t.Fatal(err)
 	}
