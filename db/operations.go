@@ -88,9 +88,15 @@ func GetOperation(ctx context.Context, tx *sql.Tx, id string) (*Operation, error
 
 // GetOperations returns every recorded operation, oldest first.
 func GetOperations(ctx context.Context, tx *sql.Tx) ([]Operation, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT "+operationColumns+" FROM operations ORDER BY created_at, id")
+	return queryOperations(ctx, tx, "operations", "ORDER BY created_at, id")
+}
+
+// queryOperations reads the operations the SQL after FROM operations picks (what names them
+// in the error), as scanOperation reads them.
+func queryOperations(ctx context.Context, tx *sql.Tx, what string, where string, args ...any) ([]Operation, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT "+operationColumns+" FROM operations "+where, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read operations: %w", err)
+		return nil, fmt.Errorf("read %s: %w", what, err)
 	}
 
 	defer func() { _ = rows.Close() }()
@@ -138,23 +144,7 @@ func FailOrphanedOperations(ctx context.Context, tx *sql.Tx, member string, now 
 // GetUnfinishedOperations returns the operations recorded as pending or running, of every
 // member, oldest first.
 func GetUnfinishedOperations(ctx context.Context, tx *sql.Tx) ([]Operation, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT "+operationColumns+" FROM operations WHERE status_code IN (?, ?) ORDER BY created_at, id", int(lxdapi.Running), int(lxdapi.Pending))
-	if err != nil {
-		return nil, fmt.Errorf("read unfinished operations: %w", err)
-	}
-
-	defer func() { _ = rows.Close() }()
-	ops := []Operation{}
-	for rows.Next() {
-		op, err := scanOperation(rows)
-		if err != nil {
-			return nil, err
-		}
-
-		ops = append(ops, *op)
-	}
-
-	return ops, rows.Err()
+	return queryOperations(ctx, tx, "unfinished operations", "WHERE status_code IN (?, ?) ORDER BY created_at, id", int(lxdapi.Running), int(lxdapi.Pending))
 }
 
 // FailOperation marks an unfinished operation failed with message, and reports false when
