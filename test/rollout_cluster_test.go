@@ -1,6 +1,7 @@
 package test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -54,36 +55,19 @@ func TestRolloutTakenOverAfterKill(t *testing.T) {
 	type result struct{ fewest, most, samples int }
 	sampled := make(chan result)
 	go func() {
-		fewest, most, samples := 1<<30, 0, 0
-		for {
+		fewest, most, samples := sampleInstanceBounds(stop, func() ([]api.DeploymentInstance, error) {
+			err := errors.New("no member answered")
 			for _, c := range clients {
-				instances, err := c.GetDeploymentShapeInstances("dep1", "web")
-				if err != nil {
-					continue
+				var instances []api.DeploymentInstance
+				instances, err = c.GetDeploymentShapeInstances("dep1", "web")
+				if err == nil {
+					return instances, nil
 				}
-
-				ready, counted := 0, 0
-				for _, i := range instances {
-					if i.State == "created" && i.Status == "Running" {
-						ready++
-					}
-
-					if i.State == "created" || i.State == "creating" {
-						counted++
-					}
-				}
-
-				fewest, most, samples = min(fewest, ready), max(most, counted), samples+1
-				break
 			}
 
-			select {
-			case <-stop:
-				sampled <- result{fewest, most, samples}
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
+			return nil, err
+		})
+		sampled <- result{fewest, most, samples}
 	}()
 
 	_, err := env.admin.CreateDeploymentShapeRollout("dep1", "web", api.DeploymentRolloutsPost{})

@@ -281,9 +281,18 @@ func TestShapeRevisionsAndOutdated(t *testing.T) {
 // sampleBounds samples the shape's instances until stop is closed and reports the fewest
 // ready (created and Running) and the most counted (creating or created) it saw.
 func (env *governorEnv) sampleBounds(t testing.TB, stop <-chan struct{}) (fewestReady int, most int, samples int) {
+	return sampleInstanceBounds(stop, func() ([]api.DeploymentInstance, error) {
+		return env.admin.GetDeploymentShapeInstances("dep1", "web")
+	})
+}
+
+// sampleInstanceBounds reads the instances every 100 ms until stop is closed (a read that
+// fails is no sample) and reports the fewest ready (created and Running) and the most
+// counted (creating or created) it saw.
+func sampleInstanceBounds(stop <-chan struct{}, read func() ([]api.DeploymentInstance, error)) (fewestReady int, most int, samples int) {
 	fewestReady = 1 << 30
 	for {
-		instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
+		instances, err := read()
 		if err == nil {
 			ready, counted := 0, 0
 			for _, i := range instances {
