@@ -85,15 +85,21 @@ func TestUpgradeRecordsRevisionOne(t *testing.T) {
 	})
 }
 
+// createWebShape creates deployment dep1 with shape web (at most 3 instances) and returns
+// the shape's id.
+func createWebShape(ctx context.Context, tx *sql.Tx) (int64, error) {
+	id, err := CreateDeployment(ctx, tx, "default", api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}})
+	if err != nil {
+		return 0, err
+	}
+
+	return CreateShape(ctx, tx, id, api.DeploymentShapesPost{DeploymentShapePost: api.DeploymentShapePost{Name: "web"}, DeploymentShapePut: api.DeploymentShapePut{ScalingMaximum: 3}})
+}
+
 func TestRevisionPruneKeepsUsedOnes(t *testing.T) {
 	c := newTestCluster(t)
 	tx(t, c, func(ctx context.Context, tx *sql.Tx) error {
-		id, err := CreateDeployment(ctx, tx, "default", api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}})
-		if err != nil {
-			return err
-		}
-
-		shapeID, err := CreateShape(ctx, tx, id, api.DeploymentShapesPost{DeploymentShapePost: api.DeploymentShapePost{Name: "web"}, DeploymentShapePut: api.DeploymentShapePut{ScalingMaximum: 3}})
+		shapeID, err := createWebShape(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -141,12 +147,7 @@ func TestRolloutClaim(t *testing.T) {
 	c := newTestCluster(t)
 	now := time.Now()
 	tx(t, c, func(ctx context.Context, tx *sql.Tx) error {
-		id, err := CreateDeployment(ctx, tx, "default", api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}})
-		if err != nil {
-			return err
-		}
-
-		shapeID, err := CreateShape(ctx, tx, id, api.DeploymentShapesPost{DeploymentShapePost: api.DeploymentShapePost{Name: "web"}, DeploymentShapePut: api.DeploymentShapePut{ScalingMaximum: 3}})
+		shapeID, err := createWebShape(ctx, tx)
 		if err != nil {
 			return err
 		}
