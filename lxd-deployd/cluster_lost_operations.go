@@ -133,26 +133,13 @@ func (c *clusterOperations) settleLost(ctx context.Context, fence func(ctx conte
 // holds the reconcile lease (held), until ctx ends.
 func (d *daemon) settleLostOperations(ctx context.Context, held lease.Lease) {
 	fence := func(ctx context.Context, tx *sql.Tx) error { return lease.Check(ctx, tx, held) }
-	ticker := time.NewTicker(lostOperationsInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-
+	// Never poked (its wake channel is nil): a round every interval only.
+	loop{}.run(ctx, lostOperationsInterval, d.logger, "settle the operations of lost members", func(ctx context.Context) error {
 		settled, err := d.clusterOps().settleLost(ctx, fence, time.Now())
-		if err != nil {
-			if ctx.Err() == nil {
-				d.logger.Warn("settle the operations of lost members", "err", err)
-			}
-
-			continue
-		}
-
-		if settled > 0 {
+		if err == nil && settled > 0 {
 			d.logger.Warn("settled the unfinished operations of members that went away", "operations", settled)
 		}
-	}
+
+		return err
+	})
 }
