@@ -10,6 +10,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
+// requireLintClean fails the test for each problem the Prometheus linter finds in m's
+// families (names, help, units).
+func requireLintClean(t *testing.T, m *Metrics) {
+	t.Helper()
+	problems, err := testutil.GatherAndLint(m.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
 func TestFamiliesLintAndCount(t *testing.T) {
 	m := New(Sources{
 		Snapshot: func(ctx context.Context) (Snapshot, error) {
@@ -34,15 +48,7 @@ func TestFamiliesLintAndCount(t *testing.T) {
 	m.ScaleRequest("default", "dep1", "web")
 	m.TemplateExpansion(time.Millisecond)
 
-	problems, err := testutil.GatherAndLint(m.Registry())
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	for _, p := range problems {
-		t.Errorf("lint: %s: %s", p.Metric, p.Text)
-	}
-
+	requireLintClean(t, m)
 	expected := `
 # HELP lxd_deployd_instance_launches_total Instance launches asked of the governor API, by result: ok, refused_bound (the shape is at its maximum), failed.
 # TYPE lxd_deployd_instance_launches_total counter
@@ -57,7 +63,7 @@ lxd_deployd_webhook_deliveries{deployment="dep1",project="default",status="pendi
 # TYPE lxd_deployd_dqlite_transaction_retries_total counter
 lxd_deployd_dqlite_transaction_retries_total 7
 `
-	err = testutil.GatherAndCompare(m.Registry(), strings.NewReader(expected), "lxd_deployd_instance_launches_total", "lxd_deployd_webhook_deliveries", "lxd_deployd_dqlite_transaction_retries_total")
+	err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(expected), "lxd_deployd_instance_launches_total", "lxd_deployd_webhook_deliveries", "lxd_deployd_dqlite_transaction_retries_total")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,15 +125,7 @@ func TestShapeLifecycleGauges(t *testing.T) {
 	m.RolloutFinished("default", "dep1", "web", "reverted")
 	m.HookWaitEnded("default", "dep1", "web", "launching:wait", "continue", true)
 
-	problems, err := testutil.GatherAndLint(m.Registry())
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	for _, p := range problems {
-		t.Errorf("lint: %s: %s", p.Metric, p.Text)
-	}
-
+	requireLintClean(t, m)
 	expected := `
 # HELP lxd_deployd_shape_instances_ready Instances ready: created, out of their launching:wait, and healthy when the shape has health checks.
 # TYPE lxd_deployd_shape_instances_ready gauge
@@ -177,7 +175,7 @@ lxd_deployd_rollouts_finished_total{deployment="dep1",project="default",shape="w
 # TYPE lxd_deployd_lifecycle_hook_waits_ended_total counter
 lxd_deployd_lifecycle_hook_waits_ended_total{action="continue",by="timeout",deployment="dep1",hook="launching:wait",project="default",shape="web"} 1
 `
-	err = testutil.GatherAndCompare(m.Registry(), strings.NewReader(expected),
+	err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(expected),
 		"lxd_deployd_shape_instances_ready", "lxd_deployd_shape_instances_outdated", "lxd_deployd_shape_revision", "lxd_deployd_shape_degraded",
 		"lxd_deployd_shape_instances_health", "lxd_deployd_shape_instances_hook_waiting", "lxd_deployd_shape_warm_pool_ready", "lxd_deployd_shape_warm_pool_size",
 		"lxd_deployd_shape_rollouts", "lxd_deployd_shape_rollout_progress_ratio",
