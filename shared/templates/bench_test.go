@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path"
 	"strings"
@@ -11,56 +12,28 @@ import (
 	"time"
 )
 
-// The benchmark config: 4 regions x 5 zones x 5 racks x 100 nodes = 10,000 shapes, through
-// three levels of nested Jinja templates (130 template invocations).
-var (
-	benchConfig = []byte(`
-resources:
-- {name: r0, type: region.jinja, properties: {zones: 5, racks: 5, nodes: 100, image: debian/12}}
-- {name: r1, type: region.jinja, properties: {zones: 5, racks: 5, nodes: 100, image: debian/12}}
-- {name: r2, type: region.jinja, properties: {zones: 5, racks: 5, nodes: 100, image: debian/12}}
-- {name: r3, type: region.jinja, properties: {zones: 5, racks: 5, nodes: 100, image: debian/12}}
-`)
+// The benchmark config (testdata/expand10k): 4 regions x 5 zones x 5 racks x 100 nodes =
+// 10,000 shapes, through three levels of nested Jinja templates (130 template invocations).
+// The isolate package's benchmark expands the same files in a child process.
+var benchConfig, benchImports = mustReadBench("testdata/expand10k")
 
-	benchImports = map[string][]byte{
-		"region.jinja": []byte(`resources:
-{% for z in range(properties['zones']) %}
-- name: {{ env['name'] }}-z{{ z }}
-  type: zone.jinja
-  properties:
-    racks: {{ properties['racks'] }}
-    nodes: {{ properties['nodes'] }}
-    image: {{ properties['image'] }}
-{% endfor %}
-`),
-		"zone.jinja": []byte(`resources:
-{% for r in range(properties['racks']) %}
-- name: {{ env['name'] }}-r{{ r }}
-  type: rack.jinja
-  properties:
-    nodes: {{ properties['nodes'] }}
-    image: {{ properties['image'] }}
-{% endfor %}
-`),
-		"rack.jinja": []byte(`resources:
-{% for n in range(properties['nodes']) %}
-- name: {{ env['name'] }}-n{{ n }}
-  type: shape
-  properties:
-    description: node {{ n }} of {{ env['name'] }} in {{ env['deployment'] }}
-    config:
-      user.rack: {{ env['name'] }}
-    instance_template:
-      type: container
-      source:
-        type: image
-        alias: {{ properties['image'] }}
-    scaling_minimum: 1
-    scaling_maximum: 3
-{% endfor %}
-`),
+// mustReadBench reads a benchmark config and its imports from a directory.
+func mustReadBench(dir string) ([]byte, map[string][]byte) {
+	config, err := os.ReadFile(path.Join(dir, "config.yaml"))
+	if err != nil {
+		panic(err)
 	}
-)
+
+	imports := map[string][]byte{}
+	for _, name := range []string{"region.jinja", "zone.jinja", "rack.jinja"} {
+		imports[name], err = os.ReadFile(path.Join(dir, name))
+		if err != nil {
+			panic(err)
+		}
+	}
+
+	return config, imports
+}
 
 func expandBench(b *testing.B) *Expansion {
 	exp, err := Expand(context.Background(), benchConfig, benchImports, Options{Env: Env{Deployment: "bench", Project: "default"}})

@@ -248,43 +248,26 @@ func TestContextCancelKillsTheChild(t *testing.T) {
 	}
 }
 
-var (
-	bigConfig = []byte(`
-resources:
-- {name: r0, type: region.jinja, properties: {zones: 5, racks: 5, nodes: 100, image: debian/12}}
-- {name: r1, type: region.jinja, properties: {zones: 5, racks: 5, nodes: 100, image: debian/12}}
-- {name: r2, type: region.jinja, properties: {zones: 5, racks: 5, nodes: 100, image: debian/12}}
-- {name: r3, type: region.jinja, properties: {zones: 5, racks: 5, nodes: 100, image: debian/12}}
-`)
+// bigConfig expands to 10,000 shapes: the files of the templates package's
+// BenchmarkExpand10kShapes, so the two benchmarks compare the same work.
+var bigConfig, bigImports = mustReadBig("../testdata/expand10k")
 
-	bigImports = map[string][]byte{
-		"region.jinja": []byte(`resources:
-{% for z in range(properties['zones']) %}
-- {name: "{{ env['name'] }}-z{{ z }}", type: zone.jinja, properties: {racks: {{ properties['racks'] }}, nodes: {{ properties['nodes'] }}, image: "{{ properties['image'] }}"}}
-{% endfor %}
-`),
-		"zone.jinja": []byte(`resources:
-{% for r in range(properties['racks']) %}
-- {name: "{{ env['name'] }}-r{{ r }}", type: rack.jinja, properties: {nodes: {{ properties['nodes'] }}, image: "{{ properties['image'] }}"}}
-{% endfor %}
-`),
-		"rack.jinja": []byte(`resources:
-{% for n in range(properties['nodes']) %}
-- name: {{ env['name'] }}-n{{ n }}
-  type: shape
-  properties:
-    description: node {{ n }} of {{ env['name'] }} in {{ env['deployment'] }}
-    config:
-      user.rack: {{ env['name'] }}
-    instance_template:
-      type: container
-      source: {type: image, alias: "{{ properties['image'] }}"}
-    scaling_minimum: 1
-    scaling_maximum: 3
-{% endfor %}
-`),
+func mustReadBig(dir string) ([]byte, map[string][]byte) {
+	config, err := os.ReadFile(dir + "/config.yaml")
+	if err != nil {
+		panic(err)
 	}
-)
+
+	imports := map[string][]byte{}
+	for _, name := range []string{"region.jinja", "zone.jinja", "rack.jinja"} {
+		imports[name], err = os.ReadFile(dir + "/" + name)
+		if err != nil {
+			panic(err)
+		}
+	}
+
+	return config, imports
+}
 
 // BenchmarkIsolatedExpand10kShapes is the cost of isolation: one child per expansion of the
 // 10,000-shape config (compare BenchmarkExpand10kShapes in the templates package, in
