@@ -32,7 +32,7 @@ type ShapeCount struct {
 
 	// Settled counts created instances out of their launching:wait, and SettledHealthy
 	// those of them that are healthy: ready is the one or the other, whether the shape has
-	// health checks or not (health.Ready), which the caller decides from Health.
+	// health checks or not (shapes.Ready), which the caller decides from Health.
 	Settled        int
 	SettledHealthy int
 
@@ -82,11 +82,11 @@ SELECT d.project, d.name, s.name, s.scaling_minimum, s.scaling_maximum, s.revisi
   FROM deployments_shapes s
   JOIN deployments d ON d.id = s.deployment_id
   LEFT JOIN (
-    SELECT i.deployment_shape_id AS shape_id, COUNT(*) AS current, SUM(i.revision < si.revision) AS outdated,
+    SELECT i.deployment_shape_id AS shape_id, COUNT(*) AS current, SUM(`+outdatedInstance+`) AS outdated,
            SUM(i.health = 'healthy') AS healthy, SUM(i.health = 'unhealthy') AS unhealthy, SUM(i.health = 'starting') AS starting,
            SUM(i.health NOT IN ('healthy', 'unhealthy', 'starting')) AS unknown,
-           SUM(i.state = 'created' AND i.hook != 'launching:wait') AS settled,
-           SUM(i.state = 'created' AND i.hook != 'launching:wait' AND i.health = 'healthy') AS settled_healthy,
+           SUM(`+settledInstance+`) AS settled,
+           SUM(`+settledInstance+` AND i.health = 'healthy') AS settled_healthy,
            SUM(i.hook = 'launching:wait') AS launching, SUM(i.hook = 'terminating:wait') AS terminating
       FROM deployments_shapes_instances i
       JOIN deployments_shapes si ON si.id = i.deployment_shape_id

@@ -42,13 +42,8 @@ type ShapeFilter struct {
 	Name         string
 }
 
-// countedInstance is what scaling_current counts, as a condition on an instance row i:
-// every instance but those being deleted and those LXD lost (missing).
-const countedInstance = "i.state NOT IN ('deleting', 'missing', 'replacing')"
-
 // GetShapes returns the matching shapes with their config and scaling_current, which is
-// derived from the instance rows: every instance but those being deleted and those LXD
-// lost (missing), which the governor replaces.
+// derived from the instance rows that count (countedStates, instance_states.go).
 func GetShapes(ctx context.Context, tx *sql.Tx, filter ShapeFilter) ([]Shape, error) {
 	var where []string
 	var args []any

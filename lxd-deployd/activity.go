@@ -7,6 +7,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -114,7 +115,7 @@ func undoLaunch(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeName s
 // stops half way is not refilled by the rollout. An instance that no longer counted
 // (missing, being replaced) changes no size and gets no entry.
 func forcedDeleteActivity(ctx context.Context, tx *sql.Tx, row db.Instance, by api.DeploymentRequestor, why string) error {
-	if row.State == db.InstanceMissing || row.State == db.InstanceReplacing {
+	if !shapes.Counted(row) {
 		return nil
 	}
 

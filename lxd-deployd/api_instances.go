@@ -15,6 +15,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
@@ -53,7 +54,7 @@ func instanceAPI(row db.Instance, latest int, lxdInstance *lxdapi.Instance, lxdO
 		InstanceURL:  api.InstanceURL(row.Project, row.Name),
 		TemplateHash: row.TemplateHash,
 		Revision:     row.Revision,
-		Outdated:     row.Revision != latest,
+		Outdated:     shapes.Outdated(row, latest),
 	}
 
 	withLifecycle(&instance, row)

@@ -74,7 +74,7 @@ func metricsSnapshot(cluster *db.Cluster) func(ctx context.Context) (metrics.Sna
 	}
 }
 
-// shapeStat is a shape's counts as the metrics report them: ready follows health.Ready (the
+// shapeStat is a shape's counts as the metrics report them: ready follows shapes.Ready (the
 // healthy ones when the shape has health checks), read from the counts without a call to
 // LXD.
 func shapeStat(s db.ShapeCount) metrics.ShapeStat {

@@ -89,18 +89,18 @@ func (a rolloutsAPI) withCounts(ctx context.Context, r db.Rollout) api.Deploymen
 
 	now := time.Now()
 	for _, row := range rows {
-		if row.State != db.InstanceCreating && row.State != db.InstanceCreated {
+		if !shapes.Counted(row) {
 			continue
 		}
 
-		if row.Revision != r.Revision {
+		if shapes.Outdated(row, r.Revision) {
 			out.Outdated++
 			continue
 		}
 
 		out.Updated++
 		instance, ok := live[row.Name]
-		if ok && isReady(checks, row, &instance, minReady, now) {
+		if ok && shapes.ReadyFor(checks, row, &instance, minReady, now) {
 			out.Ready++
 		}
 	}
@@ -193,7 +193,7 @@ func checkRolloutFeasible(ctx context.Context, tx *sql.Tx, shape *db.Shape) erro
 
 	state := shapes.RolloutState{Settings: settings, Size: shape.ScalingCurrent, Minimum: shape.ScalingMinimum, Maximum: shape.ScalingMaximum, Target: shape.Revision}
 	for _, row := range rows {
-		if row.State == db.InstanceCreating || row.State == db.InstanceCreated {
+		if shapes.Counted(row) {
 			state.Instances = append(state.Instances, shapes.RolloutInstance{Name: row.Name, Revision: row.Revision, Ready: true})
 		}
 	}

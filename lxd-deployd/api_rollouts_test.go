@@ -8,6 +8,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
@@ -150,17 +151,17 @@ func TestIsReadyAndReplacementNames(t *testing.T) {
 	now := time.Now()
 	row := db.Instance{State: db.InstanceCreated, StateChangedAt: now.Add(-time.Minute)}
 	running := &lxdapi.Instance{StatusCode: lxdapi.Running, LastUsedAt: now.Add(-5 * time.Second)}
-	if !isReady(nil, row, running, 5*time.Second, now) || isReady(nil, row, running, 6*time.Second, now) {
+	if !shapes.ReadyFor(nil, row, running, 5*time.Second, now) || shapes.ReadyFor(nil, row, running, 6*time.Second, now) {
 		t.Error("min_ready counts from the last start")
 	}
 
-	if isReady(nil, row, &lxdapi.Instance{StatusCode: lxdapi.Stopped}, 0, now) || isReady(nil, row, nil, 0, now) {
+	if shapes.ReadyFor(nil, row, &lxdapi.Instance{StatusCode: lxdapi.Stopped}, 0, now) || shapes.ReadyFor(nil, row, nil, 0, now) {
 		t.Error("a stopped or unknown instance is not ready")
 	}
 
 	creating := row
 	creating.State = db.InstanceCreating
-	if isReady(nil, creating, running, 0, now) {
+	if shapes.ReadyFor(nil, creating, running, 0, now) {
 		t.Error("an instance still being created is not ready")
 	}
 

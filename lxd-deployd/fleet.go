@@ -297,7 +297,7 @@ func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (p
 
 		// A missing instance, or one being replaced, no longer counts, so removing its
 		// record changes no size; a drained one was checked when its wait began.
-		if row.State != db.InstanceMissing && row.State != db.InstanceReplacing && !c.drained {
+		if shapes.Counted(*row) && !c.drained {
 			err = shapes.CheckShrink(shape)
 			if err != nil {
 				outcome.atBound = true
@@ -314,7 +314,7 @@ func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (p
 
 		// A missing instance left the count when LXD lost it, a replaced one when its
 		// replacement was reserved (logged then as a replace).
-		if row.State != db.InstanceMissing && row.State != db.InstanceReplacing {
+		if shapes.Counted(*row) {
 			err = scaleActivity(ctx, tx, p.deploymentID, shape, ref.instance, -1, c)
 			if err != nil {
 				return err

@@ -17,6 +17,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -373,7 +374,7 @@ func (rc *reconciler) askReplacement(ctx context.Context, row db.Instance) {
 		return
 	}
 
-	target := min(max(shape.ScalingCurrent+1, shape.ScalingMinimum), shape.ScalingMaximum)
+	target := shapes.Clamp(shape.ScalingCurrent+1, shape.ScalingMinimum, shape.ScalingMaximum)
 	rc.lifecycle.notify(ctx, row.DeploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
 		Shape:       row.Shape,
 		Target:      target,

@@ -16,7 +16,6 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -77,28 +76,6 @@ func (c columnClaim) claim(ctx context.Context, tx *sql.Tx, r db.Rollout, now ti
 
 func (c columnClaim) check(ctx context.Context, tx *sql.Tx, r db.Rollout, now time.Time) error {
 	return db.HoldRolloutClaim(ctx, tx, r.ID, c.owner, now.Add(c.ttl), now)
-}
-
-// isReady says whether an instance counts as ready for a rollout: recorded as created and
-// out of its launching:wait, healthy when the shape has health checks (health.Ready),
-// Running in LXD, and all that for at least minReady. Every readiness decision of the
-// rollout engine goes through here.
-func isReady(checks *api.DeploymentShapeHealth, row db.Instance, live *lxdapi.Instance, minReady time.Duration, now time.Time) bool {
-	if !health.Ready(checks, row) || live == nil || live.StatusCode != lxdapi.Running {
-		return false
-	}
-
-	return !now.Before(runningSince(row, live).Add(minReady))
-}
-
-// runningSince is when an instance last started, as far as we know.
-func runningSince(row db.Instance, live *lxdapi.Instance) time.Time {
-	since := row.StateChangedAt
-	if live != nil && live.LastUsedAt.After(since) {
-		since = live.LastUsedAt
-	}
-
-	return since
 }
 
 // replacementName names an instance a rollout launches: <shape>-r<revision>-<6 hex>, so
@@ -232,7 +209,7 @@ func (e *rolloutEngine) observe(ctx context.Context, client lxd.InstanceServer, 
 			state.Deleting++
 		}
 
-		if row.State != db.InstanceCreating && row.State != db.InstanceCreated {
+		if !shapes.Counted(row) {
 			continue
 		}
 
@@ -242,11 +219,11 @@ func (e *rolloutEngine) observe(ctx context.Context, client lxd.InstanceServer, 
 			instance = &l
 		}
 
-		ready := isReady(v.shape.Health, row, instance, v.settings.MinReady, now)
+		ready := shapes.ReadyFor(v.shape.Health, row, instance, v.settings.MinReady, now)
 		state.Instances = append(state.Instances, shapes.RolloutInstance{Name: row.Name, Revision: row.Revision, Creating: row.State == db.InstanceCreating, Ready: ready})
 
 		// A new instance that became ready since the last progress is progress.
-		if ready && row.Revision == v.shape.Revision && runningSince(row, instance).Add(v.settings.MinReady).After(r.ProgressAt) {
+		if ready && !shapes.Outdated(row, v.shape.Revision) && shapes.RunningSince(row, instance).Add(v.settings.MinReady).After(r.ProgressAt) {
 			v.progress = true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -43,7 +44,7 @@ func (l lifecycle) shapeUpdated(ctx context.Context, by api.DeploymentRequestor,
 	l.notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: lifecycleShapeOutOfBounds, Shape: after.Name})
 	l.notify(ctx, deploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
 		Shape:       after.Name,
-		Target:      min(max(after.ScalingCurrent, after.ScalingMinimum), after.ScalingMaximum),
+		Target:      shapes.Clamp(after.ScalingCurrent, after.ScalingMinimum, after.ScalingMaximum),
 		Reason:      fmt.Sprintf("the bounds changed to [%d, %d] and the shape has %d instances", after.ScalingMinimum, after.ScalingMaximum, after.ScalingCurrent),
 		RequestedBy: "lxd-deployd",
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -403,7 +404,7 @@ type poolReturn struct {
 // replacements must not be handed them back.
 func reusable(shape *db.Shape, row *db.Instance) *poolReturn {
 	pool := shape.WarmPool
-	if pool == nil || !pool.ReuseOnScaleIn || shape.WarmPoolReady >= pool.Size || row.State != db.InstanceCreated || row.Revision != shape.Revision || row.TemplateHash != backend.TemplateHash(shape.InstanceTemplate) || row.GovernorSocket {
+	if pool == nil || !pool.ReuseOnScaleIn || shape.WarmPoolReady >= pool.Size || row.State != db.InstanceCreated || shapes.Outdated(*row, shape.Revision) || row.TemplateHash != backend.TemplateHash(shape.InstanceTemplate) || row.GovernorSocket {
 		return nil
 	}
 

@@ -110,15 +110,3 @@ func Next(prev db.InstanceHealth, s Settings, started time.Time, r Result) db.In
 
 	return next
 }
-
-// Ready says whether an instance of a shape with health object h counts as ready: made,
-// out of its launching:wait, and healthy when the shape has checks. A rollout waits for it
-// before it takes the next step.
-func Ready(h *api.DeploymentShapeHealth, row db.Instance) bool {
-	if row.State != db.InstanceCreated || row.Hook.Hook == api.LifecycleLaunchingWait {
-		return false
-	}
-
-	_, checked := Parse(h)
-	return !checked || row.Health.Status == api.HealthHealthy
-}

@@ -58,33 +58,3 @@ func TestNextCountsResultsInARow(t *testing.T) {
 		t.Fatalf("a healthy verdict ends the replacement flag and records the check: %+v", h)
 	}
 }
-
-func TestReady(t *testing.T) {
-	checks := &api.DeploymentShapeHealth{Command: []string{"true"}}
-	created := db.Instance{State: db.InstanceCreated, Health: db.InstanceHealth{Status: api.HealthUnknown}}
-	healthy := created
-	healthy.Health.Status = api.HealthHealthy
-	launching := healthy
-	launching.Hook.Hook = api.LifecycleLaunchingWait
-	creating := healthy
-	creating.State = db.InstanceCreating
-
-	tests := []struct {
-		name   string
-		health *api.DeploymentShapeHealth
-		row    db.Instance
-		ready  bool
-	}{
-		{"no checks: created is ready", nil, created, true},
-		{"checks: not yet healthy", checks, created, false},
-		{"checks: healthy", checks, healthy, true},
-		{"waiting in launching:wait", nil, launching, false},
-		{"still being created", nil, creating, false},
-	}
-
-	for _, test := range tests {
-		if Ready(test.health, test.row) != test.ready {
-			t.Errorf("%s: want ready=%v", test.name, test.ready)
-		}
-	}
-}

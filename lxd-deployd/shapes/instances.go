@@ -1,0 +1,69 @@
+package shapes
+
+import (
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// The predicates over one instance that every path shares. Each has one definition: the
+// SQL that counts instances (db/instance_states.go) is built from the same list, and
+// TestPredicatesAgreeWithSQL holds the two to one answer over every instance state.
+
+// Counted says whether an instance record counts toward its shape's size
+// (scaling_current): being made or made.
+func Counted(row db.Instance) bool {
+	return db.IsCountedState(row.State)
+}
+
+// Outdated says whether an instance was made from an older revision than the shape's
+// latest: what a rollout replaces.
+func Outdated(row db.Instance, latest int) bool {
+	return row.Revision < latest
+}
+
+// Settled says whether an instance is made and out of its launching:wait.
+func Settled(row db.Instance) bool {
+	return row.State == db.InstanceCreated && row.Hook.Hook != api.LifecycleLaunchingWait
+}
+
+// Ready says whether an instance of a shape with health object h counts as ready as far as
+// our records know: settled, and healthy when the shape has checks.
+func Ready(h *api.DeploymentShapeHealth, row db.Instance) bool {
+	if !Settled(row) {
+		return false
+	}
+
+	_, checked := health.Parse(h)
+	return !checked || row.Health.Status == api.HealthHealthy
+}
+
+// ReadyFor says whether an instance counts as ready for a rollout: Ready, Running in LXD,
+// and all that for at least minReady. Every readiness decision of the rollout engine and
+// its status goes through here.
+func ReadyFor(checks *api.DeploymentShapeHealth, row db.Instance, live *lxdapi.Instance, minReady time.Duration, now time.Time) bool {
+	if !Ready(checks, row) || live == nil || live.StatusCode != lxdapi.Running {
+		return false
+	}
+
+	return !now.Before(RunningSince(row, live).Add(minReady))
+}
+
+// RunningSince is when an instance last started, as far as we know.
+func RunningSince(row db.Instance, live *lxdapi.Instance) time.Time {
+	since := row.StateChangedAt
+	if live != nil && live.LastUsedAt.After(since) {
+		since = live.LastUsedAt
+	}
+
+	return since
+}
+
+// Clamp moves a target size into the bounds [minimum, maximum].
+func Clamp(target int, minimum int, maximum int) int {
+	return min(max(target, minimum), maximum)
+}
