@@ -1,35 +1,33 @@
 package db
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // InstanceStates lists every state an instance record can be in, for tests that walk them
 // all (the counting table test in lxd-deployd/shapes).
 var InstanceStates = []string{InstanceCreating, InstanceCreated, InstanceDeleting, InstanceMissing, InstanceReplacing}
 
-// countedStates is the one definition of which instance records a shape counts
-// (scaling_current and what the minimum protects): instances being made or made. The SQL
-// below (countedInstance) and the Go predicate shapes.Counted both derive from this list,
-// so the two cannot disagree; a table test over every state holds them to it.
-var countedStates = []string{InstanceCreating, InstanceCreated}
+// uncountedStates is the one definition of which instance records a shape does not count
+// (in scaling_current, what the minimum protects): those being deleted or replaced and
+// those LXD lost. Every other state counts: being made or made. The SQL below
+// (countedInstance) and the Go predicate shapes.Counted both derive from this list, so the
+// two cannot disagree; a table test over every state holds them to it.
+var uncountedStates = []string{InstanceDeleting, InstanceMissing, InstanceReplacing}
 
 // IsCountedState says whether a record in state counts. Callers use shapes.Counted.
 func IsCountedState(state string) bool {
-	for _, s := range countedStates {
-		if s == state {
-			return true
-		}
-	}
-
-	return false
+	return !slices.Contains(uncountedStates, state)
 }
 
-// stateIn is an SQL condition on i.state matching the given states (constants, never input).
-func stateIn(states []string) string {
-	return "i.state IN ('" + strings.Join(states, "', '") + "')"
+// stateList is states as an SQL list (constants, never input).
+func stateList(states []string) string {
+	return "('" + strings.Join(states, "', '") + "')"
 }
 
-// countedInstance is countedStates as a condition on an instance row i.
-var countedInstance = stateIn(countedStates)
+// countedInstance is the counted states as a condition on an instance row i.
+var countedInstance = "i.state NOT IN " + stateList(uncountedStates)
 
 // outdatedInstance says an instance row i was made from an older revision than its shape
 // si's latest: shapes.Outdated in SQL.

@@ -22,10 +22,11 @@ func (c instanceCase) String() string {
 	return fmt.Sprintf("%s/hook=%q/health=%s/outdated=%v", c.state, c.hook, c.health, c.outdated)
 }
 
-// everyInstanceCase walks every instance state with every hook, health and revision.
+// everyInstanceCase walks every instance state (and a state no code writes, as a record
+// from an older schema would hold) with every hook, health and revision.
 func everyInstanceCase() []instanceCase {
 	var cases []instanceCase
-	for _, state := range db.InstanceStates {
+	for _, state := range append(db.InstanceStates, "legacy") {
 		for _, hook := range []string{"", api.LifecycleLaunchingWait, api.LifecycleTerminatingWait} {
 			for _, health := range []string{api.HealthHealthy, api.HealthUnhealthy, api.HealthStarting} {
 				for _, outdated := range []bool{false, true} {
