@@ -40,6 +40,11 @@ type fakeScaler struct {
 	// (someone else launched meanwhile).
 	refuseLaunchesAfter int
 
+	// deletingFor, when above 0, refuses that many launch attempts with a 409 at the
+	// maximum, as lxd-deployd does while an instance is still being deleted; the next
+	// attempt finds the deleting instances gone.
+	deletingFor int
+
 	// started, when set, receives each op as it starts; gate, when set, holds each op until
 	// it is closed.
 	started chan string
@@ -85,6 +90,13 @@ func (f *fakeScaler) Launch(ctx context.Context, shape string, name string) erro
 	f.mu.Lock()
 	s := f.shapes[shape]
 	f.ops = append(f.ops, "launch "+shape+"/"+name)
+	if f.deletingFor > 0 {
+		f.deletingFor--
+		f.mu.Unlock()
+		return lxdapi.StatusErrorf(http.StatusConflict, "shape %s is at its scaling maximum (%d): 1 instance is still being deleted: retry when it is gone", shape, s.ScalingMaximum)
+	}
+
+	f.instances[shape] = slices.DeleteFunc(f.instances[shape], func(i api.DeploymentInstance) bool { return i.State == "deleting" })
 	if s.ScalingCurrent >= s.ScalingMaximum || (f.refuseLaunchesAfter > 0 && f.created >= f.refuseLaunchesAfter) {
 		f.mu.Unlock()
 		return lxdapi.StatusErrorf(http.StatusConflict, "shape %s is at its scaling maximum (%d): raise scaling_maximum or delete an instance first", shape, s.ScalingMaximum)

@@ -258,7 +258,7 @@ func (g *governor) scale(ctx context.Context, log *slog.Logger, shape string, de
 			names = append(names, name)
 		}
 
-		return g.each(ctx, log, names, "launched", "launch", func(name string) error { return g.scaler.Launch(ctx, shape, name) })
+		return g.each(ctx, log, names, "launched", "launch", func(name string) error { return g.launch(ctx, log, shape, name) })
 	}
 
 	instances, err := g.scaler.Instances(ctx, shape)
@@ -273,6 +273,39 @@ func (g *governor) scale(ctx context.Context, log *slog.Logger, shape string, de
 	}
 
 	return g.each(ctx, log, names, "deleted", "delete", func(name string) error { return g.scaler.Delete(ctx, shape, name) })
+}
+
+// launchRetryFor bounds how long a launch waits for deletes in flight, and launchRetryEvery
+// how often it tries again meanwhile.
+const (
+	launchRetryFor   = time.Minute
+	launchRetryEvery = 250 * time.Millisecond
+)
+
+// launch launches an instance, and tries again while a refusal at the maximum comes from
+// instances still being deleted: lxd-deployd counts them against scaling_maximum until
+// LXD has deleted them, which takes a moment. A refusal with nothing being deleted (the
+// shape is full) is final for the round.
+func (g *governor) launch(ctx context.Context, log *slog.Logger, shape string, name string) error {
+	deadline := time.Now().Add(launchRetryFor)
+	for {
+		err := g.scaler.Launch(ctx, shape, name)
+		if err == nil || !lxdapi.StatusErrorCheck(err, http.StatusConflict) || time.Now().After(deadline) {
+			return err
+		}
+
+		instances, listErr := g.scaler.Instances(ctx, shape)
+		if listErr != nil || policy.BeingDeleted(instances) == 0 {
+			return err
+		}
+
+		log.Debug("launch waits for instances still being deleted", "instance", name, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(launchRetryEvery):
+		}
+	}
 }
 
 // each runs do for the names, at most g.parallel at once, and stops starting new ones at

@@ -83,6 +83,22 @@ func TestGovernorBoundsStopTheRound(t *testing.T) {
 	gt.wantLog("launch refused by lxd-deployd, round stopped", "at its scaling maximum")
 }
 
+// A launch refused at the maximum while an instance is still being deleted is tried again
+// until the delete is over; nothing else of the round is lost.
+func TestGovernorRetriesLaunchWhileDeleting(t *testing.T) {
+	gt := newGovernorTest(t, &policy.Policy{}, false)
+	gt.scaler.addShape("web", 1, 0, 2)
+	gt.scaler.instances["web"] = append(gt.scaler.instances["web"], api.DeploymentInstance{Name: "web-going", Shape: "web", State: "deleting"})
+	gt.scaler.deletingFor = 2
+
+	gt.send(testScaleRequest("ev1", "web", 2))
+	gt.g.wait()
+	gt.wantOps("launch web/web-*", "launch web/web-*", "launch web/web-*")
+	if current := gt.scaler.shapes["web"].ScalingCurrent; current != 2 {
+		t.Fatalf("the launch must succeed once the delete is over: scaling_current %d\n%s", current, gt.logs)
+	}
+}
+
 func TestGovernorScalesDownNewestFirst(t *testing.T) {
 	gt := newGovernorTest(t, &policy.Policy{}, false)
 	gt.scaler.addShape("web", 4, 1, 5)

@@ -29,6 +29,20 @@ func stateList(states []string) string {
 // countedInstance is the counted states as a condition on an instance row i.
 var countedInstance = "i.state NOT IN " + stateList(uncountedStates)
 
+// goingStates are the records of instances on their way out that LXD may still hold:
+// being deleted, or being replaced (autohealing). They no longer count in scaling_current,
+// but they count against scaling_maximum and a rollout's max_surge until LXD has deleted
+// them (shapes.Going, shapes.CheckGrow).
+var goingStates = []string{InstanceDeleting, InstanceReplacing}
+
+// IsGoingState says whether a record in state is on its way out. Callers use shapes.Going.
+func IsGoingState(state string) bool {
+	return slices.Contains(goingStates, state)
+}
+
+// goingInstance is goingStates as a condition on an instance row i.
+var goingInstance = "i.state IN " + stateList(goingStates)
+
 // outdatedInstance says an instance row i was made from an older revision than its shape
 // si's latest: shapes.Outdated in SQL.
 const outdatedInstance = "i.revision < si.revision"

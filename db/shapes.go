@@ -28,6 +28,11 @@ type Shape struct {
 	// ScalingCurrent, but a second delete must not count them again (shapes.CheckShrink).
 	Terminating int
 
+	// Going counts the instances on their way out that LXD may still hold (deleting,
+	// replacing): not in ScalingCurrent, but they count against the maximum
+	// (shapes.CheckGrow).
+	Going int
+
 	// Replacing counts the instances autohealing (or a rollout) is replacing: the budget
 	// of health.max_unavailable.
 	Replacing int
@@ -62,6 +67,7 @@ SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scal
        (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND ` + countedInstance + `),
        (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND i.state = 'created' AND i.hook = 'terminating:wait'),
        (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND i.state = 'replacing'),
+       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND ` + goingInstance + `),
        (SELECT COUNT(*) FROM deployments_shapes_pool p WHERE p.deployment_shape_id = s.id AND p.state = 'ready'),
        s.health, s.hooks, s.warm_pool, s.degraded, s.replace_failures
   FROM deployments_shapes s`
@@ -81,7 +87,7 @@ SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scal
 		var s Shape
 		var template, rollout, health, hooks, warmPool string
 		err = rows.Scan(&s.ID, &s.DeploymentID, &s.Name, &s.Description, &template, &s.ScalingMinimum, &s.ScalingMaximum, &s.Revision, &rollout, &s.ImageFingerprint, &s.ScalingCurrent,
-			&s.Terminating, &s.Replacing, &s.WarmPoolReady, &health, &hooks, &warmPool, &s.StatusReason, &s.ReplaceFailures)
+			&s.Terminating, &s.Replacing, &s.Going, &s.WarmPoolReady, &health, &hooks, &warmPool, &s.StatusReason, &s.ReplaceFailures)
 		if err != nil {
 			return nil, fmt.Errorf("read shapes: %w", err)
 		}

@@ -22,9 +22,12 @@ import (
 
 // Autohealing: an instance of a shape with health.replace that is unhealthy past its
 // threshold, or missing from LXD, is replaced by the daemon itself: a new instance (the
-// shape's latest template), then the old one goes. It is not scaling: the old instance
+// shape's latest template), and the old one goes. It is not scaling: the old instance
 // leaves the count in the same transaction that reserves the new one, so the size stays
 // what the governor made it and the bound check still holds in that one transaction.
+// Below the maximum the replacement is made first (no capacity is lost meanwhile); at the
+// maximum the old instance is deleted first, so that LXD never holds more than the maximum
+// (as AWS and GCE autohealing do).
 
 const (
 	lifecycleInstanceReplaced  = "deployment-instance-replaced"
@@ -174,7 +177,7 @@ func (h *autohealer) round(ctx context.Context) error {
 		switch {
 		case row.State == db.InstanceReplacing && (row.Owner == h.owner || time.Since(row.StateChangedAt) > othersGrace):
 			// A crash came between the replacement's launch and the old instance's delete.
-			h.start(row, func(ctx context.Context) { h.removeOld(ctx, row) })
+			h.start(row, func(ctx context.Context) { _ = h.removeOld(ctx, row) })
 			continue
 		case shape.StatusReason != "" || shape.Health == nil || !shape.Health.Replace:
 			continue // degraded (autohealing stopped until someone changes the shape), or off
@@ -212,6 +215,7 @@ func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: old.Project, name: old.Deployment}, shape: old.Shape}, instance: healedName(old.Name)}
 	by := internalRequestor("autoheal")
 	failures := 0
+	deleteFirst := false
 	p, err := h.fleet.reserveLaunch(ctx, ref, change{
 		by:       by,
 		why:      cause,
@@ -240,6 +244,8 @@ func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 				}
 			}
 
+			// No room beside the old instance in LXD: it goes before its replacement is made.
+			deleteFirst = old.State != db.InstanceMissing && s.ScalingCurrent+s.Going >= s.ScalingMaximum
 			err = db.SetInstanceState(ctx, tx, old.ID, old.State, db.InstanceReplacing, h.owner, time.Now())
 			if err != nil {
 				return err
@@ -268,17 +274,32 @@ func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 		return
 	}
 
-	h.logger.Info("autohealing: replacing instance", "instance", old.Name, "replacement", ref.instance, "cause", cause)
+	h.logger.Info("autohealing: replacing instance", "instance", old.Name, "replacement", ref.instance, "cause", cause, "delete_first", deleteFirst)
 	h.lifecycle.replaced(ctx, by, old, ref.instance, cause)
+	replacing := old
+	replacing.State = db.InstanceReplacing
+	if deleteFirst {
+		err = h.removeOld(ctx, replacing)
+		if err != nil {
+			// The old instance is still there: its replacement must not be made beside it.
+			h.fleet.abandonLaunch(ctx, p, err)
+			h.restoreOld(ctx, old)
+			return
+		}
+	}
+
 	err = h.fleet.finishLaunch(ctx, p)
 	if err != nil {
-		h.logger.Warn("autohealing: replacement launch failed", "instance", old.Name, "replacement", ref.instance, "err", err)
+		h.logger.Warn("autohealing: replacement launch failed", "instance", old.Name, "replacement", ref.instance, "delete_first", deleteFirst, "err", err)
 		h.lifecycle.countReplacement(old, replacementFailed)
-		// The old instance counts again, and the failure counts toward giving up.
+		// The old instance counts again (unless it is gone already), and the failure counts
+		// toward giving up.
 		_ = h.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			err := db.SetInstanceState(ctx, tx, old.ID, db.InstanceReplacing, old.State, h.owner, time.Now())
-			if err != nil {
-				return err
+			if !deleteFirst {
+				err := db.SetInstanceState(ctx, tx, old.ID, db.InstanceReplacing, old.State, h.owner, time.Now())
+				if err != nil {
+					return err
+				}
 			}
 
 			return db.SetShapeReplaceFailures(ctx, tx, shape.ID, failures+1, "")
@@ -291,12 +312,14 @@ func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 	}
 
 	h.lifecycle.countReplacement(old, replacementOK)
-	old.State = db.InstanceReplacing
-	h.removeOld(ctx, old)
+	if !deleteFirst {
+		_ = h.removeOld(ctx, replacing)
+	}
 }
 
-// removeOld deletes a replaced instance through the fleet; it no longer counts.
-func (h *autohealer) removeOld(ctx context.Context, old db.Instance) {
+// removeOld deletes a replaced instance through the fleet; it no longer counts toward the
+// size, and against the maximum only until LXD has deleted it.
+func (h *autohealer) removeOld(ctx context.Context, old db.Instance) error {
 	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: old.Project, name: old.Deployment}, shape: old.Shape}, instance: old.Name}
 	p, err := h.fleet.reserveDelete(ctx, ref, change{by: internalRequestor("autoheal"), why: "replaced"})
 	if err == nil {
@@ -305,6 +328,19 @@ func (h *autohealer) removeOld(ctx context.Context, old db.Instance) {
 
 	if err != nil {
 		h.logger.Warn("autohealing: delete replaced instance", "instance", old.Name, "err", err)
+	}
+
+	return err
+}
+
+// restoreOld puts an instance whose replacement was given up back into the count; the
+// next round tries again.
+func (h *autohealer) restoreOld(ctx context.Context, old db.Instance) {
+	err := h.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+		return db.SetInstanceState(ctx, tx, old.ID, db.InstanceReplacing, old.State, h.owner, time.Now())
+	})
+	if err != nil {
+		h.logger.Warn("autohealing: restore instance after a failed replacement", "instance", old.Name, "err", err)
 	}
 }
 

@@ -182,6 +182,19 @@ func (f *fleet) dropReservation(ctx context.Context, p *pendingLaunch) {
 	})
 }
 
+// abandonLaunch gives up a reserved launch before LXD was asked to make anything (an
+// autohealing replacement whose old instance could not be deleted first): its record goes,
+// as that of a failed create does.
+func (f *fleet) abandonLaunch(ctx context.Context, p *pendingLaunch, cause error) {
+	defer f.inflight.remove(p.ref.project, p.ref.instance)
+	f.launchFinished(p, cause)
+	if p.socket {
+		f.sockets.RemoveInstance(p.ref.project, p.ref.instance)
+	}
+
+	f.dropReservation(ctx, p)
+}
+
 // finishLaunch makes the reserved instance in LXD and settles its record: created on
 // success, removed when LXD has nothing left of it, kept as creating for reconcile when a
 // failed create could not be cleaned up.

@@ -205,7 +205,7 @@ func (e *rolloutEngine) observe(ctx context.Context, client lxd.InstanceServer, 
 	now := time.Now()
 	state := shapes.RolloutState{Settings: v.settings, Size: r.Size, Minimum: v.shape.ScalingMinimum, Maximum: v.shape.ScalingMaximum, Target: v.shape.Revision, Promoted: r.Promoted}
 	for _, row := range v.rows {
-		if row.State == db.InstanceDeleting {
+		if shapes.Going(row) {
 			state.Deleting++
 		}
 

@@ -5,6 +5,7 @@
 package shapes
 
 import (
+	"fmt"
 	"net/http"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
@@ -12,20 +13,38 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 )
 
-// CheckGrow refuses one more instance when it would take the shape above its maximum. It
-// must run in the transaction that records the new instance, so that concurrent launches
-// cannot both pass it.
+// CheckGrow refuses one more instance when it would take the shape above its maximum as
+// LXD sees it: instances on their way out (Going) count until LXD has deleted them, so a
+// launch right after a delete waits for it rather than let LXD hold one more. It must run
+// in the transaction that records the new instance, so that concurrent launches cannot
+// both pass it.
 func CheckGrow(shape *db.Shape) error {
 	if shape.ScalingCurrent+1 > shape.ScalingMaximum {
 		return lxdapi.StatusErrorf(http.StatusConflict, "shape %s is at its scaling maximum (%d): raise scaling_maximum or delete an instance first", shape.Name, shape.ScalingMaximum)
 	}
 
+	if shape.ScalingCurrent+shape.Going+1 > shape.ScalingMaximum {
+		return lxdapi.StatusErrorf(http.StatusConflict, "shape %s is at its scaling maximum (%d): %s still being deleted: retry when it is gone", shape.Name, shape.ScalingMaximum, instancesAre(shape.Going))
+	}
+
 	return nil
+}
+
+// instancesAre says "1 instance is" or "n instances are".
+func instancesAre(n int) string {
+	if n == 1 {
+		return "1 instance is"
+	}
+
+	return fmt.Sprintf("%d instances are", n)
 }
 
 // CheckShrink refuses removing one instance when it would take the shape below its
 // minimum. Like CheckGrow it runs in the transaction that marks the instance as going.
 // Instances waiting in terminating:wait still count, but are already on their way out.
+// Instances being deleted (Going) are not in ScalingCurrent: they count against the
+// maximum but not toward the minimum, so two deletes in a row cannot both spend the same
+// instance above the minimum.
 func CheckShrink(shape *db.Shape) error {
 	if shape.ScalingCurrent-shape.Terminating-1 < shape.ScalingMinimum {
 		return lxdapi.StatusErrorf(http.StatusConflict, "shape %s is at its scaling minimum (%d): lower scaling_minimum or launch an instance first", shape.Name, shape.ScalingMinimum)

@@ -1,6 +1,7 @@
 package shapes
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -44,5 +45,35 @@ func TestCheckShrinkLeavesDrainingOut(t *testing.T) {
 	s.Terminating = 2
 	if CheckShrink(s) == nil {
 		t.Fatal("3 instances, 2 draining, minimum 1: none more may go")
+	}
+}
+
+// Instances being deleted count against the maximum until LXD has deleted them, and the
+// refusal says so; they do not count toward the minimum, so a second delete cannot spend
+// the same instance twice.
+func TestBoundsCountGoingInstances(t *testing.T) {
+	s := &db.Shape{Going: 1}
+	s.Name, s.ScalingCurrent, s.ScalingMinimum, s.ScalingMaximum = "web", 2, 1, 3
+	err := CheckGrow(s)
+	if err == nil || !strings.Contains(err.Error(), "1 instance is still being deleted: retry when it is gone") {
+		t.Fatalf("2 instances and 1 being deleted at maximum 3: want a refusal that names the delete, got %v", err)
+	}
+
+	s.Going = 2
+	s.ScalingCurrent = 1
+	err = CheckGrow(s)
+	if err == nil || !strings.Contains(err.Error(), "2 instances are still being deleted") {
+		t.Fatalf("want the number of deletes in flight, got %v", err)
+	}
+
+	s.Going, s.ScalingCurrent = 1, 1
+	if CheckGrow(s) != nil {
+		t.Fatal("1 instance and 1 being deleted at maximum 3: one more fits")
+	}
+
+	// Minimum 1, two instances, one already being deleted: the last one must stay.
+	s.ScalingCurrent, s.ScalingMinimum, s.Going = 1, 1, 1
+	if CheckShrink(s) == nil {
+		t.Fatal("a delete in flight must not let a second delete go below the minimum")
 	}
 }

@@ -20,6 +20,19 @@ func Counted(row db.Instance) bool {
 	return db.IsCountedState(row.State)
 }
 
+// Going says whether an instance record is on its way out while LXD may still hold the
+// instance (being deleted or replaced): it no longer counts toward the size, but still
+// against the maximum and a rollout's max_surge (CheckGrow).
+func Going(row db.Instance) bool {
+	return db.IsGoingState(row.State)
+}
+
+// Held says whether an instance counts against scaling_maximum: from the moment its launch
+// is reserved until LXD has confirmed its deletion.
+func Held(row db.Instance) bool {
+	return Counted(row) || Going(row)
+}
+
 // Outdated says whether an instance was made from an older revision than the shape's
 // latest: what a rollout replaces.
 func Outdated(row db.Instance, latest int) bool {

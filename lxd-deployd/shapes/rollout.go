@@ -89,7 +89,9 @@ type RolloutState struct {
 	Promoted  bool
 	Instances []RolloutInstance
 
-	// Deleting counts instances being deleted: a rollout is complete once they are gone.
+	// Deleting counts instances on their way out that LXD may still hold (being deleted or
+	// replaced): a rollout is complete once they are gone, and they count against
+	// max_surge and the maximum until then (Held), as in the fleet's bound check.
 	Deleting int
 }
 
@@ -176,7 +178,7 @@ func PlanRollout(s RolloutState) RolloutPlan {
 		switch {
 		case creating:
 		case total < size:
-			p.Launch = min(size, s.Maximum) - total
+			p.Launch = max(0, min(size, s.Maximum-s.Deleting)-total)
 		case len(fresh) > p.Ready:
 		default:
 			remove(min(len(outdated), total-s.Minimum))
@@ -201,7 +203,9 @@ func PlanRollout(s RolloutState) RolloutPlan {
 		p.Phase = "canary"
 	}
 
-	p.Launch = max(0, min(maxTotal-total, want-len(fresh)))
+	// Instances still being deleted take their room until LXD has deleted them: the surge
+	// waits for them rather than let LXD hold more than maxTotal.
+	p.Launch = max(0, min(maxTotal-total-s.Deleting, want-len(fresh)))
 	n := total - (size - s.Settings.Unavailable) - (len(fresh) - p.Ready)
 	if canary {
 		n = min(n, len(outdated)-(size-want))

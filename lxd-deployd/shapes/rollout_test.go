@@ -149,3 +149,25 @@ func TestPlanRollout(t *testing.T) {
 		t.Fatalf("unready first: %+v", p)
 	}
 }
+
+// Instances still being deleted count against max_surge and the maximum until LXD has
+// deleted them: the rollout launches into their room only once they are gone.
+func TestPlanRolloutCountsDeletingAgainstSurge(t *testing.T) {
+	rolling := Rollout{Strategy: api.RolloutRolling, Surge: 1, Unavailable: 0, Canary: 1}
+	instances := append(old(2), RolloutInstance{Name: "new", Revision: 2, Ready: true})
+	s := RolloutState{Settings: rolling, Size: 3, Maximum: 4, Target: 2, Instances: instances}
+	if p := PlanRollout(s); p.Launch != 1 {
+		t.Fatalf("room for a surge instance: %+v", p)
+	}
+
+	s.Deleting = 1
+	if p := PlanRollout(s); p.Launch != 0 || p.Complete {
+		t.Fatalf("the surge room is held by an instance being deleted: %+v", p)
+	}
+
+	recreate := Rollout{Strategy: api.RolloutRecreate, Canary: 1}
+	s = RolloutState{Settings: recreate, Size: 3, Minimum: 0, Maximum: 3, Target: 2, Deleting: 2, Instances: old(1)[:0]}
+	if p := PlanRollout(s); p.Launch != 1 {
+		t.Fatalf("recreate launches only into room LXD has: %+v", p)
+	}
+}

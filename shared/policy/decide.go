@@ -317,6 +317,20 @@ const (
 	instanceReplacing = "replacing"
 )
 
+// BeingDeleted counts the instances on their way out (being deleted or replaced): they no
+// longer count in scaling_current, but lxd-deployd counts them against scaling_maximum
+// until LXD has deleted them, so a launch at the maximum is refused until they are gone.
+func BeingDeleted(instances []api.DeploymentInstance) int {
+	n := 0
+	for _, instance := range instances {
+		if instance.State == instanceDeleting || instance.State == instanceReplacing {
+			n++
+		}
+	}
+
+	return n
+}
+
 // ScaleDownOrder returns the names of up to n instances to delete: unhealthy ones first,
 // then outdated ones (made from an older revision of the shape, so a rollout would replace
 // them anyway), then newest first by created_at. Instances being deleted, replaced or
