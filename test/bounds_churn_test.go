@@ -1,0 +1,221 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/client"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// lxdSampler reads LXD's own instance list (GET /1.0/instances on LXD's socket) every 50 ms
+// and keeps the most instances of this test's shape web it ever saw at once: the bounds as
+// LXD itself sees them, not as our records say.
+type lxdSampler struct {
+	stop chan struct{}
+	done chan struct{}
+
+	mu      sync.Mutex
+	most    int
+	mostAt  string // the names LXD held when it held the most
+	samples int
+}
+
+// sampleLXD starts a sampler; stop it with (*lxdSampler).finish.
+func (env *governorEnv) sampleLXD() *lxdSampler {
+	s := &lxdSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		for {
+			instances, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
+			if err == nil {
+				var names []string
+				for _, i := range instances {
+					if strings.HasPrefix(i.Name, env.prefix+"-") && i.Config["user.lxd-deployd.deployment"] == "dep1" && i.Config["user.lxd-deployd.shape"] == "web" {
+						names = append(names, i.Name)
+					}
+				}
+
+				s.mu.Lock()
+				s.samples++
+				if len(names) > s.most {
+					s.most, s.mostAt = len(names), strings.Join(names, " ")
+				}
+
+				s.mu.Unlock()
+			}
+
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+
+	return s
+}
+
+// finish stops the sampler and returns the most instances LXD held at once, which ones,
+// and how many samples it took.
+func (s *lxdSampler) finish() (int, string, int) {
+	close(s.stop)
+	<-s.done
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.most, s.mostAt, s.samples
+}
+
+// launchRetried launches an instance as a governor would: a 409 at the bound is tried
+// again until it is accepted (a delete in flight ends). It returns the refusals it met.
+func launchRetried(t *testing.T, c *client.Server, name string) (*client.Operation, []string) {
+	t.Helper()
+	var refusals []string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		op, err := c.CreateDeploymentShapeInstance("dep1", "web", name)
+		if err == nil {
+			return op, refusals
+		}
+
+		if !lxdapi.StatusErrorCheck(err, http.StatusConflict) || time.Now().After(deadline) {
+			t.Fatalf("launch %s: %v (after %d refusals)", name, err, len(refusals))
+		}
+
+		refusals = append(refusals, err.Error())
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestBoundsHoldInLXDUnderChurn: a shape at its maximum of 3; eight times an instance is
+// deleted (not waited on) and a launch follows at once, retried on 409 as a governor does.
+// An instance counts until LXD has deleted it, so LXD never holds more than 3 instances of
+// the shape, and the refusals say why and what to do.
+func TestBoundsHoldInLXDUnderChurn(t *testing.T) {
+	env := newGovernorEnv(t, 0, 3)
+	var current []string
+	for i := range 3 {
+		name := env.name(fmt.Sprintf("c%d", i))
+		env.launch(t, env.gov, name)
+		current = append(current, name)
+	}
+
+	sampler := env.sampleLXD()
+	var deletes, launches []*client.Operation
+	var refusals []string
+	for round := range 8 {
+		old := current[0]
+		op, err := env.gov.DeleteDeploymentShapeInstance("dep1", "web", old)
+		must(t, err)
+		deletes = append(deletes, op)
+
+		name := env.name(fmt.Sprintf("n%d", round))
+		launch, refused := launchRetried(t, env.gov, name)
+		launches = append(launches, launch)
+		refusals = append(refusals, refused...)
+		current = append(current[1:], name)
+	}
+
+	for _, op := range append(deletes, launches...) {
+		must(t, op.Wait(context.Background()))
+	}
+
+	most, mostAt, samples := sampler.finish()
+	t.Logf("%d samples of LXD's list, at most %d instances; %d launches refused while a delete was in flight", samples, most, len(refusals))
+	if most > 3 {
+		t.Fatalf("LXD held %d instances of a shape with scaling_maximum 3: %s\n%s", most, mostAt, env.d.Log())
+	}
+
+	if samples < 10 {
+		t.Fatalf("only %d samples of LXD's list: the test proves nothing", samples)
+	}
+
+	// A launch right after a delete meets the delete in flight at least once, and the 409
+	// says so.
+	named := false
+	for _, r := range refusals {
+		named = named || strings.Contains(r, "still being deleted: retry when it is gone")
+	}
+
+	if !named {
+		t.Fatalf("no refusal named the delete in flight: %q", refusals)
+	}
+
+	// Records and LXD name the same three instances.
+	inLXD := env.lxdInstances(t)
+	records := env.instancesByName(t)
+	for _, name := range current {
+		if _, ok := inLXD[name]; !ok || records[name].State != "created" {
+			t.Fatalf("instance %s: in LXD %v, record %+v", name, ok, records[name])
+		}
+	}
+
+	if len(inLXD) != 3 || len(records) != 3 {
+		t.Fatalf("LXD holds %d instances and the records %d, want 3", len(inLXD), len(records))
+	}
+}
+
+// TestAutohealingAtMaximumDeletesFirst: a shape at its maximum of 2 with health.replace;
+// one instance turns unhealthy and is replaced. At the maximum the unhealthy instance goes
+// before its replacement is made, so LXD never holds 3.
+func TestAutohealingAtMaximumDeletesFirst(t *testing.T) {
+	env := newGovernorEnv(t, 0, 2)
+	env.setShape(t, func(put *api.DeploymentShapePut) {
+		put.Health = &api.DeploymentShapeHealth{
+			Command:            []string{"/bin/sh", "-c", "test ! -f /tmp/sick && echo ok"},
+			Interval:           "1s",
+			Timeout:            "3s",
+			Grace:              "1s",
+			UnhealthyThreshold: 2,
+			Replace:            true,
+		}
+	})
+
+	a, b := env.name("a"), env.name("b")
+	env.launch(t, env.gov, a)
+	env.launch(t, env.gov, b)
+	env.waitUntil(t, "both instances healthy", 30*time.Second, func() bool {
+		byName := env.instancesByName(t)
+		return byName[a].Health == api.HealthHealthy && byName[b].Health == api.HealthHealthy
+	})
+
+	sampler := env.sampleLXD()
+	env.exec(t, a, "touch", "/tmp/sick")
+	var replacement string
+	env.waitUntil(t, "the unhealthy instance replaced by a healthy one", 60*time.Second, func() bool {
+		byName := env.instancesByName(t)
+		_, old := byName[a]
+		replacement = ""
+		for name, instance := range byName {
+			if strings.HasPrefix(name, a+"-r") && instance.Health == api.HealthHealthy {
+				replacement = name
+			}
+		}
+
+		return !old && replacement != "" && len(byName) == 2
+	})
+
+	most, mostAt, samples := sampler.finish()
+	t.Logf("%d samples of LXD's list, at most %d instances", samples, most)
+	if most > 2 {
+		t.Fatalf("LXD held %d instances of a shape with scaling_maximum 2 during autohealing: %s\n%s", most, mostAt, env.d.Log())
+	}
+
+	inLXD := env.lxdInstances(t)
+	if _, ok := inLXD[a]; ok || len(inLXD) != 2 {
+		t.Fatalf("after the replacement LXD holds %d instances (the replaced one: %v)", len(inLXD), ok)
+	}
+
+	shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
+	must(t, err)
+	if shape.ScalingCurrent != 2 {
+		t.Fatalf("autohealing changed the size: %d", shape.ScalingCurrent)
+	}
+}
