@@ -108,22 +108,34 @@ func TestBoundsHoldInLXDUnderChurn(t *testing.T) {
 	}
 
 	sampler := env.sampleLXD()
-	var deletes, launches []*client.Operation
+	var deletes []*client.Operation
 	var refusals []string
+	launches := map[string]*client.Operation{}
 	for round := range 8 {
+		// A governor deletes a running instance: one launched a few rounds ago may still be
+		// starting.
 		old := current[0]
+		if launch := launches[old]; launch != nil {
+			must(t, launch.Wait(context.Background()))
+			delete(launches, old)
+		}
+
 		op, err := env.gov.DeleteDeploymentShapeInstance("dep1", "web", old)
 		must(t, err)
 		deletes = append(deletes, op)
 
 		name := env.name(fmt.Sprintf("n%d", round))
 		launch, refused := launchRetried(t, env.gov, name)
-		launches = append(launches, launch)
+		launches[name] = launch
 		refusals = append(refusals, refused...)
 		current = append(current[1:], name)
 	}
 
-	for _, op := range append(deletes, launches...) {
+	for _, op := range deletes {
+		must(t, op.Wait(context.Background()))
+	}
+
+	for _, op := range launches {
 		must(t, op.Wait(context.Background()))
 	}
 
