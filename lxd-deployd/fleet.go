@@ -207,7 +207,7 @@ func (f *fleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) 
 	f.lifecycle.metrics.LXDCall("create", time.Since(callStart), err)
 	var leftBehind *backend.LeftBehindError
 	if errors.As(err, &leftBehind) {
-		return err
+		return f.launchLeftBehind(ctx, p, err)
 	}
 
 	if err != nil {
@@ -245,6 +245,27 @@ func (f *fleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) 
 	}
 
 	return nil
+}
+
+// launchLeftBehind settles a launch that failed and whose cleanup could not remove what LXD
+// made (LXD kept the instance busy past the cleanup's retries): a broken launch must never
+// count as capacity, so its record moves to deleting, which no longer counts toward the
+// size but still against the maximum while LXD holds the instance, and reconcile deletes
+// it at its next round. The caller hears what was left and what happens to it.
+func (f *fleet) launchLeftBehind(ctx context.Context, p *pendingLaunch, err error) error {
+	txErr := f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+		err := db.SetInstanceState(ctx, tx, p.row, db.InstanceCreating, db.InstanceDeleting, f.owner, time.Now())
+		if err != nil {
+			return err
+		}
+
+		return launchDropped(ctx, tx, p)
+	})
+	if txErr != nil {
+		return fmt.Errorf("%w; instance %s is left in LXD and its record stays creating: reconcile deletes it at its next round (every minute by default)", err, p.ref.instance)
+	}
+
+	return fmt.Errorf("%w; instance %s is left in LXD, no longer counts toward the shape, and reconcile deletes it at its next round (every minute by default)", err, p.ref.instance)
 }
 
 // startLaunch reserves an instance and makes it in LXD as a background operation.

@@ -281,7 +281,11 @@ func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row
 			err := backend.UpdateInstanceState(ctx, client, row.Project, row.Name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1})
 			rc.lifecycle.metrics.LXDCall("state", time.Since(callStart), err)
 			if err != nil {
-				rc.logger.Warn("reconcile: start adopted instance", "instance", row.Name, "err", err)
+				// An instance that does not start is no capacity: the launch never finished,
+				// so it goes as a launch LXD refused does.
+				rc.logger.Warn("reconcile: adopted instance does not start: deleting it", "instance", row.Name, "err", err)
+				rc.removeUnfinished(ctx, client, row, removeRow)
+				return
 			}
 		}
 
@@ -312,6 +316,20 @@ func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row
 	case row.State == db.InstanceMissing && exists:
 		setState(db.InstanceCreated, reconcileActivity(row, +1, "instance "+row.Name+" is back in LXD"))
 	}
+}
+
+// removeUnfinished deletes the instance of a launch that never finished, then its record
+// with the launch undone; an instance LXD will not delete yet stays for the next round.
+func (rc *reconciler) removeUnfinished(ctx context.Context, client lxd.InstanceServer, row db.Instance, removeRow func(also ...func(ctx context.Context, tx *sql.Tx) error)) {
+	callStart := time.Now()
+	err := backend.DeleteInstance(ctx, client, row.Project, row.Name)
+	rc.lifecycle.metrics.LXDCall("delete", time.Since(callStart), err)
+	if err != nil {
+		rc.logger.Warn("reconcile: delete instance of an unfinished launch", "instance", row.Name, "err", err)
+		return
+	}
+
+	removeRow(staleLaunchDropped(row))
 }
 
 // busyInstances returns the project/name of every instance a running LXD operation touches,

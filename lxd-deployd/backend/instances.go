@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"path"
+	"strings"
+	"time"
 
 	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
@@ -102,7 +105,7 @@ func create(ctx context.Context, c lxd.InstanceServer, project string, req lxdap
 	if err != nil {
 		// The create may have got far enough to leave an instance behind; DeleteInstance
 		// only ever removes instances that carry our keys.
-		cleanupErr := DeleteInstance(context.WithoutCancel(ctx), c, project, req.Name)
+		cleanupErr := removeFailed(context.WithoutCancel(ctx), c, project, req.Name)
 		if cleanupErr != nil {
 			return &LeftBehindError{Err: err, Cleanup: cleanupErr}
 		}
@@ -111,6 +114,67 @@ func create(ctx context.Context, c lxd.InstanceServer, project string, req lxdap
 	}
 
 	return nil
+}
+
+// cleanupFor bounds how long removing what a failed create made may take, and
+// cleanupPause the longest pause between tries.
+const (
+	cleanupFor   = 30 * time.Second
+	cleanupPause = 2 * time.Second
+)
+
+// removeFailed deletes what a failed create made. A failed start leaves LXD busy with the
+// instance for a moment (it runs its own stop: "Instance is busy running a stop
+// operation"), so each failed try waits for LXD's operations on the instance and tries
+// again, within cleanupFor.
+func removeFailed(ctx context.Context, c lxd.InstanceServer, project string, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, cleanupFor)
+	defer cancel()
+	pause := 100 * time.Millisecond
+	for {
+		err := DeleteInstance(ctx, c, project, name)
+		if err == nil {
+			return nil
+		}
+
+		waitInstanceOperations(ctx, c.UseProject(project), name)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+
+		pause = min(2*pause, cleanupPause)
+	}
+}
+
+// waitInstanceOperations waits for LXD's running operations on an instance of c's project
+// to end, or for ctx.
+func waitInstanceOperations(ctx context.Context, c lxd.InstanceServer, name string) {
+	ops, err := c.GetOperations()
+	if err != nil {
+		return
+	}
+
+	for _, op := range ops {
+		if op.StatusCode != lxdapi.Running && op.StatusCode != lxdapi.Pending {
+			continue
+		}
+
+		for _, url := range op.Resources["instances"] {
+			if path.Base(strings.SplitN(url, "?", 2)[0]) != name {
+				continue
+			}
+
+			timeout := 1
+			if deadline, ok := ctx.Deadline(); ok {
+				timeout = max(1, int(time.Until(deadline).Seconds()))
+			}
+
+			_, _, _ = c.GetOperationWait(op.ID, timeout)
+			break
+		}
+	}
 }
 
 // DeleteInstance lifts the delete protection, stops and deletes an instance. An instance

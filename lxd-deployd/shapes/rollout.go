@@ -74,7 +74,7 @@ type RolloutInstance struct {
 	// InFlux is true while the instance is being created or deleted.
 	Creating bool
 
-	// Ready is true when it counts as ready (isReady in the daemon).
+	// Ready is true when it counts as ready (shapes.ReadyFor).
 	Ready bool
 }
 
