@@ -216,7 +216,10 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 
 		var put api.DeploymentPut
 		if patch {
-			put = current.Writable()
+			put, err = patchBase(current.Writable())
+			if err != nil {
+				return err
+			}
 		}
 
 		err = unmarshalBody(body, &put)

@@ -181,7 +181,10 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 
 		var put api.DeploymentShapePut
 		if patch {
-			put = current.Writable()
+			put, err = patchBase(current.Writable())
+			if err != nil {
+				return err
+			}
 		}
 
 		err = unmarshalBody(body, &put)
