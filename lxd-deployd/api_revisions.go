@@ -15,6 +15,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
 // revisionsAPI serves .../shapes/{shape}/revisions, .../rollback and the activity log.
@@ -98,6 +99,11 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 	err = decodeOptionalBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
+	}
+
+	err = validate.Notes(req.Notes)
+	if err != nil {
+		return response.SmartError(badRequest(err))
 	}
 
 	if req.Revision < 0 {

@@ -63,7 +63,12 @@ func (a shapesAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	deploymentID, err := createShape(r.Context(), a.db, ref, req, revisionArgs{cause: causeAPI, by: requestorFromContext(r.Context()), notes: r.URL.Query().Get("notes")})
+	notes, err := notesParam(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	deploymentID, err := createShape(r.Context(), a.db, ref, req, revisionArgs{cause: causeAPI, by: requestorFromContext(r.Context()), notes: notes})
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -159,10 +164,15 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
+	notes, err := notesParam(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
 	var deploymentID int64
 	var before, after api.DeploymentShape
 	var revised shapeRevised
-	args := revisionArgs{cause: causeAPI, by: requestorFromContext(r.Context()), notes: r.URL.Query().Get("notes")}
+	args := revisionArgs{cause: causeAPI, by: requestorFromContext(r.Context()), notes: notes}
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		deploymentID, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
 		if err != nil {
