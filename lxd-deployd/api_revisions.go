@@ -43,7 +43,7 @@ func (a revisionsAPI) list(r *http.Request) response.Response {
 		func(ref shapeRef, rev api.DeploymentShapeRevision) string {
 			return api.DeploymentShapeRevisionURL(ref.project, ref.name, ref.shape, rev.Revision)
 		},
-		func(rev api.DeploymentShapeRevision) api.DeploymentShapeRevision { return rev })
+		func(rev api.DeploymentShapeRevision) api.DeploymentShapeRevision { return revisionFor(r, rev) })
 }
 
 // get answers one revision, or with ?diff=m the fields that changed from revision m to it.
@@ -81,10 +81,10 @@ func (a revisionsAPI) get(r *http.Request) response.Response {
 	}
 
 	if other != nil {
-		return response.SyncResponse(api.DeploymentShapeRevisionDiff{From: diff, To: n, Changes: shapes.Changes(other.Shape, rev.Shape)})
+		return response.SyncResponse(api.DeploymentShapeRevisionDiff{From: diff, To: n, Changes: changesFor(r, shapes.Changes(other.Shape, rev.Shape))})
 	}
 
-	return response.SyncResponse(rev)
+	return response.SyncResponse(revisionFor(r, *rev))
 }
 
 // rollback sets a shape back to an earlier revision (a new revision: history moves
@@ -238,5 +238,5 @@ func (a revisionsAPI) activity(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	return response.SyncResponse(entries)
+	return response.SyncResponse(activityFor(r, entries))
 }

@@ -48,7 +48,7 @@ func (a shapesAPI) list(r *http.Request) response.Response {
 
 	return listResponse(level, shapes,
 		func(s db.Shape) string { return api.DeploymentShapeURL(ref.project, ref.name, s.Name) },
-		func(s db.Shape) api.DeploymentShape { return s.DeploymentShape })
+		func(s db.Shape) api.DeploymentShape { return shapeFor(r, s.DeploymentShape) })
 }
 
 func (a shapesAPI) create(r *http.Request) response.Response {
@@ -140,7 +140,8 @@ func (a shapesAPI) get(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	return response.SyncResponseETag(shape.DeploymentShape, shape.Writable())
+	shown := shapeFor(r, shape.DeploymentShape)
+	return response.SyncResponseETag(shown, shown.DeploymentShapePut)
 }
 
 func (a shapesAPI) put(r *http.Request) response.Response {
