@@ -171,18 +171,18 @@ func (e *undefinedError) Error() string {
 type siteKind int
 
 const (
-	siteName     siteKind = iota // a name: its value, or an undefined one
-	siteCallee                   // a name or value about to be called: it must be defined
-	siteAttr                     // x.attr, x.0
-	siteItem                     // x[key]
-	siteGuard                    // an operand Jinja2 refuses undefined (+, <, -x, x[1:2], int...)
-	siteText                     // output and ~: an undefined value prints as nothing, with a warning
-	siteEq                       // ==, !=, in: an undefined value equals only another
-	siteParam                    // a macro parameter that was not passed
-	siteDefault                  // the default (d) filter, as Jinja2 has it
-	siteDefined                  // "is defined"
-	siteUndefined                // "is undefined"
-	siteBlank                    // before a text filter: an undefined value is "", as Jinja2's str() makes it
+	siteName      siteKind = iota // a name: its value, or an undefined one
+	siteCallee                    // a name or value about to be called: it must be defined
+	siteAttr                      // x.attr, x.0
+	siteItem                      // x[key]
+	siteGuard                     // an operand Jinja2 refuses undefined (+, <, -x, x[1:2], int...)
+	siteText                      // output and ~: an undefined value prints as nothing, with a warning
+	siteEq                        // ==, !=, in: an undefined value equals only another
+	siteParam                     // a macro parameter that was not passed
+	siteDefault                   // the default (d) filter, as Jinja2 has it
+	siteDefined                   // "is defined"
+	siteUndefined                 // "is undefined"
+	siteBlank                     // before a text filter: an undefined value is "", as Jinja2's str() makes it
 )
 
 // undefinedSite is one place of a template the rewrite made check for undefined values.
