@@ -196,12 +196,13 @@ type undefinedSite struct {
 	expr  string // the expression, as written
 	msg   string // siteGuard: Jinja2's own message for this operation, if not UndefinedError's
 	call  bool   // siteGuard: of a value about to be called
+	text  bool   // a lookup that is printed: an undefined value prints as nothing, with a warning
 }
 
 // undefinedSites are the sites of one expansion's templates. The filter finds its site by
 // index (the filter's first argument): gonja evaluates filter arguments but passes no node.
 type undefinedSites struct {
-	mu     sync.Mutex
+	mu     sync.RWMutex
 	list   []*undefinedSite
 	macros map[any]bool // macros rewritten when parsed, not to be rewritten again
 }
@@ -218,8 +219,8 @@ func (s *undefinedSites) add(site *undefinedSite) int {
 }
 
 func (s *undefinedSites) get(i int) *undefinedSite {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	if i < 0 || i >= len(s.list) {
 		return nil
 	}
@@ -263,7 +264,7 @@ func undefinedFilterFunction(e *exec.Evaluator, in *exec.Value, params *exec.Var
 				return b.failingCall(site, &info)
 			}
 
-			return newUndefined(info)
+			return b.maybeText(site, newUndefined(info))
 		}
 
 		value := exec.ToValue(v)
@@ -277,7 +278,7 @@ func undefinedFilterFunction(e *exec.Evaluator, in *exec.Value, params *exec.Var
 			return exec.AsValue("")
 		}
 	case siteAttr, siteItem:
-		return lookup(b, site, in, params)
+		return b.maybeText(site, lookup(b, site, in, params))
 	case siteGuard:
 		if u := undefinedOf(in); u != nil {
 			if site.call {
@@ -308,6 +309,20 @@ func undefinedFilterFunction(e *exec.Evaluator, in *exec.Value, params *exec.Var
 	}
 
 	return in
+}
+
+// maybeText prints an undefined value that a printed lookup found as nothing.
+func (b *jinjaBudget) maybeText(site *undefinedSite, v *exec.Value) *exec.Value {
+	if !site.text {
+		return v
+	}
+
+	if u := undefinedOf(v); u != nil {
+		b.warnUndefined(site, u)
+		return exec.AsValue("")
+	}
+
+	return v
 }
 
 // lookup is Jinja2's getattr (x.attr) and getitem (x[key]): the attribute, else the item

@@ -199,6 +199,10 @@ func (u *undefinedRewriter) rewrite(n nodes.Node) nodes.Node {
 	u.walkPointer(p)
 	switch x := n.(type) {
 	case *nodes.Name:
+		if alwaysDefined[x.Name.Val] {
+			return nil // gonja's own lookup: the same value, without a filter call.
+		}
+
 		return u.filtered(&nodes.None{Location: x.Name}, &undefinedSite{kind: siteName, line: x.Name.Line, name: x.Name.Val, expr: x.Name.Val})
 	case *nodes.GetAttribute:
 		target, ok := x.Node.(nodes.Expression)
@@ -329,8 +333,24 @@ func (u *undefinedRewriter) guard(e nodes.Expression, msg string) nodes.Expressi
 }
 
 func (u *undefinedRewriter) text(e nodes.Expression) nodes.Expression {
+	// A lookup printed as it is ({{ properties.port }}, most outputs) does the text's work
+	// itself: one filter call instead of two.
+	f, ok := e.(*nodes.FilteredExpression)
+	if ok && len(f.Filters) == 1 && f.Filters[0].Name == undefinedFilter {
+		index := f.Filters[0].Args[0].(*nodes.Integer).Val
+		site := u.sites.get(index)
+		if site != nil && (site.kind == siteName || site.kind == siteAttr || site.kind == siteItem) {
+			site.text = true
+			return e
+		}
+	}
+
 	return u.filtered(e, &undefinedSite{kind: siteText, line: e.Position().Line})
 }
+
+// alwaysDefined are the names every template sees, which need no check (a template that
+// sets one to an undefined value still gets that value from gonja's lookup).
+var alwaysDefined = map[string]bool{"env": true, "properties": true, "imports": true}
 
 func (u *undefinedRewriter) eq(e nodes.Expression) nodes.Expression {
 	return u.filtered(e, &undefinedSite{kind: siteEq, line: e.Position().Line})

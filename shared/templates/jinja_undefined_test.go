@@ -2,6 +2,8 @@ package templates
 
 import (
 	"context"
+	"encoding/json"
+	osexec "os/exec"
 	"strings"
 	"testing"
 )
@@ -104,6 +106,62 @@ func TestUndefinedSemantics(t *testing.T) {
 
 		if got != c.want && !(strings.HasPrefix(c.want, "ERR ") && strings.HasPrefix(got, c.want+": ")) {
 			t.Errorf("%s: got %q, want %q", c.src, got, c.want)
+		}
+	}
+}
+
+// jinja2Script renders each template of a JSON list with Jinja2's default Undefined and
+// the globals renderJinja gives, printing what it rendered or "ERR " and the error.
+const jinja2Script = `
+import json, sys
+import jinja2
+env = jinja2.Environment(extensions=["jinja2.ext.do"])
+out = []
+for src in json.load(sys.stdin):
+    try:
+        out.append(env.from_string(src).render(d={"x": 1}, l=[1, 2], n=None, s="abc"))
+    except Exception as e:
+        out.append("ERR " + str(e))
+json.dump(out, sys.stdout)
+`
+
+// TestUndefinedAgainstJinja2 checks the expectations of undefinedCases against Jinja2.
+func TestUndefinedAgainstJinja2(t *testing.T) {
+	python, err := osexec.LookPath("python3")
+	if err == nil {
+		err = osexec.Command(python, "-c", "import jinja2").Run()
+	}
+
+	if err != nil {
+		t.Skipf("python3-jinja2 is not installed (apt-get install python3-jinja2 to compare with Jinja2): %v", err)
+	}
+
+	srcs := []string{}
+	for _, c := range undefinedCases {
+		srcs = append(srcs, c.src)
+	}
+
+	in, err := json.Marshal(srcs)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := osexec.Command(python, "-c", jinja2Script)
+	cmd.Stdin = strings.NewReader(string(in))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python3: %v", err)
+	}
+
+	var got []string
+	err = json.Unmarshal(out, &got)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for i, c := range undefinedCases {
+		if got[i] != c.want {
+			t.Errorf("%s: Jinja2 renders %q, the case says %q", c.src, got[i], c.want)
 		}
 	}
 }
