@@ -58,6 +58,9 @@ type Cluster struct {
 
 	// markCommits is set once the schema has the commit_markers table (retry.go).
 	markCommits bool
+
+	// handedOver is set once Handover ran, so that Close does not try again.
+	handedOver atomic.Bool
 }
 
 // Retries returns how many transactions were retried since the database was opened.
@@ -221,17 +224,6 @@ func (c *Cluster) IsLeader(ctx context.Context) (bool, error) {
 	}
 
 	return leader.Address == c.app.Address(), nil
-}
-
-// Close hands leadership over to another member if there is one, then stops the node.
-func (c *Cluster) Close(ctx context.Context) error {
-	handoverCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-
-	// A single node has nobody to hand over to; that is not an error worth reporting.
-	_ = c.app.Handover(handoverCtx)
-	_ = c.db.Close()
-	return c.app.Close()
 }
 
 // transactionAttempts bounds the retries of one transaction: with retryDelay, a writer

@@ -422,49 +422,6 @@ func (d *daemon) addresses() []string {
 	return addresses
 }
 
-// stop finishes in-flight requests and operations, stops background work, hands dqlite
-// leadership over and closes the database.
-func (d *daemon) stop(ctx context.Context) error {
-	var errs []error
-	if d.events != nil {
-		d.events.Close()
-	}
-
-	for _, server := range d.servers {
-		err := server.Shutdown(ctx)
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-
-	if d.life != nil {
-		close(d.life.stopping)
-	}
-
-	if d.ops != nil {
-		d.ops.Shutdown(ctx)
-	}
-
-	if d.cancel != nil {
-		d.cancel()
-		d.background.Wait()
-	}
-
-	if d.governors != nil {
-		_ = d.governors.Close()
-	}
-
-	if d.db != nil {
-		err := d.db.Close(ctx)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("close database: %w", err))
-		}
-	}
-
-	errs = append(errs, d.stopPrivateLXD())
-	return errors.Join(errs...)
-}
-
 // serverCertificate loads the server's key pair, generating an ECDSA P-384 one with the
 // host's names as SANs on first start, as LXD does.
 func serverCertificate(dataDir string) (*shared.CertInfo, error) {

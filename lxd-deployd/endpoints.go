@@ -208,7 +208,7 @@ func endpoints(a apis) []endpoint {
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/instances/{instance}/lifecycle",
-			post: governor(with(deploymentAdmin, a.instances.lifecycleAction)),
+			post: governor(action{handler: a.instances.lifecycleAction, access: a.access.allowInstanceHook}),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/warm-pool",

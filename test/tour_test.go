@@ -12,6 +12,7 @@ import (
 	"time"
 
 	lxd "github.com/canonical/lxd/client"
+	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/client"
 	"github.com/lxd-deployd/lxd-deployd/internal/privatelxd"
@@ -59,10 +60,19 @@ func TestReadmeTour(t *testing.T) {
 		}
 	}
 
-	// Under /tmp and traversable, as the private LXD's containers need (see lxdtest).
-	dir, err := os.MkdirTemp("/tmp", "ldd-tour-")
+	// A checkout under a directory others may not traverse, as root's home (mode 0700) or
+	// `mktemp -d` is: the containers' unprivileged root cannot reach a private LXD kept
+	// under it, so the daemon keeps it under privatelxd.RelocatedRoot, linked from .run/lxd.
+	home, err := os.MkdirTemp("", "ldd-tour-home-")
 	must(t, err)
-	must(t, os.Chmod(dir, 0o711))
+	info, err := os.Stat(home)
+	must(t, err)
+	if info.Mode().Perm()&0o001 != 0 {
+		t.Fatalf("%s has mode %04o: the tour must run under a directory others cannot traverse", home, info.Mode().Perm())
+	}
+
+	dir := filepath.Join(home, "lxd-deployd")
+	must(t, os.Mkdir(dir, 0o755))
 	runDir := filepath.Join(dir, ".run")
 	t.Cleanup(func() {
 		err := privatelxd.Remove(filepath.Join(runDir, "lxd"))
@@ -70,7 +80,7 @@ func TestReadmeTour(t *testing.T) {
 			t.Errorf("remove the private LXD: %v", err)
 		}
 
-		_ = os.RemoveAll(dir)
+		_ = os.RemoveAll(home)
 	})
 
 	must(t, os.Mkdir(filepath.Join(dir, "bin"), 0o755))
@@ -114,8 +124,14 @@ func TestReadmeTour(t *testing.T) {
 	for {
 		server, _, err := admin.GetServer()
 		if err == nil && server.Environment != nil && server.Environment.LXDStatus == "online" {
-			if !server.Environment.LXDPrivate || !strings.HasPrefix(server.Environment.LXDSocket, runDir) {
-				t.Fatalf("GET /1.0 does not say the LXD is private: %+v", server.Environment)
+			lxdDir, err := filepath.EvalSymlinks(filepath.Join(runDir, "lxd"))
+			must(t, err)
+			if !server.Environment.LXDPrivate || server.Environment.LXDSocket != filepath.Join(lxdDir, "unix.socket") {
+				t.Fatalf("GET /1.0 does not say the LXD is the private one in %s: %+v", lxdDir, server.Environment)
+			}
+
+			if filepath.Dir(lxdDir) != privatelxd.RelocatedRoot {
+				t.Fatalf("the private LXD lives in %s, which containers cannot reach: want it under %s", lxdDir, privatelxd.RelocatedRoot)
 			}
 
 			break
@@ -128,8 +144,8 @@ func TestReadmeTour(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	if strings.Count(daemonLog(), "running a private LXD") != 1 {
-		t.Fatalf("the daemon does not say once that it runs a private LXD:\n%s", daemonLog())
+	if strings.Count(daemonLog(), "running a private LXD") != 1 || !strings.Contains(daemonLog(), "the private LXD lives in "+privatelxd.RelocatedRoot) {
+		t.Fatalf("the daemon does not say once that it runs a private LXD, and where:\n%s", daemonLog())
 	}
 
 	// The tour, as written, in the daemon's network namespace; aliases as in a terminal.
@@ -173,6 +189,23 @@ func TestReadmeTour(t *testing.T) {
 		}
 
 		time.Sleep(200 * time.Millisecond)
+	}
+
+	// LXD itself runs them, the one the tour launched by hand among them.
+	lxdConn, err := lxd.ConnectLXDUnix(filepath.Join(runDir, "lxd", "unix.socket"), nil)
+	must(t, err)
+	lxdInstances, err := lxdConn.GetInstances(lxdapi.InstanceTypeAny)
+	lxdConn.Disconnect()
+	must(t, err)
+	running := map[string]string{}
+	for _, instance := range lxdInstances {
+		if instance.Config["user.lxd-deployd.deployment"] == "dep1" {
+			running[instance.Name] = instance.Status
+		}
+	}
+
+	if len(running) != 2 || running["web1"] != "Running" {
+		t.Fatalf("LXD holds %v of dep1, want web1 and the governor's instance, running\noutput:\n%s", running, out)
 	}
 
 	// On exit the daemon stops its private LXD, and the next run starts it again.
