@@ -504,7 +504,7 @@ func createRollout(ctx context.Context, tx *sql.Tx, shape *db.Shape, cause strin
 	// The rollout starts from the newest revision its instances run.
 	from := 0
 	for _, row := range rows {
-		if row.Revision != shape.Revision && row.Revision > from {
+		if shapes.Outdated(row, shape.Revision) && row.Revision > from {
 			from = row.Revision
 		}
 	}
