@@ -38,7 +38,9 @@ func (env *governorEnv) sampleLXD() *lxdSampler {
 			if err == nil {
 				var names []string
 				for _, i := range instances {
-					if strings.HasPrefix(i.Name, env.prefix+"-") && i.Config["user.lxd-deployd.deployment"] == "dep1" && i.Config["user.lxd-deployd.shape"] == "web" {
+					// Warm pool instances are not the shape's (they never count).
+					ours := strings.HasPrefix(i.Name, env.prefix+"-") && i.Config["user.lxd-deployd.deployment"] == "dep1" && i.Config["user.lxd-deployd.shape"] == "web"
+					if ours && i.Config["user.lxd-deployd.warm-pool"] == "" {
 						names = append(names, i.Name)
 					}
 				}
