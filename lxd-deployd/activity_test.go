@@ -124,7 +124,7 @@ func TestReconcileUndoesStaleLaunchReservation(t *testing.T) {
 			t.Fatalf("%s: state %s, want creating", name, row.State)
 		}
 
-		rc.repair(context.Background(), nil, row, false, 0)
+		rc.repair(context.Background(), nil, repairStep{row: row, action: planRepair(row, false)})
 	}
 
 	var left []db.Instance
@@ -153,7 +153,8 @@ func TestReconcileUndoesStaleLaunchReservation(t *testing.T) {
 	}
 
 	// A second pass finds nothing to undo twice.
-	rc.repair(context.Background(), nil, db.Instance{ID: 999, DeploymentID: deploymentID, Shape: "web", Name: "web3", State: db.InstanceCreating, SizesRollout: true}, false, 0)
+	gone := db.Instance{ID: 999, DeploymentID: deploymentID, Shape: "web", Name: "web3", State: db.InstanceCreating, SizesRollout: true}
+	rc.repair(context.Background(), nil, repairStep{row: gone, action: planRepair(gone, false)})
 	if got := rolloutSize(); got != 2 || len(a.activity()) != before+2 {
 		t.Fatalf("removing a record already gone must change nothing: size %d, %d entries", got, len(a.activity())-before)
 	}

@@ -84,19 +84,34 @@ func (rc *reconciler) run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// reconcile makes one pass: a single LXD listing per project, compared with the rows.
+// reconcile makes one pass: observe (the records and one LXD listing per project), plan
+// (planReconcile), act.
 func (rc *reconciler) reconcile(ctx context.Context) error {
 	client, err := rc.lxd.Client()
 	if err != nil {
 		return err
 	}
 
-	var rows []db.Instance
+	view, err := rc.observe(ctx, client)
+	if err != nil {
+		return err
+	}
+
+	plan := planReconcile(view, rc.owner, time.Now())
+	for _, step := range plan.repairs {
+		rc.repair(ctx, client, step)
+	}
+
+	return rc.recordOrphans(ctx, plan)
+}
+
+// observe reads the records and what LXD holds, for one pass.
+func (rc *reconciler) observe(ctx context.Context, client lxd.InstanceServer) (reconcileView, error) {
+	v := reconcileView{deployments: map[string]int64{}, inflight: rc.inflight.has}
 	var projects []string
-	var members []db.Member
-	deployments := map[string]int64{} // project/name -> id
-	err = rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
+	err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		v.rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
 		if err != nil {
 			return err
 		}
@@ -107,10 +122,10 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 		}
 
 		for _, d := range all {
-			deployments[d.Project+"/"+d.Name] = d.ID
+			v.deployments[d.Project+"/"+d.Name] = d.ID
 		}
 
-		members, err = db.GetMembers(ctx, tx)
+		v.members, err = db.GetMembers(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -119,71 +134,26 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return v, err
 	}
 
-	live := map[string]lxdapi.Instance{} // project/name -> instance
-	for _, project := range projects {
-		callStart := time.Now()
-		instances, err := backend.ListInstances(client, project)
-		rc.lifecycle.metrics.LXDCall("list", time.Since(callStart), err)
-		if err != nil {
-			if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
-				continue // the LXD project does not exist (yet)
-			}
-
-			return err
-		}
-
-		for name, instance := range instances {
-			live[project+"/"+name] = instance
-		}
+	v.live, err = takeSnapshot(client, projects, rc.lifecycle.metrics)
+	if err != nil {
+		return v, err
 	}
 
 	// An instance LXD is still working on (an operation our crashed predecessor started)
 	// is left alone until LXD is done with it.
-	busy, err := busyInstances(client, projects)
-	if err != nil {
-		return err
-	}
+	v.busy, err = busyInstances(client, projects)
+	return v, err
+}
 
-	known := map[string]bool{}
-	for _, row := range rows {
-		key := row.Project + "/" + row.Name
-		known[key] = true
-		if rc.inflight.has(row.Project, row.Name) || busy[key] || othersInFlux(row, rc.owner, members, time.Now()) {
-			continue
-		}
-
-		// Only an instance carrying our keys can stand for a row: an unrelated instance that
-		// took the name of a missing one is not adopted.
-		instance, exists := live[key]
-		exists = exists && instance.Config[backend.ConfigDeployment] != ""
-		rc.repair(ctx, client, row, exists, instance.StatusCode)
-	}
-
-	orphans := map[int64][]string{}
-	tagged := map[string]lxdapi.Instance{} // instance URL -> instance
-	for key, instance := range live {
-		deployment := instance.Config[backend.ConfigDeployment]
-		if deployment == "" || known[key] || busy[key] || instance.Config[backend.ConfigWarmPool] != "" {
-			continue
-		}
-
-		id := deployments[instance.Project+"/"+deployment]
-		if id == 0 {
-			continue
-		}
-
-		url := api.InstanceURL(instance.Project, instance.Name)
-		orphans[id] = append(orphans[id], url)
-		tagged[url] = instance
-	}
-
-	// The list lives in dqlite so that every member answers with it; the write is fenced
-	// by the reconcile lease, so a member that lost it cannot overwrite the new holder's.
+// recordOrphans stores the orphans a pass found and announces the new ones. The list lives
+// in dqlite so that every member answers with it; the write is fenced by the reconcile
+// lease, so a member that lost it cannot overwrite the new holder's.
+func (rc *reconciler) recordOrphans(ctx context.Context, plan reconcilePlan) error {
 	var added map[int64][]string
-	err = rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if rc.fence != nil {
 			err := rc.fence(ctx, tx)
 			if err != nil {
@@ -191,7 +161,8 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 			}
 		}
 
-		added, err = db.ReplaceOrphans(ctx, tx, orphans, time.Now())
+		var err error
+		added, err = db.ReplaceOrphans(ctx, tx, plan.orphans, time.Now())
 		return err
 	})
 	if err != nil {
@@ -200,7 +171,7 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 
 	for id, urls := range added {
 		for _, url := range urls {
-			instance := tagged[url]
+			instance := plan.tagged[url]
 			rc.logger.Warn("orphaned instance: tagged for a deployment but not recorded; not deleting it", "instance", instance.Name, "project", instance.Project, "deployment", instance.Config[backend.ConfigDeployment])
 			rc.lifecycle.emit(internalRequestor("reconcile"), instance.Project, id, lifecycleInstanceOrphaned, url)
 			rc.lifecycle.instanceChanged(ctx, id, lifecycleInstanceOrphaned, instance.Config[backend.ConfigShape], instance.Name)
@@ -234,102 +205,102 @@ func othersInFlux(row db.Instance, owner string, members []db.Member, now time.T
 	return false
 }
 
-// repair fixes one row that no operation of this daemon is working on. Every write is a
-// compare-and-set on the state it saw, so a concurrent change wins.
-func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, row db.Instance, exists bool, status lxdapi.StatusCode) {
-	source := api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name)
-	setState := func(state string, also ...func(ctx context.Context, tx *sql.Tx) error) {
-		err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			err := db.SetInstanceState(ctx, tx, row.ID, row.State, state, rc.owner, time.Now())
-			for _, f := range also {
-				if err == nil {
-					err = f(ctx, tx)
-				}
-			}
-
-			return err
-		})
-		if err != nil && !errors.Is(err, db.ErrInstanceChanged) {
-			rc.logger.Warn("reconcile: record instance state", "instance", row.Name, "err", err)
-		}
-	}
-
-	removeRow := func(also ...func(ctx context.Context, tx *sql.Tx) error) {
-		rc.sockets.RemoveInstance(row.Project, row.Name)
-		err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			err := db.DeleteInstance(ctx, tx, row.ID, row.State)
-			for _, f := range also {
-				if err == nil {
-					err = f(ctx, tx)
-				}
-			}
-
-			return err
-		})
-		if err != nil && !errors.Is(err, db.ErrInstanceChanged) {
-			rc.logger.Warn("reconcile: remove instance row", "instance", row.Name, "err", err)
-		}
-	}
-
-	switch {
-	case row.State == db.InstanceCreating && exists:
-		// A crash came after LXD made it: adopt it rather than leave an orphan, and finish
-		// the launch, which promised a started instance.
-		rc.logger.Info("reconcile: adopting instance left creating by a crash", "instance", row.Name)
-		if status == lxdapi.Stopped {
-			callStart := time.Now()
-			err := backend.UpdateInstanceState(ctx, client, row.Project, row.Name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1})
-			rc.lifecycle.metrics.LXDCall("state", time.Since(callStart), err)
-			if err != nil {
-				// An instance that does not start is no capacity: the launch never finished,
-				// so it goes as a launch LXD refused does.
-				rc.logger.Warn("reconcile: adopted instance does not start: deleting it", "instance", row.Name, "err", err)
-				rc.removeUnfinished(ctx, client, row, removeRow)
-				return
-			}
-		}
-
-		setState(db.InstanceCreated)
-	case row.State == db.InstanceCreating:
+// repair applies one planned repair to a record no operation is working on. Every write
+// is a compare-and-set on the state the plan saw, so a concurrent change wins.
+func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, step repairStep) {
+	row := step.row
+	switch step.action {
+	case repairAdopt:
+		rc.adopt(ctx, client, row, step.status)
+	case repairDropLaunch:
 		// Undo what the reservation recorded, as a launch LXD refused does (launchDropped).
 		rc.logger.Info("reconcile: removing row of an instance whose creation never finished", "instance", row.Name)
-		removeRow(staleLaunchDropped(row))
-	case row.State == db.InstanceDeleting && exists:
+		rc.removeRecord(ctx, row, staleLaunchDropped(row))
+	case repairFinishDelete:
 		// The bound check passed before the crash: finish the delete.
-		callStart := time.Now()
-		err := backend.DeleteInstance(ctx, client, row.Project, row.Name)
-		rc.lifecycle.metrics.LXDCall("delete", time.Since(callStart), err)
-		if err != nil {
-			rc.logger.Warn("reconcile: finish interrupted delete", "instance", row.Name, "err", err)
-			return
-		}
-
-		removeRow()
-	case row.State == db.InstanceDeleting:
-		removeRow()
-	case row.State == db.InstanceCreated && !exists:
+		rc.deleteThenRemove(ctx, client, row, "finish interrupted delete")
+	case repairRemoveRecord:
+		rc.removeRecord(ctx, row)
+	case repairMissing:
 		rc.logger.Warn("reconcile: instance missing from LXD", "instance", row.Name, "project", row.Project)
-		setState(db.InstanceMissing, reconcileActivity(row, -1, "instance "+row.Name+" is missing from LXD"))
+		rc.setState(ctx, row, db.InstanceMissing, reconcileActivity(row, -1, "instance "+row.Name+" is missing from LXD"))
+		source := api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name)
 		rc.lifecycle.emit(internalRequestor("reconcile"), row.Project, row.DeploymentID, lifecycleInstanceMissing, source)
 		rc.lifecycle.instanceChanged(ctx, row.DeploymentID, lifecycleInstanceMissing, row.Shape, row.Name)
 		rc.askReplacement(ctx, row)
-	case row.State == db.InstanceMissing && exists:
-		setState(db.InstanceCreated, reconcileActivity(row, +1, "instance "+row.Name+" is back in LXD"))
+	case repairBack:
+		rc.setState(ctx, row, db.InstanceCreated, reconcileActivity(row, +1, "instance "+row.Name+" is back in LXD"))
 	}
 }
 
-// removeUnfinished deletes the instance of a launch that never finished, then its record
-// with the launch undone; an instance LXD will not delete yet stays for the next round.
-func (rc *reconciler) removeUnfinished(ctx context.Context, client lxd.InstanceServer, row db.Instance, removeRow func(also ...func(ctx context.Context, tx *sql.Tx) error)) {
+// adopt finishes a launch a crash cut short after LXD made the instance, rather than leave
+// an orphan: the launch promised a started instance. One that does not start is no
+// capacity: it goes, as a launch LXD refused does.
+func (rc *reconciler) adopt(ctx context.Context, client lxd.InstanceServer, row db.Instance, status lxdapi.StatusCode) {
+	rc.logger.Info("reconcile: adopting instance left creating by a crash", "instance", row.Name)
+	if status == lxdapi.Stopped {
+		callStart := time.Now()
+		err := backend.UpdateInstanceState(ctx, client, row.Project, row.Name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1})
+		rc.lifecycle.metrics.LXDCall("state", time.Since(callStart), err)
+		if err != nil {
+			rc.logger.Warn("reconcile: adopted instance does not start: deleting it", "instance", row.Name, "err", err)
+			rc.deleteThenRemove(ctx, client, row, "delete instance of an unfinished launch", staleLaunchDropped(row))
+			return
+		}
+	}
+
+	rc.setState(ctx, row, db.InstanceCreated)
+}
+
+// deleteThenRemove deletes an instance in LXD, then its record (with also in the same
+// transaction); an instance LXD will not delete yet stays for the next pass.
+func (rc *reconciler) deleteThenRemove(ctx context.Context, client lxd.InstanceServer, row db.Instance, what string, also ...func(ctx context.Context, tx *sql.Tx) error) {
 	callStart := time.Now()
 	err := backend.DeleteInstance(ctx, client, row.Project, row.Name)
 	rc.lifecycle.metrics.LXDCall("delete", time.Since(callStart), err)
 	if err != nil {
-		rc.logger.Warn("reconcile: delete instance of an unfinished launch", "instance", row.Name, "err", err)
+		rc.logger.Warn("reconcile: "+what, "instance", row.Name, "err", err)
 		return
 	}
 
-	removeRow(staleLaunchDropped(row))
+	rc.removeRecord(ctx, row, also...)
+}
+
+// setState moves a record on from the state the plan saw, with also in the same
+// transaction.
+func (rc *reconciler) setState(ctx context.Context, row db.Instance, state string, also ...func(ctx context.Context, tx *sql.Tx) error) {
+	err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := db.SetInstanceState(ctx, tx, row.ID, row.State, state, rc.owner, time.Now())
+		for _, f := range also {
+			if err == nil {
+				err = f(ctx, tx)
+			}
+		}
+
+		return err
+	})
+	if err != nil && !errors.Is(err, db.ErrInstanceChanged) {
+		rc.logger.Warn("reconcile: record instance state", "instance", row.Name, "err", err)
+	}
+}
+
+// removeRecord removes a record still in the state the plan saw, with also in the same
+// transaction.
+func (rc *reconciler) removeRecord(ctx context.Context, row db.Instance, also ...func(ctx context.Context, tx *sql.Tx) error) {
+	rc.sockets.RemoveInstance(row.Project, row.Name)
+	err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := db.DeleteInstance(ctx, tx, row.ID, row.State)
+		for _, f := range also {
+			if err == nil {
+				err = f(ctx, tx)
+			}
+		}
+
+		return err
+	})
+	if err != nil && !errors.Is(err, db.ErrInstanceChanged) {
+		rc.logger.Warn("reconcile: remove instance row", "instance", row.Name, "err", err)
+	}
 }
 
 // busyInstances returns the project/name of every instance a running LXD operation touches,

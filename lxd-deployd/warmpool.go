@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"time"
 
-	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
@@ -168,20 +167,9 @@ func (w *warmPool) round(ctx context.Context) error {
 		return err
 	}
 
-	live := map[string]lxdapi.Instance{}
-	for _, project := range projects {
-		instances, err := backend.ListInstances(client, project)
-		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
-			continue
-		}
-
-		if err != nil {
-			return err
-		}
-
-		for name, instance := range instances {
-			live[project+"/"+name] = instance
-		}
+	live, err := takeSnapshot(client, projects, nil)
+	if err != nil {
+		return err
 	}
 
 	// Tagged pool instances without a record go. An instance of a shape may still carry
