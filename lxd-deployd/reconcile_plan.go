@@ -85,7 +85,7 @@ type repairStep struct {
 // tagged for a deployment nobody records) by deployment.
 type reconcilePlan struct {
 	repairs []repairStep
-	orphans map[int64][]string        // deployment id -> instance URLs
+	orphans map[int64][]string         // deployment id -> instance URLs
 	tagged  map[string]lxdapi.Instance // instance URL -> instance
 }
 

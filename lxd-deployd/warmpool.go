@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"time"
 
-
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
