@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	lxd "github.com/canonical/lxd/client"
+
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
@@ -115,9 +117,8 @@ func (w *warmPool) run(ctx context.Context, interval time.Duration) {
 	w.loop.run(ctx, interval, w.logger, "warm pool", w.round)
 }
 
-// round brings every pool to its size (on the holder of the instances lease): outdated, surplus and vanished
-// pool instances go, missing ones are made, and tagged instances nobody records (a deleted
-// shape's pool, a crash mid-create) are removed.
+// round brings every pool to its size (on the holder of the instances lease): observe,
+// plan (planPools), act.
 func (w *warmPool) round(ctx context.Context) error {
 	if !w.lxd.Status().Online {
 		return nil
@@ -128,24 +129,51 @@ func (w *warmPool) round(ctx context.Context) error {
 		return err
 	}
 
-	var shapes []db.Shape
-	var rows []db.PoolInstance
-	var members []db.Instance
+	v, err := w.observe(ctx, client)
+	if err != nil {
+		return err
+	}
+
+	plan := planPools(v, w.owner, time.Now())
+	for _, instance := range plan.unrecorded {
+		w.logger.Info("warm pool: removing unrecorded pool instance", "instance", instance.Name, "project", instance.Project)
+		_ = backend.DeleteInstance(ctx, client, instance.Project, instance.Name)
+	}
+
+	for _, row := range plan.remove {
+		w.remove(ctx, row)
+	}
+
+	for _, f := range plan.fill {
+		for i := 0; i < f.count && ctx.Err() == nil; i++ {
+			err = w.fill(ctx, f.shape, f.project, f.deployment, f.hash)
+			if err != nil {
+				w.logger.Warn("warm pool: make pool instance", "shape", f.shape.Name, "err", err)
+				break
+			}
+		}
+	}
+
+	return nil
+}
+
+// observe reads the shapes, pool and instance records, and what LXD holds.
+func (w *warmPool) observe(ctx context.Context, client lxd.InstanceServer) (poolView, error) {
+	v := poolView{deployments: map[int64][2]string{}, inflight: w.inflight.has}
 	var projects []string
-	deploymentProject := map[int64]string{}
-	deploymentName := map[int64]string{}
-	err = w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		shapes, err = db.GetShapes(ctx, tx, db.ShapeFilter{})
+	err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		v.shapes, err = db.GetShapes(ctx, tx, db.ShapeFilter{})
 		if err != nil {
 			return err
 		}
 
-		rows, err = db.GetPoolInstances(ctx, tx, 0)
+		v.pool, err = db.GetPoolInstances(ctx, tx, 0)
 		if err != nil {
 			return err
 		}
 
-		members, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
+		v.instances, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
 		if err != nil {
 			return err
 		}
@@ -156,83 +184,18 @@ func (w *warmPool) round(ctx context.Context) error {
 		}
 
 		for _, d := range deployments {
-			deploymentProject[d.ID], deploymentName[d.ID] = d.Project, d.Name
+			v.deployments[d.ID] = [2]string{d.Project, d.Name}
 		}
 
 		projects, err = db.GetProjects(ctx, tx)
 		return err
 	})
 	if err != nil {
-		return err
+		return v, err
 	}
 
-	live, err := takeSnapshot(client, projects, nil)
-	if err != nil {
-		return err
-	}
-
-	// Tagged pool instances without a record go. An instance of a shape may still carry
-	// the mark for a moment after a launch took it from the pool.
-	known := map[string]bool{}
-	for _, row := range rows {
-		known[row.Project+"/"+row.Name] = true
-	}
-
-	for _, row := range members {
-		known[row.Project+"/"+row.Name] = true
-	}
-
-	for key, instance := range live {
-		if instance.Config[backend.ConfigWarmPool] == "" || known[key] || w.inflight.has(instance.Project, instance.Name) {
-			continue
-		}
-
-		w.logger.Info("warm pool: removing unrecorded pool instance", "instance", instance.Name, "project", instance.Project)
-		_ = backend.DeleteInstance(ctx, client, instance.Project, instance.Name)
-	}
-
-	byShape := map[int64][]db.PoolInstance{}
-	for _, row := range rows {
-		byShape[row.ShapeID] = append(byShape[row.ShapeID], row)
-	}
-
-	for _, shape := range shapes {
-		want := 0
-		if shape.WarmPool != nil {
-			want = shape.WarmPool.Size
-		}
-
-		hash := poolHash(&shape)
-		have := 0
-		for _, row := range byShape[shape.ID] {
-			_, exists := live[row.Project+"/"+row.Name]
-			othersRunning := row.Owner != w.owner && time.Since(row.StateChangedAt) < othersGrace
-			switch {
-			case row.State == db.PoolTaking && (w.inflight.has(row.Project, row.Name) || othersRunning):
-				// A launch is taking it (here or on another daemon): it is leaving the pool.
-			case w.inflight.has(row.Project, row.Name):
-				have++ // being made right now
-			case row.State == db.PoolCreating && othersRunning:
-				have++ // another daemon's create, still running
-			case row.State == db.PoolReady && exists && row.TemplateHash == hash && have < want:
-				have++
-			default:
-				// Outdated, surplus, vanished, or left creating by a crash.
-				w.remove(ctx, row)
-			}
-		}
-
-		project := deploymentProject[shape.DeploymentID]
-		for ; have < want && ctx.Err() == nil; have++ {
-			err = w.fill(ctx, shape, project, deploymentName[shape.DeploymentID], hash)
-			if err != nil {
-				w.logger.Warn("warm pool: make pool instance", "shape", shape.Name, "err", err)
-				break
-			}
-		}
-	}
-
-	return nil
+	v.live, err = takeSnapshot(client, projects, nil)
+	return v, err
 }
 
 // fill makes one pool instance for a shape.
