@@ -153,43 +153,15 @@ func (h *autohealer) round(ctx context.Context) error {
 		return err
 	}
 
-	byID := map[int64]db.Shape{}
-	for _, s := range shapes {
-		settings, ok := health.Parse(s.Health)
-		if ok && settings.Replace || s.Replacing > 0 {
-			byID[s.ID] = s
-		}
-	}
-
-	if len(byID) == 0 {
-		return nil
-	}
-
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, row := range rows {
-		shape, ok := byID[row.ShapeID]
-		if !ok || h.active[row.ID] {
+	for _, step := range planHealing(shapes, rows, h.active, h.owner, time.Now()) {
+		if step.finish {
+			h.start(step.row, func(ctx context.Context) { _ = h.removeOld(ctx, step.row) })
 			continue
 		}
 
-		var cause string
-		switch {
-		case row.State == db.InstanceReplacing && (row.Owner == h.owner || time.Since(row.StateChangedAt) > othersGrace):
-			// A crash came between the replacement's launch and the old instance's delete.
-			h.start(row, func(ctx context.Context) { _ = h.removeOld(ctx, row) })
-			continue
-		case shape.StatusReason != "" || shape.Health == nil || !shape.Health.Replace:
-			continue // degraded (autohealing stopped until someone changes the shape), or off
-		case row.State == db.InstanceMissing:
-			cause = fmt.Sprintf("instance %s is missing from LXD", row.Name)
-		case row.State == db.InstanceCreated && row.Health.Status == api.HealthUnhealthy && row.Hook.Hook == "":
-			cause = fmt.Sprintf("instance %s is unhealthy: %s", row.Name, health.Summary(row.Health))
-		default:
-			continue
-		}
-
-		h.start(row, func(ctx context.Context) { h.replace(ctx, shape, row, cause) })
+		h.start(step.row, func(ctx context.Context) { h.replace(ctx, step.shape, step.row, step.cause) })
 	}
 
 	return nil
@@ -210,14 +182,70 @@ func (h *autohealer) start(row db.Instance, f func(ctx context.Context)) {
 	}()
 }
 
-// replace launches a replacement for old and then deletes old.
+// replace launches a replacement for old and deletes old: the replacement first below the
+// maximum, old first at it (so that LXD never holds more than the maximum).
 func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instance, cause string) {
-	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: old.Project, name: old.Deployment}, shape: old.Shape}, instance: healedName(old.Name)}
 	by := internalRequestor("autoheal")
-	failures := 0
-	deleteFirst := false
-	p, err := h.fleet.reserveLaunch(ctx, ref, change{
-		by:       by,
+	r, err := h.reserveReplacement(ctx, old, cause)
+	if errors.Is(err, errGiveUp) {
+		h.lifecycle.countReplacement(old, replacementGaveUp)
+		h.degrade(ctx, shape, old, maxReplaceFailures, cause)
+		return
+	}
+
+	if err != nil {
+		// Mostly the budget: another replacement runs; the next round tries again.
+		h.logger.Debug("autohealing: replacement not started", "instance", old.Name, "err", err)
+		return
+	}
+
+	name := r.launch.ref.instance
+	h.logger.Info("autohealing: replacing instance", "instance", old.Name, "replacement", name, "cause", cause, "delete_first", r.deleteFirst)
+	h.lifecycle.replaced(ctx, by, old, name, cause)
+	replacing := old
+	replacing.State = db.InstanceReplacing
+	if r.deleteFirst {
+		err = h.removeOld(ctx, replacing)
+		if err != nil {
+			// The old instance is still there: its replacement must not be made beside it.
+			h.fleet.abandonLaunch(ctx, r.launch, err)
+			h.restoreOld(ctx, old)
+			return
+		}
+	}
+
+	err = h.fleet.finishLaunch(ctx, r.launch)
+	if err != nil {
+		h.launchFailed(ctx, shape, old, r, err)
+		return
+	}
+
+	h.lifecycle.countReplacement(old, replacementOK)
+	if !r.deleteFirst {
+		_ = h.removeOld(ctx, replacing)
+	}
+}
+
+// replacement is a reserved replacement of an instance.
+type replacement struct {
+	launch *pendingLaunch
+
+	// failures counts the shape's failed replacements in a row before this one.
+	failures int
+
+	// deleteFirst: there is no room beside the old instance in LXD (the shape is at its
+	// maximum, counting instances still being deleted): the old one goes first.
+	deleteFirst bool
+}
+
+// reserveReplacement takes the old instance out of the count (state replacing) and
+// reserves its replacement in one transaction, within the shape's budget.
+func (h *autohealer) reserveReplacement(ctx context.Context, old db.Instance, cause string) (*replacement, error) {
+	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: old.Project, name: old.Deployment}, shape: old.Shape}, instance: healedName(old.Name)}
+	r := &replacement{}
+	var err error
+	r.launch, err = h.fleet.reserveLaunch(ctx, ref, change{
+		by:       internalRequestor("autoheal"),
 		why:      cause,
 		replaces: old.Name,
 		before: func(ctx context.Context, tx *sql.Tx, s *db.Shape) error {
@@ -231,27 +259,26 @@ func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 			}
 
 			// A replacement that never became healthy is a failed replacement.
-			failures = s.ReplaceFailures
+			r.failures = s.ReplaceFailures
 			if old.Health.Replacement {
-				failures++
-				if failures >= maxReplaceFailures {
+				r.failures++
+				if r.failures >= maxReplaceFailures {
 					return errGiveUp
 				}
 
-				err = db.SetShapeReplaceFailures(ctx, tx, s.ID, failures, "")
+				err = db.SetShapeReplaceFailures(ctx, tx, s.ID, r.failures, "")
 				if err != nil {
 					return err
 				}
 			}
 
-			// No room beside the old instance in LXD: it goes before its replacement is made.
-			deleteFirst = old.State != db.InstanceMissing && s.ScalingCurrent+s.Going >= s.ScalingMaximum
+			r.deleteFirst = old.State != db.InstanceMissing && s.ScalingCurrent+s.Going >= s.ScalingMaximum
 			err = db.SetInstanceState(ctx, tx, old.ID, old.State, db.InstanceReplacing, h.owner, time.Now())
 			if err != nil {
 				return err
 			}
 
-			// The old instance leaves the count here, so its replacement fits the bounds.
+			// The old instance leaves the count here, so its replacement takes its room.
 			if old.State != db.InstanceMissing {
 				s.ScalingCurrent--
 			}
@@ -262,58 +289,27 @@ func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 			return db.MarkInstanceReplacement(ctx, tx, row)
 		},
 	})
-	if errors.Is(err, errGiveUp) {
-		h.lifecycle.countReplacement(old, replacementGaveUp)
-		h.degrade(ctx, shape, old, maxReplaceFailures, cause)
-		return
-	}
 
-	if err != nil {
-		// Mostly the budget: another replacement runs; the next round tries again.
-		h.logger.Debug("autohealing: replacement not started", "instance", old.Name, "err", err)
-		return
-	}
+	return r, err
+}
 
-	h.logger.Info("autohealing: replacing instance", "instance", old.Name, "replacement", ref.instance, "cause", cause, "delete_first", deleteFirst)
-	h.lifecycle.replaced(ctx, by, old, ref.instance, cause)
-	replacing := old
-	replacing.State = db.InstanceReplacing
-	if deleteFirst {
-		err = h.removeOld(ctx, replacing)
-		if err != nil {
-			// The old instance is still there: its replacement must not be made beside it.
-			h.fleet.abandonLaunch(ctx, p, err)
-			h.restoreOld(ctx, old)
-			return
-		}
-	}
-
-	err = h.fleet.finishLaunch(ctx, p)
-	if err != nil {
-		h.logger.Warn("autohealing: replacement launch failed", "instance", old.Name, "replacement", ref.instance, "delete_first", deleteFirst, "err", err)
-		h.lifecycle.countReplacement(old, replacementFailed)
-		// The old instance counts again (unless it is gone already), and the failure counts
-		// toward giving up.
-		_ = h.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			if !deleteFirst {
-				err := db.SetInstanceState(ctx, tx, old.ID, db.InstanceReplacing, old.State, h.owner, time.Now())
-				if err != nil {
-					return err
-				}
+// launchFailed records a replacement LXD did not make: the old instance counts again
+// (unless it went first), and the failure counts toward giving up.
+func (h *autohealer) launchFailed(ctx context.Context, shape db.Shape, old db.Instance, r *replacement, err error) {
+	h.logger.Warn("autohealing: replacement launch failed", "instance", old.Name, "replacement", r.launch.ref.instance, "delete_first", r.deleteFirst, "err", err)
+	h.lifecycle.countReplacement(old, replacementFailed)
+	_ = h.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if !r.deleteFirst {
+			err := db.SetInstanceState(ctx, tx, old.ID, db.InstanceReplacing, old.State, h.owner, time.Now())
+			if err != nil {
+				return err
 			}
-
-			return db.SetShapeReplaceFailures(ctx, tx, shape.ID, failures+1, "")
-		})
-		if failures+1 >= maxReplaceFailures {
-			h.degrade(ctx, shape, old, failures+1, fmt.Sprintf("the last replacement could not be launched: %v", err))
 		}
 
-		return
-	}
-
-	h.lifecycle.countReplacement(old, replacementOK)
-	if !deleteFirst {
-		_ = h.removeOld(ctx, replacing)
+		return db.SetShapeReplaceFailures(ctx, tx, shape.ID, r.failures+1, "")
+	})
+	if r.failures+1 >= maxReplaceFailures {
+		h.degrade(ctx, shape, old, r.failures+1, fmt.Sprintf("the last replacement could not be launched: %v", err))
 	}
 }
 
