@@ -82,7 +82,7 @@ type daemon struct {
 	member     string
 	identity   *clusterIdentity
 	leases     *lease.Manager
-	life       *instanceLifecycle
+	life       *instanceCare
 	servers    []*http.Server
 	cancel     context.CancelFunc
 	background sync.WaitGroup
@@ -181,7 +181,7 @@ func (d *daemon) start(ctx context.Context) error {
 	d.webhooks.SetDestinationPolicy(webhooks.DestinationPolicy{Allowed: allowed})
 	d.startMetrics()
 	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, d.lifecycle(), d.logger, d.db.Address())
-	d.startInstanceLifecycle(runCtx)
+	d.startInstanceCare(runCtx)
 	// Every member runs the rollout engine; each rollout is claimed by one of them at a time.
 	d.rollouts = newRolloutEngine(d.db, d.lxd, d.fleet(), d.lifecycle(), d.logger, d.db.Address())
 	d.goBackground(func() { d.rollouts.run(runCtx, time.Second) })

@@ -182,7 +182,7 @@ func (f *fleet) waitDrained(ctx context.Context, ref instanceRef, rowID int64) e
 	}
 }
 
-// instanceLifecycle serves POST .../instances/{instance}/lifecycle: continue, abandon or
+// lifecycleAction serves POST .../instances/{instance}/lifecycle: continue, abandon or
 // heartbeat an instance's wait.
 func (a instancesAPI) lifecycleAction(r *http.Request) response.Response {
 	ref, err := instanceFromRequest(r)

@@ -9,10 +9,10 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 )
 
-// instanceLifecycle is the background care of instances: health checks, autohealing,
+// instanceCare is the background care of instances: health checks, autohealing,
 // lifecycle hooks and warm pools. They run on one member at a time, the holder of the
 // instances lease (cluster.go), so each instance is checked and healed by one member.
-type instanceLifecycle struct {
+type instanceCare struct {
 	pool    *warmPool
 	hooks   *hookKeeper
 	healer  *autohealer
@@ -33,11 +33,11 @@ const (
 	healthConcurrency = 8
 )
 
-// startInstanceLifecycle builds the parts and runs them until ctx ends. It must run before
+// startInstanceCare builds the parts and runs them until ctx ends. It must run before
 // the API is built, since launches take from the warm pool.
-func (d *daemon) startInstanceLifecycle(ctx context.Context) {
+func (d *daemon) startInstanceCare(ctx context.Context) {
 	l := d.lifecycle()
-	d.life = &instanceLifecycle{pool: newWarmPool(d.db, d.lxd, d.inflight, d.logger, d.db.Address()), stopping: make(chan struct{})}
+	d.life = &instanceCare{pool: newWarmPool(d.db, d.lxd, d.inflight, d.logger, d.db.Address()), stopping: make(chan struct{})}
 	f := d.fleet()
 	d.life.hooks = newHookKeeper(d.db, f, l, d.logger)
 	d.life.healer = newAutohealer(d.db, f, l, d.logger, d.db.Address())
