@@ -1,7 +1,11 @@
 // Package shapes holds the rules of a shape's life that every path shares: when a shape may
-// grow or shrink, and what changed between two versions of it. The governor API, templated
-// configs, reconcile, rollouts and autohealing all ask here, so that none of them carries
-// a copy of a rule that could drift.
+// grow or shrink (bounds.go), which instances count, are outdated or ready and how a target
+// is clamped (instances.go), how a rollout moves (rollout.go), and what changed between two
+// versions of a shape (changes.go). The governor API, templated configs, reconcile,
+// rollouts, autohealing and the metrics all ask here, so that none of them carries a copy
+// of a rule that could drift; the SQL that counts instances is built from the same list
+// (db/instance_states.go) and a table test over every instance state holds the two to one
+// answer.
 package shapes
 
 import (
