@@ -46,22 +46,24 @@ func newTestAPI(t *testing.T) *testAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flight := newInflight()
 	ops := operations.NewManager(logger, nil, "test")
 	access := access{db: cluster}
-	testFleet := &fleet{db: cluster, lxd: lxdConn, ops: ops, inflight: flight, sockets: sockets, owner: "test"}
+
+	// The engines are wired as the daemon wires them: one fleet, one reporter.
+	d := &daemon{db: cluster, lxd: lxdConn, ops: ops, inflight: newInflight(), governors: sockets, logger: logger}
+	d.wire()
 	handlers := apis{
 		server:       serverAPI{lxd: lxdConn, addresses: addresses},
 		certificates: certificatesAPI{db: cluster, serverFingerprint: strings.Repeat("f", 64), addresses: addresses},
 		deployments:  deploymentsAPI{db: cluster, lxd: lxdConn, sockets: sockets},
 		keys:         keysAPI{db: cluster},
 		shapes:       shapesAPI{db: cluster, lxd: lxdConn, sockets: sockets},
-		instances:    instancesAPI{db: cluster, lxd: lxdConn, ops: ops, fleet: &fleet{db: cluster, lxd: lxdConn, ops: ops, inflight: flight, sockets: sockets, owner: "test"}},
+		instances:    instancesAPI{db: cluster, lxd: lxdConn, ops: ops, fleet: d.fleet},
 		operations:   operationsAPI{ops: ops, access: access},
 		webhooks:     webhooksAPI{db: cluster, dispatcher: webhooks.NewDispatcher(cluster, "test", logger)},
 		metrics:      metricsAPI{metrics: metrics.New(metrics.Sources{Snapshot: metricsSnapshot(cluster)})},
 		revisions:    revisionsAPI{db: cluster, lxd: lxdConn},
-		rollouts:     rolloutsAPI{db: cluster, lxd: lxdConn, ops: ops, engine: newRolloutEngine(cluster, lxdConn, testFleet, lifecycle{}, logger, "test")},
+		rollouts:     rolloutsAPI{db: cluster, lxd: lxdConn, ops: ops, engine: d.rollouts},
 		access:       access,
 	}
 

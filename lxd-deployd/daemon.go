@@ -74,6 +74,8 @@ type daemon struct {
 	inflight   *inflight
 	reconciler *reconciler
 	rollouts   *rolloutEngine
+	fleet      *fleet
+	wake       *wakers
 	governors  *governor.Listener
 	tokens     *auth.TokenVerifier
 	webhooks   *webhooks.Dispatcher
@@ -180,10 +182,9 @@ func (d *daemon) start(ctx context.Context) error {
 
 	d.webhooks.SetDestinationPolicy(webhooks.DestinationPolicy{Allowed: allowed})
 	d.startMetrics()
-	d.reconciler = newReconciler(d.db, d.lxd, d.inflight, d.governors, d.lifecycle(), d.logger, d.db.Address())
+	d.wire()
 	d.startInstanceCare(runCtx)
 	// Every member runs the rollout engine; each rollout is claimed by one of them at a time.
-	d.rollouts = newRolloutEngine(d.db, d.lxd, d.fleet(), d.lifecycle(), d.logger, d.db.Address())
 	d.goBackground(func() { d.rollouts.run(runCtx, time.Second) })
 	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
 	d.goBackground(func() { d.lxd.Run(runCtx, d.config.lxdPollInterval) })
@@ -248,7 +249,6 @@ func (d *daemon) goBackground(f func()) {
 func (d *daemon) apis() apis {
 	l := d.lifecycle()
 	access := access{db: d.db}
-	fleet := d.fleet()
 	return apis{
 		server: serverAPI{
 			lxd:             d.lxd,
@@ -263,7 +263,7 @@ func (d *daemon) apis() apis {
 		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, fetcher: d.templateFetcher(), engine: d.templateEngine()},
 		keys:         keysAPI{db: d.db, lifecycle: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
-		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: fleet, lifecycle: l, hooks: d.life.hooks},
+		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, lifecycle: l, hooks: d.life.hooks},
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},
 		metrics:      metricsAPI{metrics: d.metrics},
@@ -271,11 +271,6 @@ func (d *daemon) apis() apis {
 		rollouts:     rolloutsAPI{db: d.db, lxd: d.lxd, ops: d.ops, engine: d.rollouts, lifecycle: l},
 		access:       access,
 	}
-}
-
-// fleet is the one way instances of shapes are made and removed.
-func (d *daemon) fleet() *fleet {
-	return &fleet{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: d.lifecycle(), pool: d.life.pool, stopping: d.life.stopping, owner: d.db.Address()}
 }
 
 // templateFetcher returns the fetcher for the configured template registries, or nil: the

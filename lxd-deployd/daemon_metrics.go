@@ -27,5 +27,5 @@ func (d *daemon) startMetrics() {
 // lifecycle is how handlers, the fleet and reconcile report what they did: events,
 // webhooks, metrics and one log line.
 func (d *daemon) lifecycle() lifecycle {
-	return lifecycle{events: d.events, webhooks: d.webhooks, metrics: d.metrics, logger: d.logger, rollouts: d.rollouts}
+	return lifecycle{events: d.events, webhooks: d.webhooks, metrics: d.metrics, logger: d.logger, wake: d.wake}
 }

@@ -33,16 +33,9 @@ const (
 	healthConcurrency = 8
 )
 
-// startInstanceCare builds the parts and runs them until ctx ends. It must run before
-// the API is built, since launches take from the warm pool.
+// startInstanceCare runs the parts wire built until ctx ends, on the holder of the
+// instances lease.
 func (d *daemon) startInstanceCare(ctx context.Context) {
-	l := d.lifecycle()
-	d.life = &instanceCare{pool: newWarmPool(d.db, d.lxd, d.inflight, d.logger, d.db.Address()), stopping: make(chan struct{})}
-	f := d.fleet()
-	d.life.hooks = newHookKeeper(d.db, f, l, d.logger)
-	d.life.healer = newAutohealer(d.db, f, l, d.logger, d.db.Address())
-	d.life.checker = &health.Checker{DB: d.db, LXD: d.lxd, Logger: d.logger, Concurrency: healthConcurrency, OnChange: d.life.healer.healthChanged}
-	d.reconciler.healer = d.life.healer
 
 	d.goBackground(func() {
 		d.leases.Run(ctx, leaseInstances, func(ctx context.Context, _ lease.Lease) {

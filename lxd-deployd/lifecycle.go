@@ -48,8 +48,29 @@ type lifecycle struct {
 	// changed and who asked even with nobody listening on /1.0/events.
 	logger *slog.Logger
 
-	// rollouts, when set, is woken when a change starts a rollout.
-	rollouts *rolloutEngine
+	// wake holds the loops a change wakes (nil: none), shared by every copy.
+	wake *wakers
+}
+
+// wakers are the loops a change wakes: the rollout engine, the image-change trigger and the
+// warm pools. The daemon sets them once when it is wired (daemon.wire), before anything
+// runs, and every copy of the reporter shares them: no copy holds a loop that is nil until
+// a later call, and the reporter points at no engine.
+type wakers struct {
+	rollouts func()
+	images   func()
+	pools    func()
+}
+
+// call runs a waker that is set.
+func (w *wakers) call(pick func(w *wakers) func()) {
+	if w == nil {
+		return
+	}
+
+	if f := pick(w); f != nil {
+		f()
+	}
 }
 
 // notify queues a webhook event for the deployment's governor (nothing without a URL).

@@ -63,15 +63,11 @@ func (l lifecycle) shapeRevised(by api.DeploymentRequestor, ref shapeRef, deploy
 
 	if revised.rollout != 0 {
 		l.rolloutEvent(by, ref, deploymentID, revised.rollout, lifecycleRolloutStarted)
-		if l.rollouts != nil {
-			l.rollouts.poke()
-		}
+		l.wake.call(func(w *wakers) func() { return w.rollouts })
 	}
 }
 
 // watchImages has the image-change trigger look at the shapes' aliases now.
 func (l lifecycle) watchImages() {
-	if l.rollouts != nil {
-		l.rollouts.images.poke()
-	}
+	l.wake.call(func(w *wakers) func() { return w.images })
 }

@@ -284,9 +284,7 @@ func poolHash(shape *db.Shape) string {
 // revision calls it: shape updates, apply and rollback (shapeRevised), the image-change
 // trigger and a rollout's revert.
 func (l lifecycle) refillPools() {
-	if l.rollouts != nil {
-		l.rollouts.fleet.refillPools()
-	}
+	l.wake.call(func(w *wakers) func() { return w.pools })
 }
 
 // refillPools pokes the warm pool, if there is one.
