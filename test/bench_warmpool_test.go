@@ -69,8 +69,7 @@ func benchWarmPool(b *testing.B) {
 		var coldTimes, warmTimes []time.Duration
 		for i := 0; i < n; i++ {
 			// The pool refills in the background between launches, untimed.
-			deadline := time.Now().Add(2 * time.Minute)
-			for {
+			env.waitUntil(b, "the warm pool refilled", 2*time.Minute, func() bool {
 				pool, err := env.admin.GetDeploymentShapeWarmPool("dep1", warm)
 				must(b, err)
 				ready := 0
@@ -81,16 +80,8 @@ func benchWarmPool(b *testing.B) {
 					}
 				}
 
-				if ready > 0 {
-					break
-				}
-
-				if time.Now().After(deadline) {
-					b.Fatalf("the warm pool did not refill\n%s", env.d.Log())
-				}
-
-				time.Sleep(100 * time.Millisecond)
-			}
+				return ready > 0
+			}, every(100*time.Millisecond))
 
 			coldTimes = append(coldTimes, launch(cold, env.name(fmt.Sprintf("c%d", i))))
 			warmTimes = append(warmTimes, launch(warm, env.name(fmt.Sprintf("w%d", i))))

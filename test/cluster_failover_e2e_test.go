@@ -77,9 +77,9 @@ func TestClusterFailover(t *testing.T) {
 		t.Fatalf("m3 does not list m1's operation %s: %+v", op.ID, listed)
 	}
 
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitUntil(t, "m3's /1.0/events showing m1's operation "+op.ID+" finishing with location m1", 10*time.Second, func() bool {
 		mu.Lock()
+		defer mu.Unlock()
 		location := ""
 		for metadata, loc := range seen {
 			if strings.Contains(metadata, op.ID) && strings.Contains(metadata, `"status":"Success"`) {
@@ -87,17 +87,12 @@ func TestClusterFailover(t *testing.T) {
 			}
 		}
 
-		mu.Unlock()
-		if location == "m1" {
-			break
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("m3's /1.0/events did not show m1's operation %s finishing with location m1 (saw %d operation events)", op.ID, len(seen))
-		}
-
-		time.Sleep(100 * time.Millisecond)
-	}
+		return location == "m1"
+	}, every(100*time.Millisecond), showing(func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprintf("saw %d operation events", len(seen))
+	}))
 
 	replayAcrossMembers(t, env, m1, m2)
 

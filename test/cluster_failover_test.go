@@ -99,9 +99,10 @@ func threeMembers(t testing.TB, lxdSocket string, extraArgs ...string) (*daemon,
 		members = append(members, startDaemon(t, daemonOptions{LXDSocket: lxdSocket, Cluster: true, ExtraArgs: append([]string{"--cluster-join-token", token.Token}, extraArgs...)}))
 	}
 
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		list, err := m1.Unix(t).GetClusterMembers()
+	var list []api.ClusterMember
+	var err error
+	waitUntil(t, "three voters led by m1", 20*time.Second, func() bool {
+		list, err = m1.Unix(t).GetClusterMembers()
 		voters, leader := 0, ""
 		for _, m := range list {
 			if m.DatabaseRole == "voter" {
@@ -113,16 +114,9 @@ func threeMembers(t testing.TB, lxdSocket string, extraArgs ...string) (*daemon,
 			}
 		}
 
-		if err == nil && voters == 3 && leader == "m1" {
-			return members[0], members[1], members[2]
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("no three voters led by m1: %+v %v", list, err)
-		}
-
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil && voters == 3 && leader == "m1"
+	}, every(100*time.Millisecond), showing(func() string { return fmt.Sprintf("%+v %v", list, err) }))
+	return members[0], members[1], members[2]
 }
 
 // measureLeaderLoss runs a write every 20 ms against m2 while m1, the database leader,

@@ -36,10 +36,12 @@ func joinOutput(t *testing.T, token string) string {
 // or "/status" for any role).
 func waitMembers(t *testing.T, d *daemon, want map[string]string) []api.ClusterMember {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		members, err := d.Unix(t).GetClusterMembers()
-		got := map[string]string{}
+	var members []api.ClusterMember
+	var got map[string]string
+	var err error
+	waitUntil(t, "members "+fmt.Sprint(want), 20*time.Second, func() bool {
+		members, err = d.Unix(t).GetClusterMembers()
+		got = map[string]string{}
 		for _, m := range members {
 			got[m.ServerName] = m.DatabaseRole + "/" + m.Status
 			if strings.HasPrefix(want[m.ServerName], "/") {
@@ -47,16 +49,9 @@ func waitMembers(t *testing.T, d *daemon, want map[string]string) []api.ClusterM
 			}
 		}
 
-		if err == nil && fmt.Sprint(got) == fmt.Sprint(want) {
-			return members
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("members: want %v, got %v (%v)", want, got, err)
-		}
-
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err == nil && fmt.Sprint(got) == fmt.Sprint(want)
+	}, showing(func() string { return fmt.Sprintf("got %v (%v)", got, err) }))
+	return members
 }
 
 // waitExit waits for a daemon to exit by itself.

@@ -158,32 +158,33 @@ func (d *daemon) tryStart(t testing.TB, extraArgs ...string) bool {
 		}
 	}(d.cmd)
 
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	answered := false
+	waitUntil(t, "lxd-deployd answering", 30*time.Second, func() bool {
 		c, err := client.ConnectUnix(d.Socket, nil)
 		if err == nil {
 			server, _, err := c.GetServer()
 			if err == nil && server.Environment != nil {
 				d.ServerCert = server.Environment.Certificate
 				d.Fingerprint = server.Environment.CertificateFingerprint
-				return false
+				answered = true
+				return true
 			}
 		}
 
 		select {
 		case <-exited:
-			_ = d.cmd.Wait()
-			d.cmd = nil
 			return true
 		default:
+			return false
 		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("lxd-deployd did not answer within 30s:\n%s", d.Log())
-		}
-
-		time.Sleep(50 * time.Millisecond)
+	}, every(50*time.Millisecond), withLog(d.Log))
+	if answered {
+		return false
 	}
+
+	_ = d.cmd.Wait()
+	d.cmd = nil
+	return true
 }
 
 // Stop sends SIGTERM and waits for a clean exit.

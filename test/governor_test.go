@@ -132,14 +132,9 @@ func (env *governorEnv) remove(t testing.TB, c *client.Server, name string) {
 
 func waitLXDOnline(t testing.TB, d *daemon) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for serverEnvironment(t, d).LXDStatus != "online" {
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon did not connect to the private LXD\n%s", d.Log())
-		}
-
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitUntil(t, "the daemon connected to the private LXD", 20*time.Second, func() bool {
+		return serverEnvironment(t, d).LXDStatus == "online"
+	}, every(50*time.Millisecond), withLog(d.Log))
 }
 
 func TestGovernorScalesWithinBounds(t *testing.T) {

@@ -31,17 +31,10 @@ func (env *governorEnv) instancesByName(t testing.TB) map[string]api.DeploymentI
 	return byName
 }
 
-// waitUntil polls cond until it holds, failing with what after timeout.
-func (env *governorEnv) waitUntil(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+// waitUntil is waitUntil with the daemon's log in the failure.
+func (env *governorEnv) waitUntil(t testing.TB, what string, timeout time.Duration, cond func() bool, opts ...waitOption) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s\n%s", what, timeout, env.d.Log())
-		}
-
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitUntil(t, what, timeout, cond, append(opts, withLog(env.d.Log))...)
 }
 
 // hookTo points dep1's webhook at a test receiver.

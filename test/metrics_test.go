@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -60,19 +61,12 @@ func promtoolCheck(t testing.TB, text string) {
 // waitForSample scrapes until the series reaches at least want.
 func waitForSample(t testing.TB, c *client.Server, series string, want float64) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		text := scrape(t, c)
-		if sample(text, series) >= want {
-			return text
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not reach %v; scrape:\n%s", series, want, text)
-		}
-
-		time.Sleep(100 * time.Millisecond)
-	}
+	var text string
+	waitUntil(t, fmt.Sprintf("%s reaching %v", series, want), 20*time.Second, func() bool {
+		text = scrape(t, c)
+		return sample(text, series) >= want
+	}, every(100*time.Millisecond), showing(func() string { return "scrape:\n" + text }))
+	return text
 }
 
 // TestMetricsEndToEnd scrapes a live daemon on a private LXD: the exposition passes

@@ -2,6 +2,7 @@ package test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -76,28 +77,25 @@ func TestRolloutTakenOverAfterKill(t *testing.T) {
 	// Once one instance is replaced, the member launching the next is the rollout's: kill it
 	// in the middle of that launch.
 	var victim string
-	deadline := time.Now().Add(60 * time.Second)
-	for victim == "" {
-		r, err := env.admin.GetDeploymentShapeRollout("dep1", "web", 1)
+	var current *api.DeploymentRollout
+	waitUntil(t, "a second replacement launched", 60*time.Second, func() bool {
+		var err error
+		current, err = env.admin.GetDeploymentShapeRollout("dep1", "web", 1)
 		must(t, err)
-		if r.Status != api.RolloutRunning {
-			t.Fatalf("the rollout ended before a member could be killed: %+v", r)
+		if current.Status != api.RolloutRunning {
+			t.Fatalf("the rollout ended before a member could be killed: %+v", current)
 		}
 
 		ops, err := env.admin.GetOperations()
 		must(t, err)
 		for _, op := range ops {
-			if r.Updated >= 1 && op.StatusCode == lxdapi.Running && strings.HasPrefix(op.Description, "Creating instance web-r2-") {
+			if current.Updated >= 1 && op.StatusCode == lxdapi.Running && strings.HasPrefix(op.Description, "Creating instance web-r2-") {
 				victim = op.Location
 			}
 		}
 
-		if time.Now().After(deadline) {
-			t.Fatalf("no second replacement launched: %+v", r)
-		}
-
-		time.Sleep(20 * time.Millisecond)
-	}
+		return victim != ""
+	}, every(20*time.Millisecond), showing(func() string { return fmt.Sprintf("%+v", current) }))
 
 	if members[victim] == nil {
 		t.Fatalf("the launch runs on %q, not a member", victim)

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -14,19 +15,19 @@ import (
 // name the same instances. Until timeout; after names the interruption in the failure.
 func (env *governorEnv) waitSettled(t testing.TB, size int, timeout time.Duration, after string) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var rows, live []string
+	settled := true
+	env.waitUntil(t, "settled after the "+after, timeout, func() bool {
 		instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
 		must(t, err)
-		var rows []string
-		settled := true
+		rows, settled = nil, true
 		for _, i := range instances {
 			rows = append(rows, i.Name)
 			settled = settled && i.State == "created" && !i.Outdated && i.Status == "Running"
 		}
 
 		sort.Strings(rows)
-		var live []string
+		live = nil
 		all, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
 		must(t, err)
 		for _, i := range all {
@@ -36,14 +37,6 @@ func (env *governorEnv) waitSettled(t testing.TB, size int, timeout time.Duratio
 		}
 
 		sort.Strings(live)
-		if settled && len(rows) == size && strings.Join(rows, ",") == strings.Join(live, ",") {
-			return
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("after the %s: records %v (settled %v), LXD %v\n%s", after, rows, settled, live, env.d.Log())
-		}
-
-		time.Sleep(250 * time.Millisecond)
-	}
+		return settled && len(rows) == size && strings.Join(rows, ",") == strings.Join(live, ",")
+	}, showing(func() string { return fmt.Sprintf("records %v (settled %v), LXD %v", rows, settled, live) }))
 }

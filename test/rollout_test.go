@@ -91,43 +91,26 @@ func (env *governorEnv) scaleTo(t testing.TB, n int) []string {
 // waitRollout waits until rollout n of web is in one of the statuses.
 func (env *governorEnv) waitRollout(t testing.TB, n int, timeout time.Duration, statuses ...string) *api.DeploymentRollout {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		r, err := env.admin.GetDeploymentShapeRollout("dep1", "web", n)
-		if err == nil {
-			for _, s := range statuses {
-				if r.Status == s {
-					return r
-				}
-			}
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("rollout %d is %+v (err %v), want %v\n%s", n, r, err, statuses, env.d.Log())
-		}
-
-		time.Sleep(200 * time.Millisecond)
-	}
+	var r *api.DeploymentRollout
+	var err error
+	env.waitUntil(t, fmt.Sprintf("rollout %d %v", n, statuses), timeout, func() bool {
+		r, err = env.admin.GetDeploymentShapeRollout("dep1", "web", n)
+		return err == nil && slices.Contains(statuses, r.Status)
+	}, showing(func() string { return fmt.Sprintf("it is %+v (err %v)", r, err) }))
+	return r
 }
 
 // waitFirstReplacement waits until rollout n of web has made its first replacement, for
 // tests that act on a rollout caught half way (pause it, kill the daemon).
 func (env *governorEnv) waitFirstReplacement(t testing.TB, n int) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		r, err := env.admin.GetDeploymentShapeRollout("dep1", "web", n)
+	var r *api.DeploymentRollout
+	waitUntil(t, "a replacement started", time.Minute, func() bool {
+		var err error
+		r, err = env.admin.GetDeploymentShapeRollout("dep1", "web", n)
 		must(t, err)
-		if r.Updated >= 1 {
-			return
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("no replacement started: %+v", r)
-		}
-
-		time.Sleep(50 * time.Millisecond)
-	}
+		return r.Updated >= 1
+	}, every(50*time.Millisecond), showing(func() string { return fmt.Sprintf("%+v", r) }))
 }
 
 // versions returns the user.version each of the shape's LXD instances runs with, and
@@ -404,18 +387,19 @@ func TestRollingRolloutKeepsReadyAndBounds(t *testing.T) {
 		t.Fatalf("activity: %v", counts)
 	}
 
-	deadline := time.Now().Add(30 * time.Second)
-	for _, want := range []string{"deployment-shape-rollout-started", "deployment-shape-rollout-step", "deployment-shape-rollout-completed", "deployment-instance-created", "deployment-instance-deleted"} {
-		for _, via := range []string{"webhook ", "event "} {
-			for !heard.has(via + want) {
-				if time.Now().After(deadline) {
-					t.Fatalf("the governor did not hear %s%s: %v", via, want, heard.all())
+	unheard := ""
+	waitUntil(t, "the governor hearing every rollout action by webhook and event", 30*time.Second, func() bool {
+		for _, want := range []string{"deployment-shape-rollout-started", "deployment-shape-rollout-step", "deployment-shape-rollout-completed", "deployment-instance-created", "deployment-instance-deleted"} {
+			for _, via := range []string{"webhook ", "event "} {
+				if !heard.has(via + want) {
+					unheard = via + want
+					return false
 				}
-
-				time.Sleep(100 * time.Millisecond)
 			}
 		}
-	}
+
+		return true
+	}, every(100*time.Millisecond), showing(func() string { return fmt.Sprintf("it did not hear %s: %v", unheard, heard.all()) }))
 
 	// Rollback to revision 1, then a rollout, restores the original template everywhere.
 	_, err = env.admin.RollbackDeploymentShape("dep1", "web", api.DeploymentShapeRollbackPost{Revision: 1})

@@ -2,6 +2,7 @@ package test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -75,24 +76,20 @@ func (r *receiver) set(secret string, failNext int) {
 // waitFor waits until an event matching match has arrived, and returns it.
 func (r *receiver) waitFor(what string, timeout time.Duration, match func(api.WebhookEvent) bool) api.WebhookEvent {
 	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var event api.WebhookEvent
+	waitUntil(r.t, "a "+what+" event", timeout, func() bool {
 		r.mu.Lock()
+		defer r.mu.Unlock()
 		for _, id := range r.order {
 			if match(r.events[id]) {
-				event := r.events[id]
-				r.mu.Unlock()
-				return event
+				event = r.events[id]
+				return true
 			}
 		}
 
-		r.mu.Unlock()
-		if time.Now().After(deadline) {
-			r.t.Fatalf("no %s event within %s", what, timeout)
-		}
-
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	}, every(50*time.Millisecond))
+	return event
 }
 
 func byID(id string) func(api.WebhookEvent) bool {
@@ -123,20 +120,13 @@ func TestWebhookDeliveries(t *testing.T) {
 
 	// The daemon records an attempt once the receiver has answered: the receiver can see
 	// the event before the record says delivered, so wait for the record.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		delivery, err := env.admin.GetWebhookDelivery("dep1", id)
+	var delivery *api.WebhookDelivery
+	waitUntil(t, "the delivery recorded as delivered on the third attempt", 10*time.Second, func() bool {
+		var err error
+		delivery, err = env.admin.GetWebhookDelivery("dep1", id)
 		must(t, err)
-		if delivery.Status == "delivered" && delivery.Attempts == 3 && delivery.LastResponseCode == 204 {
-			break
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("delivery record: %+v", delivery)
-		}
-
-		time.Sleep(50 * time.Millisecond)
-	}
+		return delivery.Status == "delivered" && delivery.Attempts == 3 && delivery.LastResponseCode == 204
+	}, every(50*time.Millisecond), showing(func() string { return fmt.Sprintf("delivery record: %+v", delivery) }))
 
 	// Delivery survives a daemon restart: queued while the webhook is down, sent after.
 	hook.set(secret, 1000)
