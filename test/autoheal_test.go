@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -21,21 +20,12 @@ func TestAutohealing(t *testing.T) {
 	hook := env.hookTo(t)
 
 	// Replacements show on /1.0/events, read here with LXD's own client.
-	admin := newIdentity(t)
-	trustIdentity(t, env.admin, admin, "admin", "client")
-	lxdClient, err := lxd.ConnectLXD("https://"+env.d.HTTPSAddress, &lxd.ConnectionArgs{TLSServerCert: env.d.ServerCert, TLSClientCert: admin.CertPEM, TLSClientKey: admin.KeyPEM})
-	must(t, err)
-	listener, err := lxdClient.GetEvents()
-	must(t, err)
-	defer listener.Disconnect()
 	replaced := make(chan lxdapi.EventLifecycle, 10)
-	_, err = listener.AddHandler([]string{"lifecycle"}, func(e lxdapi.Event) {
-		var lifecycle lxdapi.EventLifecycle
-		if json.Unmarshal(e.Metadata, &lifecycle) == nil && lifecycle.Action == "deployment-instance-replaced" {
+	env.d.onLifecycle(t, "admin", func(lifecycle lxdapi.EventLifecycle) {
+		if lifecycle.Action == "deployment-instance-replaced" {
 			replaced <- lifecycle
 		}
 	})
-	must(t, err)
 
 	// Bad health objects are refused and change nothing.
 	shape, etag, err := env.admin.GetDeploymentShape("dep1", "web")

@@ -178,16 +178,7 @@ func TestClusterFailover(t *testing.T) {
 func replayAcrossMembers(t *testing.T, env *governorEnv, m1 *daemon, m2 *daemon) {
 	t.Helper()
 	must(t, env.admin.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep2"}}))
-	gov := webShape("gov", 0, 1)
-	gov.Config = map[string]string{"governor.socket": "true"}
-	must(t, env.admin.CreateDeploymentShape("dep2", gov))
-	id := newIdentity(t)
-	trustIdentity(t, env.admin, id, "replay-cert", "deployments")
-	must(t, env.admin.CreateDeploymentKey("dep2", api.DeploymentKeysPost{DeploymentKeyPost: api.DeploymentKeyPost{Name: "gov"}, DeploymentKeyPut: api.DeploymentKeyPut{Role: "read-only"}, CertificateFingerprint: id.Fingerprint}))
-	name := env.name("gov")
-	op, err := env.admin.CreateDeploymentShapeInstance("dep2", "gov", name)
-	must(t, err)
-	must(t, op.Wait(t.Context()))
+	id, name := env.launchGovernorInstance(t, "dep2", "replay-cert", "gov", "read-only")
 	m2.Restart(t)
 
 	signer, err := client.NewTokenSigner(id.CertPEM, id.KeyPEM, api.DefaultProject, "dep2", name)

@@ -62,19 +62,3 @@ func TestCrashDuringLaunches(t *testing.T) {
 		t.Fatalf("instances left in LXD: %v", left)
 	}
 }
-
-// rowStates returns the sorted names of the shape's instance records and their states.
-func (env *governorEnv) rowStates(t testing.TB) ([]string, string) {
-	t.Helper()
-	instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
-	must(t, err)
-	names := []string{}
-	states := []string{}
-	for _, instance := range instances {
-		names = append(names, instance.Name)
-		states = append(states, instance.Name+"="+instance.State)
-	}
-
-	sort.Strings(names)
-	return names, strings.Join(states, " ")
-}

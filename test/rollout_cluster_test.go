@@ -52,24 +52,18 @@ func TestRolloutTakenOverAfterKill(t *testing.T) {
 		clients[name] = m.Unix(t)
 	}
 
-	stop := make(chan struct{})
-	type result struct{ fewest, most, samples int }
-	sampled := make(chan result)
-	go func() {
-		fewest, most, samples := sampleInstanceBounds(stop, func() ([]api.DeploymentInstance, error) {
-			err := errors.New("no member answered")
-			for _, c := range clients {
-				var instances []api.DeploymentInstance
-				instances, err = c.GetDeploymentShapeInstances("dep1", "web")
-				if err == nil {
-					return instances, nil
-				}
+	stopSampling := startSamplingInstanceBounds(func() ([]api.DeploymentInstance, error) {
+		err := errors.New("no member answered")
+		for _, c := range clients {
+			var instances []api.DeploymentInstance
+			instances, err = c.GetDeploymentShapeInstances("dep1", "web")
+			if err == nil {
+				return instances, nil
 			}
+		}
 
-			return nil, err
-		})
-		sampled <- result{fewest, most, samples}
-	}()
+		return nil, err
+	})
 
 	_, err := env.admin.CreateDeploymentShapeRollout("dep1", "web", api.DeploymentRolloutsPost{})
 	must(t, err)
@@ -111,8 +105,7 @@ func TestRolloutTakenOverAfterKill(t *testing.T) {
 
 	t.Logf("killed %s, the member running the rollout", victim)
 	r := env.waitRollout(t, 1, 90*time.Second, "complete", "failed", "reverted", "cancelled")
-	close(stop)
-	bounds := <-sampled
+	bounds := stopSampling()
 	if r.Status != "complete" {
 		t.Fatalf("the rollout did not complete after the takeover: %+v", r)
 	}

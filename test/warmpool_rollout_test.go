@@ -98,14 +98,9 @@ func TestWarmPoolRollingRollout(t *testing.T) {
 
 	// During the rollout: bounds, and a pool that never exceeds 2 and never holds
 	// anything but version 2 (a pool instance being taken is a launch's, not the pool's).
-	stop := make(chan struct{})
-	type result struct{ fewest, most, samples int }
-	sampled := make(chan result)
-	go func() {
-		f, m, n := env.sampleBounds(t, stop)
-		sampled <- result{f, m, n}
-	}()
+	stopSampling := env.startSamplingBounds(t)
 
+	stopPool := make(chan struct{})
 	poolErr := make(chan string, 1)
 	go func() {
 		defer close(poolErr)
@@ -132,7 +127,7 @@ func TestWarmPoolRollingRollout(t *testing.T) {
 			}
 
 			select {
-			case <-stop:
+			case <-stopPool:
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
@@ -145,8 +140,8 @@ func TestWarmPoolRollingRollout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	err = op.Wait(ctx)
-	close(stop)
-	bounds := <-sampled
+	close(stopPool)
+	bounds := stopSampling()
 	if msg := <-poolErr; msg != "" {
 		t.Fatal(msg)
 	}

@@ -171,30 +171,3 @@ func TestWarmPool(t *testing.T) {
 		return true
 	})
 }
-
-// launchByHand creates and starts a busybox instance directly in the shared LXD, as a
-// user would without lxd-deployd.
-func (env *governorEnv) launchByHand(name string) error {
-	op, err := env.lxdConn.CreateInstance(lxdapi.InstancesPost{Name: name, Source: lxdapi.InstanceSource{Type: "image", Alias: "busybox"}})
-	if err == nil {
-		err = op.Wait()
-	}
-
-	if err == nil {
-		op, err = env.lxdConn.UpdateInstanceState(name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, "")
-	}
-
-	if err == nil {
-		err = op.Wait()
-	}
-
-	return err
-}
-
-// deleteByHand removes an instance from the shared LXD whatever its protection.
-func (env *governorEnv) deleteByHand(name string) {
-	instance, _, err := env.lxdConn.GetInstance(name)
-	if err == nil {
-		env.removeFromLXD(*instance)
-	}
-}

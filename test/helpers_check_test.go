@@ -1,0 +1,36 @@
+package test
+
+import (
+	"strings"
+	"testing"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+)
+
+// must fails the test on an error: for calls that are not what the test is about.
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expectCode fails unless err is an API error with the given HTTP status.
+func expectCode(t testing.TB, err error, status int, context string) {
+	t.Helper()
+	code, ok := lxdapi.StatusErrorMatch(err)
+	if !ok || code != status {
+		t.Fatalf("%s: expected HTTP %d, got %v", context, status, err)
+	}
+}
+
+// contains reports whether s contains every one of parts, for readable assertions.
+func contains(s string, parts ...string) bool {
+	for _, part := range parts {
+		if !strings.Contains(s, part) {
+			return false
+		}
+	}
+
+	return true
+}
