@@ -356,7 +356,7 @@ func testCLIRenameDelete(t *testing.T, d *daemon, u *cliUser, govFingerprint str
 	u.fails([]string{"not found"}, "deployment", "delete", "dep2")
 }
 
-// TestCLIBuildsWithoutCgo checks the promise of the architecture: lxd-deploy is a static
+// TestCLIBuildsWithoutCgo checks what doc/cli.md promises: lxd-deploy is a static
 // binary that never links the daemon or the database.
 func TestCLIBuildsWithoutCgo(t *testing.T) {
 	cmd := exec.Command("go", "list", "-deps", "../cli")
