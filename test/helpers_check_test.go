@@ -38,7 +38,9 @@ func contains(s string, parts ...string) bool {
 // phase runs one named phase of a long scenario as a subtest, so that a failure names the
 // phase. A phase that fails ends the scenario: later phases build on what it left.
 // Resources that outlive a phase (receivers, listeners, temporary directories) must come
-// from the scenario's own t, outside any phase: a subtest's cleanups run when it ends.
+// from the scenario's own t, outside any phase: a subtest's cleanups run when it ends. A
+// helper that holds the scenario's t (a receiver's waitFor) still fails the scenario from
+// inside a phase, with testing's note that a subtest failed its parent.
 func phase(t *testing.T, name string, f func(t *testing.T)) {
 	t.Helper()
 	if !t.Run(name, f) {
