@@ -21,6 +21,9 @@ import (
 // minimum after the stabilization window.
 func TestReferenceGovernorAutoscales(t *testing.T) {
 	env := newGovernorEnv(t, 1, 4)
+	// The governor names its instances web-<random>, outside the env's prefix: force-delete
+	// the shape through the daemon so that none outlives a failed run in the shared LXD.
+	t.Cleanup(func() { _ = env.admin.DeleteDeploymentShape("dep1", "web", true) })
 	dir := t.TempDir()
 
 	// The governor's identity: a deployments certificate with an admin key.
