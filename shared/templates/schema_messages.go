@@ -110,8 +110,18 @@ func (s *schema) leaf(v *jsonschema.ValidationError, instance any) string {
 	value := s.quote(v, instance)
 	switch k := v.ErrorKind.(type) {
 	case *kind.Type:
-		want := make([]string, len(k.Want))
-		for i, t := range k.Want {
+		types := k.Want
+		if m, _ := sub.(map[string]any); m != nil {
+			if list, ok := m["type"].([]any); ok {
+				types = nil // In the schema's order, as jsonschema lists them.
+				for _, t := range list {
+					types = append(types, fmt.Sprint(t))
+				}
+			}
+		}
+
+		want := make([]string, len(types))
+		for i, t := range types {
 			want[i] = pyValue(t, maxQuoted)
 		}
 
@@ -123,12 +133,28 @@ func (s *schema) leaf(v *jsonschema.ValidationError, instance any) string {
 	case *kind.Format:
 		return fmt.Sprintf("%s is not a %s", value, keyword("format"))
 	case *kind.MinProperties:
+		if keyword("minProperties") == "1" {
+			return fmt.Sprintf("%s should be non-empty", value)
+		}
+
 		return fmt.Sprintf("%s does not have enough properties", value)
 	case *kind.MaxProperties:
+		if keyword("maxProperties") == "0" {
+			return fmt.Sprintf("%s is expected to be empty", value)
+		}
+
 		return fmt.Sprintf("%s has too many properties", value)
 	case *kind.MinItems, *kind.MinLength:
+		if keyword("minItems") == "1" || keyword("minLength") == "1" {
+			return fmt.Sprintf("%s should be non-empty", value)
+		}
+
 		return fmt.Sprintf("%s is too short", value)
 	case *kind.MaxItems, *kind.MaxLength:
+		if keyword("maxItems") == "0" || keyword("maxLength") == "0" {
+			return fmt.Sprintf("%s is expected to be empty", value)
+		}
+
 		return fmt.Sprintf("%s is too long", value)
 	case *kind.UniqueItems:
 		return fmt.Sprintf("%s has non-unique elements", value)
