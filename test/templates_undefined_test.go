@@ -25,7 +25,6 @@ resources:
   properties:
     description: "{{ properties.description }}"
     config:
-      user.cpu: "{{ CPU }}"
 {% if properties.debug %}
       user.debug: "true"
 {% endif %}
@@ -34,6 +33,7 @@ resources:
 {% endfor %}
     instance_template:
       source: {type: image, alias: busybox}
+      config: {user.cpu: "{{ CPU }}"}
     scaling_maximum: 2
 `
 
@@ -49,7 +49,7 @@ func putTemplate(t *testing.T, c *client.Server, deployment string, config strin
 }
 
 // Deployment Manager's Jinja idioms through the daemon's templated apply, down to what LXD
-// holds: an optional property's fallback reaches the instance's config; an undefined value
+// holds: an optional property's fallback reaches the instance's config in LXD; an undefined value
 // rendered is a warning naming the template and line; a config that says
 // strict_undefined: true fails where the value is looked up, changing nothing; a template
 // that outputs "resources:" with nothing under it makes nothing.
@@ -69,7 +69,7 @@ func TestTemplatesJinjaUndefinedOnPrivateLXD(t *testing.T) {
 	must(t, err)
 	shape, _, err := admin.GetDeploymentShape("dep1", "api")
 	must(t, err)
-	if shape.Description != "" || !reflect.DeepEqual(shape.Config, map[string]string{"user.cpu": "100m", "user.port-8080": "open"}) {
+	if shape.Description != "" || !reflect.DeepEqual(shape.Config, map[string]string{"user.port-8080": "open"}) || shape.InstanceTemplate.Config["user.cpu"] != "100m" {
 		t.Fatalf("api shape: %+v", shape)
 	}
 
@@ -79,7 +79,7 @@ func TestTemplatesJinjaUndefinedOnPrivateLXD(t *testing.T) {
 	must(t, err)
 	must(t, op.Wait(context.Background()))
 	live := env.lxdInstances(t)
-	if live[name].Status != "Running" || live[name].Config["user.cpu"] != "100m" || live[name].Config["user.port-8080"] != "open" {
+	if live[name].Status != "Running" || live[name].Config["user.cpu"] != "100m" {
 		t.Fatalf("LXD instance %s: %+v", name, live[name])
 	}
 
@@ -128,9 +128,9 @@ func TestTemplatesJinjaUndefinedCLI(t *testing.T) {
 		t.Fatalf("expand: %+v", r)
 	}
 
-	u.fails([]string{`Unable to evaluate properties['cpu']`}, "expand", config, "--strict-undefined")
+	u.fails([]string{`item ''cpu'' not found`}, "expand", config, "--strict-undefined")
 	u.ok("deployment", "create", "strict")
-	u.fails([]string{`Unable to evaluate properties['cpu']`}, "deployment", "apply", "strict", "--config", config, "--strict-undefined")
+	u.fails([]string{`item ''cpu'' not found`}, "deployment", "apply", "strict", "--config", config, "--strict-undefined")
 	if names := manifestNames(t, c, "strict"); len(names) != 0 {
 		t.Fatalf("a strict apply that does not expand recorded manifests: %v", names)
 	}
