@@ -187,15 +187,15 @@ func TestReadmeTour(t *testing.T) {
 	lxdInstances, err := lxdConn.GetInstances(lxdapi.InstanceTypeAny)
 	lxdConn.Disconnect()
 	must(t, err)
-	running := map[string]string{}
+	held := map[string]string{}
 	for _, instance := range lxdInstances {
 		if instance.Config["user.lxd-deployd.deployment"] == "dep1" {
-			running[instance.Name] = instance.Status
+			held[instance.Name] = instance.Status
 		}
 	}
 
-	if len(running) != 2 || running["web1"] != "Running" {
-		t.Fatalf("LXD holds %v of dep1, want web1 and the governor's instance, running\noutput:\n%s", running, out)
+	if len(held) != 2 || held["web1"] != "Running" {
+		t.Fatalf("LXD holds %v of dep1, want web1 and the governor's instance, running\noutput:\n%s", held, out)
 	}
 
 	// On exit the daemon stops its private LXD, and the next run starts it again.
