@@ -16,6 +16,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/client"
 	"github.com/lxd-deployd/lxd-deployd/internal/privatelxd"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/test/lxdtest"
 )
 
@@ -120,8 +121,7 @@ func TestReadmeTour(t *testing.T) {
 	// Wait until it answers with LXD online (the private LXD starts before the API).
 	admin, err := client.ConnectUnix(filepath.Join(runDir, "unix.socket"), nil)
 	must(t, err)
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	waitUntil(t, "the daemon up with its private LXD", 90*time.Second, func() bool {
 		server, _, err := admin.GetServer()
 		if err == nil && server.Environment != nil && server.Environment.LXDStatus == "online" {
 			lxdDir, err := filepath.EvalSymlinks(filepath.Join(runDir, "lxd"))
@@ -134,15 +134,11 @@ func TestReadmeTour(t *testing.T) {
 				t.Fatalf("the private LXD lives in %s, which containers cannot reach: want it under %s", lxdDir, privatelxd.RelocatedRoot)
 			}
 
-			break
+			return true
 		}
 
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon did not come up with its private LXD:\n%s", daemonLog())
-		}
-
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false
+	}, every(100*time.Millisecond), withLog(daemonLog))
 
 	if strings.Count(daemonLog(), "running a private LXD") != 1 || !strings.Contains(daemonLog(), "the private LXD lives in "+privatelxd.RelocatedRoot) {
 		t.Fatalf("the daemon does not say once that it runs a private LXD, and where:\n%s", daemonLog())
@@ -169,27 +165,21 @@ func TestReadmeTour(t *testing.T) {
 
 	// What the tour did: two running instances of web, the second launched by the governor
 	// (its launch finishes in the daemon even though the tour stopped the governor).
-	deadline = time.Now().Add(60 * time.Second)
-	for {
-		instances, err := admin.GetDeploymentShapeInstances("dep1", "web")
+	var instances []api.DeploymentInstance
+	running := 0
+	waitUntil(t, "two running instances after the tour", 60*time.Second, func() bool {
+		var err error
+		instances, err = admin.GetDeploymentShapeInstances("dep1", "web")
 		must(t, err)
-		running := 0
+		running = 0
 		for _, instance := range instances {
 			if instance.Status == "Running" && instance.State == "created" {
 				running++
 			}
 		}
 
-		if running == 2 {
-			break
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("after the tour: %d running instances (want 2): %+v\noutput:\n%s", running, instances, out)
-		}
-
-		time.Sleep(200 * time.Millisecond)
-	}
+		return running == 2
+	}, showing(func() string { return fmt.Sprintf("%d running instances: %+v\noutput:\n%s", running, instances, out) }))
 
 	// LXD itself runs them, the one the tour launched by hand among them.
 	lxdConn, err := lxd.ConnectLXDUnix(filepath.Join(runDir, "lxd", "unix.socket"), nil)
@@ -197,15 +187,15 @@ func TestReadmeTour(t *testing.T) {
 	lxdInstances, err := lxdConn.GetInstances(lxdapi.InstanceTypeAny)
 	lxdConn.Disconnect()
 	must(t, err)
-	running := map[string]string{}
+	held := map[string]string{}
 	for _, instance := range lxdInstances {
 		if instance.Config["user.lxd-deployd.deployment"] == "dep1" {
-			running[instance.Name] = instance.Status
+			held[instance.Name] = instance.Status
 		}
 	}
 
-	if len(running) != 2 || running["web1"] != "Running" {
-		t.Fatalf("LXD holds %v of dep1, want web1 and the governor's instance, running\noutput:\n%s", running, out)
+	if len(held) != 2 || held["web1"] != "Running" {
+		t.Fatalf("LXD holds %v of dep1, want web1 and the governor's instance, running\noutput:\n%s", held, out)
 	}
 
 	// On exit the daemon stops its private LXD, and the next run starts it again.

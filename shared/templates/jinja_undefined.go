@@ -272,7 +272,7 @@ func undefinedFilterFunction(e *exec.Evaluator, in *exec.Value, params *exec.Var
 			return b.failingCall(site, u)
 		}
 
-		return value
+		return b.maybeText(site, value) // A name holding an undefined value, printed.
 	case siteBlank:
 		if undefinedOf(in) != nil {
 			return exec.AsValue("")

@@ -3,6 +3,7 @@ package templates
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	osexec "os/exec"
 	"strings"
 	"testing"
@@ -77,6 +78,18 @@ var undefinedCases = []struct{ src, want string }{
 	{"{% set l2 = [] %}{% do l2.append(1) %}{{ l2 }}", "[1]"},
 	{"{{ x if x else 'no' }}", "no"},
 	{"{{ d.get('x') }}", "1"},
+	{"{% for k, v in d.items() %}{{ k }}={{ v }}{% endfor %}", "x=1"},
+	{"{% for k, v in d.z.items() %}{% endfor %}", "ERR 'dict object' has no attribute 'z'"},
+	{"{{ d.z | default({}) | length }}", "0"},
+	{"{{ d.x is defined and d.x }}", "1"},
+	{"{{ d.z is defined and d.z }}", "False"},
+	{"{{ d['z'] | indent(4) }}", "ERR 'dict object' has no attribute 'z'"},
+	{"{{ x | default(d.x) }}", "1"},
+	{"{{ x ~ '-' ~ d.x }}", "-1"},
+	{"{% set v = d.z %}{{ v is defined }}", "False"},
+	{"{% set v = d.z %}{{ v.w }}", "ERR 'dict object' has no attribute 'z'"},
+	{"{% if x %}a{% elif d.x %}b{% endif %}", "b"},
+	{"{{ l | selectattr('z') | list }}", "[]"},
 }
 
 func renderJinja(t *testing.T, src string, strict bool) (string, []Warning, error) {
@@ -163,5 +176,47 @@ func TestUndefinedAgainstJinja2(t *testing.T) {
 		if got[i] != c.want {
 			t.Errorf("%s: Jinja2 renders %q, the case says %q", c.src, got[i], c.want)
 		}
+	}
+}
+
+// Macros of imported files and included files are rewritten too: their warnings and errors
+// name the file and line.
+func TestUndefinedInImportsAndIncludes(t *testing.T) {
+	config := []byte("resources:\n- {name: r, type: t.jinja}\n")
+	imports := map[string][]byte{
+		"t.jinja":    []byte("{% import 'h.jinja' as h %}{% from 'h.jinja' import g %}resources: []\n# {{ h.f() }} {{ g(1) }}\n{% include 'i.jinja' %}\n"),
+		"h.jinja":    []byte("{% macro f() %}{{ missing }}{% endmacro %}\n{% macro g(a, b) %}{{ b }}{% endmacro %}\n"),
+		"i.jinja":    []byte("# {{ properties.none }}\n"),
+		"bad.jinja":  []byte("{% import 'hbad.jinja' as h %}resources: []\n# {{ h.f() }}\n"),
+		"hbad.jinja": []byte("\n{% macro f() %}{{ properties.a.b }}{% endmacro %}\n"),
+	}
+
+	exp, err := Expand(context.Background(), config, imports, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	got := []string{}
+	for _, w := range exp.Warnings {
+		got = append(got, fmt.Sprintf("%s:%d %s", w.File, w.Line, strings.SplitN(w.Message, " ", 2)[0]))
+	}
+
+	want := []string{"h.jinja:1 missing", "h.jinja:2 b", "i.jinja:1 properties.none"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("warnings: %v, want %v", got, want)
+	}
+
+	_, err = Expand(context.Background(), []byte("resources:\n- {name: r, type: bad.jinja}\n"), imports, Options{})
+	if err == nil || !strings.Contains(err.Error(), "hbad.jinja:2: 'dict object' has no attribute 'a'") {
+		t.Errorf("error in an imported macro: %v", err)
+	}
+}
+
+// A warning names where the value is printed and, when elsewhere, where it came from.
+func TestUndefinedWarningOrigin(t *testing.T) {
+	out, warnings, err := renderJinja(t, "{% set v = d.z %}\n[{{ v }}]", false)
+	if err != nil || out != "\n[]" || len(warnings) != 1 || warnings[0].Line != 2 ||
+		!strings.HasPrefix(warnings[0].Message, "d.z is undefined ('dict object' has no attribute 'z') since case.jinja:1, rendered as empty text") {
+		t.Fatalf("got %q, %+v, %v", out, warnings, err)
 	}
 }
