@@ -46,6 +46,10 @@ type Options struct {
 	// TLS, when set, encrypts and authenticates traffic between members: every member holds
 	// the same cluster key pair, as LXD's cluster.crt.
 	TLS *tls.Certificate
+
+	// Credentials, when set, replace TLS with certificates read at each handshake, so
+	// that the cluster certificate can be rotated while the cluster runs.
+	Credentials ClusterCredentials
 }
 
 // Cluster is the handle to the database shared by every daemon of a cluster.
@@ -117,7 +121,9 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 		}),
 	}
 
-	if opts.TLS != nil {
+	if opts.Credentials != nil {
+		options = append(options, app.WithTLS(rotatingTLS(opts.Credentials)))
+	} else if opts.TLS != nil {
 		leaf, err := x509.ParseCertificate(opts.TLS.Certificate[0])
 		if err != nil {
 			return nil, fmt.Errorf("parse cluster certificate: %w", err)
@@ -129,7 +135,7 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 		options = append(options, app.WithTLS(app.SimpleTLSConfig(*opts.TLS, pool)))
 	}
 
-	dqliteApp, err := newApp(dir, opts.TLS != nil, options)
+	dqliteApp, err := newApp(dir, opts.TLS != nil || opts.Credentials != nil, options)
 	if err != nil {
 		return nil, fmt.Errorf("start dqlite node in %q: %w", dir, err)
 	}

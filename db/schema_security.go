@@ -9,8 +9,10 @@ import (
 //   - members.certificate and certificate_fingerprint: each member's own certificate, the
 //     only thing another member's HTTPS API accepts from it, so that removing the member's
 //     row revokes it on every member at once;
-//   - members.cluster_fingerprint: the cluster certificate (dqlite's TLS) the member uses
-//     now, so that a rotation knows when every member moved to the new one;
+//   - members.cluster_fingerprint and cluster_accepted: the cluster certificate (dqlite's
+//     TLS) the member presents now and the newest one it accepts, so that a rotation
+//     presents a new certificate only once every member accepts it, and retires the old
+//     one only once every member presents the new one;
 //   - cluster_join_tokens.certificate_fingerprint and created_at: the member certificate
 //     that redeemed the token (a retry with the same certificate is allowed, another one
 //     not), since a token is spent only once its member joined; and its age for listing;
@@ -23,6 +25,7 @@ func updateAddMemberCredentials(ctx context.Context, tx *sql.Tx) error {
 ALTER TABLE members ADD COLUMN certificate TEXT NOT NULL DEFAULT '';
 ALTER TABLE members ADD COLUMN certificate_fingerprint TEXT NOT NULL DEFAULT '';
 ALTER TABLE members ADD COLUMN cluster_fingerprint TEXT NOT NULL DEFAULT '';
+ALTER TABLE members ADD COLUMN cluster_accepted TEXT NOT NULL DEFAULT '';
 
 ALTER TABLE cluster_join_tokens ADD COLUMN certificate_fingerprint TEXT NOT NULL DEFAULT '';
 ALTER TABLE cluster_join_tokens ADD COLUMN created_at DATETIME;

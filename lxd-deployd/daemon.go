@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -132,12 +131,12 @@ func (d *daemon) start(ctx context.Context) error {
 		}
 	}
 
-	d.db, err = db.Open(ctx, filepath.Join(d.config.dataDir, "database"), db.Options{
-		Address: d.config.clusterAddress,
-		Cluster: d.config.clusterJoin,
-		Logger:  d.logger,
-		TLS:     clusterTLS,
-	})
+	options := db.Options{Address: d.config.clusterAddress, Cluster: d.config.clusterJoin, Logger: d.logger}
+	if d.identity != nil {
+		options.Credentials = d.identity // rotatable: cluster_rotate.go
+	}
+
+	d.db, err = db.Open(ctx, filepath.Join(d.config.dataDir, "database"), options)
 	if err != nil {
 		return err
 	}
@@ -337,7 +336,7 @@ func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol str
 }
 
 // authenticate turns a request into a caller: the unix socket is an admin, a TLS peer is
-// whoever its certificate is in the trust store.
+// another member or whoever its certificate is in the trust store (cluster_auth.go).
 func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 	protocol, _ := r.Context().Value(listenerKey{}).(string)
 	switch protocol {
@@ -345,28 +344,7 @@ func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 		name, _ := r.Context().Value(unixPeerKey{}).(string)
 		return &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true, Name: name}, nil
 	case auth.ProtocolTLS:
-		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
-			return &auth.Caller{Protocol: auth.ProtocolTLS}, nil
-		}
-
-		if d.identity.isMember(r.TLS.PeerCertificates, time.Now()) {
-			return memberCaller(d.identity), nil
-		}
-
-		var trusted []auth.TrustedCertificate
-		err := d.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-			certs, err := db.GetCertificates(ctx, tx)
-			for _, c := range certs {
-				trusted = append(trusted, auth.TrustedCertificate{Fingerprint: c.Fingerprint, Type: c.Type, Name: c.Name})
-			}
-
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("read trust store: %w", err)
-		}
-
-		return auth.AuthenticateTLS(r.TLS.PeerCertificates, trusted, time.Now()), nil
+		return d.authenticateTLS(r)
 	case auth.ProtocolGovernor:
 		conn, _ := r.Context().Value(governorConnKey{}).(*governor.Conn)
 		return authenticateGovernor(r, conn, d.db, d.lxd, d.tokens)

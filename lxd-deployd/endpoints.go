@@ -251,5 +251,9 @@ func allowAdmin(r *http.Request) error {
 		return errMetricsOnly
 	}
 
+	if caller.CertificateType == auth.CertificateTypeMember {
+		return errMemberOnly
+	}
+
 	return forbidden("a %s certificate may only act through deployment keys: the management API needs a client certificate", caller.CertificateType)
 }
