@@ -24,6 +24,7 @@ var updates = map[int]update{
 	9:  updateAddRevisionsRolloutsActivity,
 	10: updateAddInstanceLifecycle,
 	11: updateAddInstanceSizesRollout,
+	12: updateAddUISessions,
 }
 
 // SchemaVersion is the version a fully updated database has.

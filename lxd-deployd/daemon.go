@@ -26,6 +26,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/ui"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates/registry"
@@ -269,6 +270,7 @@ func (d *daemon) apis() apis {
 		metrics:      metricsAPI{metrics: d.metrics},
 		revisions:    revisionsAPI{db: d.db, lxd: d.lxd, lifecycle: l},
 		rollouts:     rolloutsAPI{db: d.db, lxd: d.lxd, ops: d.ops, engine: d.rollouts, lifecycle: l},
+		ui:           ui.API{DB: d.db, Addresses: d.addresses},
 		access:       access,
 	}
 }
@@ -345,8 +347,14 @@ func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 		name, _ := r.Context().Value(unixPeerKey{}).(string)
 		return &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true, Name: name}, nil
 	case auth.ProtocolTLS:
+		// Browsers attach client certificates and cookies whatever page asks (doc/ui.md).
+		err := auth.CheckBrowserOrigin(r)
+		if err != nil {
+			return nil, err
+		}
+
 		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
-			return &auth.Caller{Protocol: auth.ProtocolTLS}, nil
+			return ui.Authenticate(r, d.db, time.Now())
 		}
 
 		if d.identity.isMember(r.TLS.PeerCertificates, time.Now()) {
@@ -354,7 +362,7 @@ func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 		}
 
 		var trusted []auth.TrustedCertificate
-		err := d.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		err = d.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 			certs, err := db.GetCertificates(ctx, tx)
 			for _, c := range certs {
 				trusted = append(trusted, auth.TrustedCertificate{Fingerprint: c.Fingerprint, Type: c.Type, Name: c.Name})
