@@ -101,6 +101,11 @@ function signInHelp(err) {
 }
 
 async function start() {
+  // The skip link moves focus without touching the hash, which the router owns.
+  document.querySelector(".skip").addEventListener("click", (e) => {
+    e.preventDefault();
+    document.getElementById("main").focus();
+  });
   await signIn();
   if (!session.info) {
     try {

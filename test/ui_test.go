@@ -1,0 +1,236 @@
+package test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// uiURL is a page of the web view on the test daemon.
+func uiURL(env *governorEnv, fragment string) string {
+	return "https://" + env.d.HTTPSAddress + "/ui/#" + fragment
+}
+
+// shapeReady is a page condition: the deployment page shows shape web's bar with the
+// given size against bounds 1..3.
+func shapeBar(current int) string {
+	return fmt.Sprintf(`(() => { const b = document.querySelector('[data-shape="web"] .bar'); return !!b && b.dataset.current === "%d" && b.dataset.min === "1" && b.dataset.max === "3"; })()`, current)
+}
+
+// TestUIBrowser runs the web view in headless Chromium against a real daemon and a private
+// LXD (doc/ui.md): sign in with a ui link, watch a shape live, launch, delete and roll out
+// from the browser, and check that read-only sessions, CSRF, used and expired links are
+// refused by the daemon itself.
+func TestUIBrowser(t *testing.T) {
+	rw := newSession(t, "admin")
+	env := newGovernorEnv(t, 1, 3)
+	env.launch(t, env.gov, env.name("a"))
+
+	// The browser acts as a trust store entry: an admin certificate that never touches it.
+	adminID := newIdentity(t)
+	trustIdentity(t, env.admin, adminID, "ui-admin", "client")
+	u := newCLIUser(t, env.d)
+	link := strings.TrimSpace(u.ok("ui", "link", "--certificate", adminID.Fingerprint))
+	if !strings.HasPrefix(link, "https://"+env.d.HTTPSAddress+"/ui/#login=") {
+		t.Fatalf("ui link printed %q", link)
+	}
+
+	t.Run("sign in with a ui link", func(t *testing.T) {
+		rw.do(t, "open link", chromedp.Navigate(link))
+		rw.waitJS(t, "signed in as ui-admin", `document.getElementById("identity").textContent.includes("ui-admin")`, 10*time.Second)
+		rw.waitJS(t, "deployment dep1 listed", `!!document.querySelector('a[href="#/deployments/dep1"]')`, 10*time.Second)
+		if strings.Contains(evalJS[string](t, rw, "location.href"), "login=") {
+			t.Fatal("the link's secret stayed in the address bar")
+		}
+
+		// The cookie is invisible to scripts (HttpOnly).
+		if cookies := evalJS[string](t, rw, "document.cookie"); cookies != "" {
+			t.Fatalf("document.cookie = %q: the session cookie must be HttpOnly", cookies)
+		}
+
+		rw.screenshot(t, "deployments")
+	})
+
+	t.Run("deployment page shows bounds and instance count", func(t *testing.T) {
+		rw.do(t, "open deployment", chromedp.Click(chromedp.CSS(`a[href="#/deployments/dep1"]`)))
+		rw.waitJS(t, "bar of web at 1 in [1, 3]", shapeBar(1), 10*time.Second)
+		label := evalJS[string](t, rw, `document.querySelector('[data-shape="web"] .bar').getAttribute("aria-label")`)
+		if label != "web: 1 instance, minimum 1, maximum 3" {
+			t.Fatalf("bar label %q", label)
+		}
+
+		rw.screenshot(t, "deployment")
+	})
+
+	t.Run("a launch through the API appears without a reload", func(t *testing.T) {
+		evalJS[int](t, rw, "window.__notReloaded = 1")
+		env.launch(t, env.gov, env.name("b"))
+		took := rw.waitJS(t, "bar of web at 2", shapeBar(2)+" && window.__notReloaded === 1", 5*time.Second)
+		t.Logf("the launch showed on the open page %s after its operation finished", took)
+		if took > time.Second {
+			t.Errorf("the launch took %s to show: want within a second", took)
+		}
+	})
+
+	t.Run("launch from the keyboard", func(t *testing.T) {
+		name := env.name("kb")
+		rw.do(t, "type a name and press Enter", chromedp.SendKeys(chromedp.ID("launch-web"), name+kb.Enter))
+		rw.waitJS(t, "bar of web at 3", shapeBar(3), 30*time.Second)
+		if _, ok := env.lxdInstances(t)[name]; !ok {
+			t.Fatalf("LXD has no instance %s after the launch from the browser", name)
+		}
+
+		// At the maximum a launch is the API's 409, shown as is.
+		rw.do(t, "launch over the maximum", chromedp.SendKeys(chromedp.ID("launch-web"), env.name("over")+kb.Enter))
+		rw.waitJS(t, "the API's error", `document.getElementById("messages").textContent.includes("at its scaling maximum (3)")`, 10*time.Second)
+		rw.screenshot(t, "at-maximum-error")
+	})
+
+	shapeFragment := "/deployments/dep1/shapes/web"
+	t.Run("delete from the shape page", func(t *testing.T) {
+		rw.do(t, "open shape", chromedp.Navigate(uiURL(env, shapeFragment)))
+		victim := env.name("kb")
+		rw.waitJS(t, "instance listed", fmt.Sprintf(`!!document.querySelector('button[aria-label="Delete instance %s"]')`, victim), 10*time.Second)
+		rw.do(t, "delete", chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[aria-label="Delete instance %s"]`, victim))))
+		rw.waitJS(t, "instance gone", fmt.Sprintf(`!document.querySelector('button[aria-label="Delete instance %s"]')`, victim), 30*time.Second)
+		if _, ok := env.lxdInstances(t)[victim]; ok {
+			t.Fatalf("LXD still has %s after the delete from the browser", victim)
+		}
+	})
+
+	t.Run("a rollout started from the button completes", func(t *testing.T) {
+		env.setShape(t, func(put *api.DeploymentShapePut) {
+			if put.InstanceTemplate.Config == nil {
+				put.InstanceTemplate.Config = map[string]string{}
+			}
+
+			put.InstanceTemplate.Config["user.ui-test"] = "2"
+		})
+		shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
+		must(t, err)
+		rw.waitJS(t, "outdated instances shown", `document.querySelector('[aria-label="web instance counts"]').textContent.includes("outdated 2")`, 10*time.Second)
+		rw.do(t, "start rollout", chromedp.Click(chromedp.ID("start-rollout")))
+		rw.waitJS(t, "rollout complete", `(() => { const c = document.querySelector('table caption'); const t = [...document.querySelectorAll("table")].find((t) => t.caption && t.caption.textContent.startsWith("Rollouts")); return !!t && t.tBodies[0].rows[0].cells[1].textContent === "complete"; })()`, 90*time.Second)
+		rw.waitJS(t, "timeline shows the new revision as latest", fmt.Sprintf(`document.querySelector(".timeline li.current")?.dataset.revision === "%d"`, shape.Revision), 10*time.Second)
+		rw.screenshot(t, "shape-after-rollout")
+
+		// LXD holds the replacements, named for the new revision, and nothing outdated.
+		prefix := fmt.Sprintf("web-r%d-", shape.Revision)
+		instances := env.instancesByName(t)
+		if len(instances) != 2 {
+			t.Fatalf("want 2 instances after the rollout, got %d", len(instances))
+		}
+
+		for name, i := range instances {
+			if !strings.HasPrefix(name, prefix) || i.Outdated {
+				t.Fatalf("instance %s (revision %d, outdated %v) after the rollout to %d", name, i.Revision, i.Outdated, shape.Revision)
+			}
+
+			lxdInstance, _, err := env.lxdConn.GetInstance(name)
+			if err != nil || lxdInstance.Config["user.ui-test"] != "2" {
+				t.Fatalf("LXD's %s does not carry the new template: %v", name, err)
+			}
+		}
+
+		// Roll back from the timeline: a new revision, named for what it restored.
+		rw.do(t, "roll back", chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[aria-label="Roll back web to revision %d"]`, shape.Revision-1))))
+		rw.waitJS(t, "rollback revision latest", fmt.Sprintf(`document.querySelector(".timeline li.current")?.dataset.revision === "%d" && document.querySelector(".timeline li.current").textContent.includes("rollback to %d")`, shape.Revision+1, shape.Revision-1), 10*time.Second)
+
+		// The diff between two revisions names the changed field.
+		rw.do(t, "diff", chromedp.Click(chromedp.CSS(`form[aria-label="Compare two revisions"] button`)))
+		rw.waitJS(t, "diff shown", `document.getElementById("diff-result").textContent.includes("instance_template.config.user.ui-test")`, 10*time.Second)
+		rw.screenshot(t, "shape-rollback-diff")
+	})
+
+	t.Run("read-only session has no buttons and its writes are refused", func(t *testing.T) {
+		roLink := strings.TrimSpace(u.ok("ui", "link", "--read-only", "--certificate", adminID.Fingerprint))
+		ro := newSession(t, "read-only")
+		ro.do(t, "open link", chromedp.Navigate(roLink))
+		ro.waitJS(t, "signed in read-only", `document.getElementById("identity").textContent.includes("read-only")`, 10*time.Second)
+		ro.do(t, "open shape", chromedp.Navigate(uiURL(env, shapeFragment)))
+		ro.waitJS(t, "shape shown", `!!document.querySelector(".timeline")`, 10*time.Second)
+		writes := evalJS[int](t, ro, `[...document.querySelectorAll("main button, main form")].filter((e) => !e.closest('form[aria-label="Compare two revisions"]')).length`)
+		if writes != 0 {
+			t.Fatalf("a read-only session sees %d buttons or forms that change things", writes)
+		}
+
+		ro.screenshot(t, "read-only-shape")
+		before := len(env.lxdInstances(t))
+		// A forged write, with a made-up CSRF token: the daemon refuses it.
+		answer := evalJS[string](t, ro, fmt.Sprintf(`fetch("/1.0/deployments/dep1/shapes/web/instances/%s", {method: "POST", headers: {"X-Lxd-Deployd-Csrf": "forged"}}).then(async (r) => r.status + " " + (await r.json()).error)`, env.name("forged")))
+		if !strings.HasPrefix(answer, "403 ") || !strings.Contains(answer, "read-only") {
+			t.Fatalf("forged write from a read-only session answered %q", answer)
+		}
+
+		if after := len(env.lxdInstances(t)); after != before {
+			t.Fatalf("LXD went from %d to %d instances after a refused write", before, after)
+		}
+	})
+
+	t.Run("writes without the CSRF token are refused", func(t *testing.T) {
+		answer := evalJS[string](t, rw, fmt.Sprintf(`fetch("/1.0/deployments/dep1/shapes/web/instances/%s", {method: "POST"}).then(async (r) => r.status + " " + (await r.json()).error)`, env.name("nocsrf")))
+		if !strings.HasPrefix(answer, "403 ") || !strings.Contains(answer, "X-Lxd-Deployd-Csrf") {
+			t.Fatalf("write without the CSRF header answered %q", answer)
+		}
+	})
+
+	t.Run("a used or expired link is refused", func(t *testing.T) {
+		again := newSession(t, "reuse")
+		again.do(t, "open the used link", chromedp.Navigate(link))
+		again.waitJS(t, "refused", `document.getElementById("messages").textContent.includes("unknown, used or expired") && !!document.querySelector(".signin")`, 10*time.Second)
+		again.screenshot(t, "used-link")
+
+		short := strings.TrimSpace(u.ok("ui", "link", "--expiry", "1s", "--certificate", adminID.Fingerprint))
+		time.Sleep(1100 * time.Millisecond)
+		late := newSession(t, "expired")
+		late.do(t, "open the expired link", chromedp.Navigate(short))
+		late.waitJS(t, "refused", `document.getElementById("messages").textContent.includes("unknown, used or expired")`, 10*time.Second)
+	})
+
+	t.Run("accessibility basics", func(t *testing.T) {
+		for _, fragment := range []string{"/deployments", "/deployments/dep1", shapeFragment, "/operations", "/cluster"} {
+			rw.do(t, "open "+fragment, chromedp.Navigate(uiURL(env, fragment)))
+			rw.waitJS(t, "page rendered", `!!document.querySelector("main h1")`, 10*time.Second)
+			problems := evalJS[[]string](t, rw, `(() => {
+				const p = [];
+				if (!document.documentElement.lang) p.push("no lang on html");
+				if (document.querySelectorAll("main h1").length !== 1) p.push("not one h1");
+				for (const el of document.querySelectorAll("input, select, textarea"))
+					if (el.labels.length === 0 && !el.getAttribute("aria-label")) p.push("unlabelled " + el.outerHTML);
+				for (const el of document.querySelectorAll("button, a"))
+					if (!(el.getAttribute("aria-label") || el.textContent).trim()) p.push("nameless " + el.outerHTML);
+				for (const el of document.querySelectorAll("[role=img]"))
+					if (!el.getAttribute("aria-label")) p.push("image without a text " + el.outerHTML);
+				for (const t of document.querySelectorAll("table"))
+					if (!t.caption) p.push("table without caption");
+				return p;
+			})()`)
+			if len(problems) > 0 {
+				t.Errorf("%s: %s", fragment, strings.Join(problems, "; "))
+			}
+		}
+
+		// The keyboard reaches the skip link first, and it moves focus to the content.
+		rw.do(t, "open shape", chromedp.Navigate(uiURL(env, shapeFragment)))
+		rw.waitJS(t, "page rendered", `!!document.querySelector("main h1")`, 10*time.Second)
+		evalJS[int](t, rw, "document.activeElement.blur(), 1")
+		rw.do(t, "tab", chromedp.KeyEvent(kb.Tab))
+		if focused := evalJS[string](t, rw, "document.activeElement.className"); focused != "skip" {
+			t.Fatalf("the first Tab focuses %q, want the skip link", focused)
+		}
+
+		rw.do(t, "enter", chromedp.KeyEvent(kb.Enter))
+		rw.waitJS(t, "focus in main", `document.activeElement.id === "main"`, 5*time.Second)
+
+		// Narrow screens: the page fits a phone's width.
+		rw.do(t, "phone", chromedp.EmulateViewport(390, 844))
+		rw.waitJS(t, "no horizontal scroll", `document.documentElement.scrollWidth <= 390 + 1`, 5*time.Second)
+		rw.screenshot(t, "phone-shape")
+	})
+}
