@@ -70,11 +70,14 @@ func TestUIBrowser(t *testing.T) {
 
 	t.Run("a launch through the API appears without a reload", func(t *testing.T) {
 		evalJS[int](t, rw, "window.__notReloaded = 1")
+		start := time.Now()
 		env.launch(t, env.gov, env.name("b"))
-		took := rw.waitJS(t, "bar of web at 2", shapeBar(2)+" && window.__notReloaded === 1", 5*time.Second)
-		t.Logf("the launch showed on the open page %s after its operation finished", took)
-		if took > time.Second {
-			t.Errorf("the launch took %s to show: want within a second", took)
+		launched := time.Since(start)
+		rw.waitJS(t, "bar of web at 2", shapeBar(2)+" && window.__notReloaded === 1", 5*time.Second)
+		shown := time.Since(start)
+		t.Logf("launch operation took %s; the open page showed it %s after the API call (%s after the operation ended)", launched, shown, shown-launched)
+		if shown-launched > time.Second {
+			t.Errorf("the launch took %s after its operation to show: want within a second", shown-launched)
 		}
 	})
 
@@ -82,6 +85,8 @@ func TestUIBrowser(t *testing.T) {
 		name := env.name("kb")
 		rw.do(t, "type a name and press Enter", chromedp.SendKeys(chromedp.ID("launch-web"), name+kb.Enter))
 		rw.waitJS(t, "bar of web at 3", shapeBar(3), 30*time.Second)
+		// The page follows the launch's operation to its end and says so.
+		rw.waitJS(t, "launch done", `document.getElementById("messages").textContent.includes("Launch an instance of web: done")`, 30*time.Second)
 		if _, ok := env.lxdInstances(t)[name]; !ok {
 			t.Fatalf("LXD has no instance %s after the launch from the browser", name)
 		}
@@ -217,9 +222,8 @@ func TestUIBrowser(t *testing.T) {
 		}
 
 		// The keyboard reaches the skip link first, and it moves focus to the content.
-		rw.do(t, "open shape", chromedp.Navigate(uiURL(env, shapeFragment)))
+		rw.do(t, "load the shape page afresh", chromedp.Navigate("about:blank"), chromedp.Navigate(uiURL(env, shapeFragment)))
 		rw.waitJS(t, "page rendered", `!!document.querySelector("main h1")`, 10*time.Second)
-		evalJS[int](t, rw, "document.activeElement.blur(), 1")
 		rw.do(t, "tab", chromedp.KeyEvent(kb.Tab))
 		if focused := evalJS[string](t, rw, "document.activeElement.className"); focused != "skip" {
 			t.Fatalf("the first Tab focuses %q, want the skip link", focused)

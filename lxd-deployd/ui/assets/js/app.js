@@ -31,7 +31,7 @@ let dirty = false;
 
 // render builds the current page off screen and swaps it in, keeping focus and whatever
 // the user was typing, so live updates do not get in the way of keyboard use.
-export async function render(navigated) {
+export async function render(navigated, initial) {
   if (rendering) {
     dirty = true;
     return;
@@ -61,7 +61,9 @@ export async function render(navigated) {
   } else {
     const heading = main.querySelector("h1");
     if (heading) document.title = `${heading.textContent} · lxd-deployd`;
-    main.focus({ preventScroll: true });
+    // After a navigation inside the page, focus goes to the new content, as after a page
+    // load; on the first load it stays at the top, where the skip link is.
+    if (!initial) main.focus({ preventScroll: true });
   }
   for (const a of document.querySelectorAll(".top nav a")) {
     const current = location.hash.startsWith(a.getAttribute("href"));
@@ -140,7 +142,7 @@ async function start() {
   });
   onEvent(refreshSoon);
   connect();
-  await render(true);
+  await render(true, true);
 }
 
 start();
