@@ -199,6 +199,9 @@ func TestUIBrowser(t *testing.T) {
 	})
 
 	t.Run("accessibility basics", func(t *testing.T) {
+		// Whatever the pages do must pass the Content-Security-Policy: a violation (an inline
+		// style, say) would be a feature broken for every user.
+		evalJS[int](t, rw, `document.addEventListener("securitypolicyviolation", (e) => (window.__csp = window.__csp || []).push(e.violatedDirective + " " + e.blockedURI)), 1`)
 		for _, fragment := range []string{"/deployments", "/deployments/dep1", shapeFragment, "/operations", "/cluster"} {
 			rw.do(t, "open "+fragment, chromedp.Navigate(uiURL(env, fragment)))
 			rw.waitJS(t, "page rendered", `!!document.querySelector("main h1")`, 10*time.Second)
@@ -219,6 +222,10 @@ func TestUIBrowser(t *testing.T) {
 			if len(problems) > 0 {
 				t.Errorf("%s: %s", fragment, strings.Join(problems, "; "))
 			}
+		}
+
+		if violations := evalJS[[]string](t, rw, "window.__csp || []"); len(violations) > 0 {
+			t.Errorf("Content-Security-Policy violations: %s", strings.Join(violations, "; "))
 		}
 
 		// The keyboard reaches the skip link first, and it moves focus to the content.

@@ -5,6 +5,8 @@ export function h(tag, attrs, ...children) {
     if (value === undefined || value === null || value === false) continue;
     if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
     else if (key === "dataset") Object.assign(el.dataset, value);
+    // Styles go through the CSSOM: the Content-Security-Policy refuses style attributes.
+    else if (key === "style") Object.assign(el.style, value);
     else el.setAttribute(key, value === true ? "" : String(value));
   }
   append(el, children);

@@ -33,8 +33,8 @@ export function sizeBar(shape) {
   const label = `${shape.name}: ${cur} instance${cur === 1 ? "" : "s"}, minimum ${min}, maximum ${max}`;
   return h("div", { class: "size" },
     h("div", { class: `bar${out ? " out" : ""}`, role: "img", "aria-label": label, dataset: { current: cur, min, max } },
-      h("div", { class: "fill", style: `width:${pct(cur)}` }),
-      h("div", { class: "range", style: `left:${pct(min)};width:calc(${pct(max - min)} - 2px)` })),
+      h("div", { class: "fill", style: { width: pct(cur) } }),
+      h("div", { class: "range", style: { left: pct(min), width: `calc(${pct(max - min)} - 2px)` } })),
     h("div", { class: "bar-legend", "aria-hidden": "true" },
       h("span", {}, `min ${min}`), h("span", { class: "current" }, `${cur} now`), h("span", {}, `max ${max}`)));
 }

@@ -91,7 +91,7 @@ function rolloutSection(dep, shape, s, rollouts) {
         h("span", { class: "muted" }, "A rollout replaces instances made from older revisions.")),
     table(`Rollouts of ${shape}, newest first`, ["#", "Status", "Revisions", "Progress", "Strategy", "Why", "Started"],
       rollouts.slice(0, 10).map((r) => [r.number, badge(r.status, statusKind[r.status]), `${r.from_revision} → ${r.revision}`,
-        progress(r), r.strategy.strategy || "rolling", r.reason || r.cause, when(r.created_at)]),
+        r === active ? progress(r) : r.finished_at ? h("span", {}, "finished ", when(r.finished_at)) : "", r.strategy.strategy || "rolling", r.reason || r.cause, when(r.created_at)]),
       "No rollouts yet."));
 }
 
