@@ -91,6 +91,10 @@ func TestUIBrowser(t *testing.T) {
 			t.Fatalf("LXD has no instance %s after the launch from the browser", name)
 		}
 
+		if typed := evalJS[string](t, rw, `document.getElementById("launch-web").value`); typed != "" {
+			t.Fatalf("the name field still holds %q after the launch", typed)
+		}
+
 		// At the maximum a launch is the API's 409, shown as is.
 		rw.do(t, "launch over the maximum", chromedp.SendKeys(chromedp.ID("launch-web"), env.name("over")+kb.Enter))
 		rw.waitJS(t, "the API's error", `document.getElementById("messages").textContent.includes("at its scaling maximum (3)")`, 10*time.Second)

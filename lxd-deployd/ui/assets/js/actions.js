@@ -40,6 +40,12 @@ export function form(label, fields, submitText, run) {
         const answer = await run(values);
         if (answer && answer.id && answer.status) await waitOperation(answer);
         showInfo(`${label}: done`);
+        // Clear what was typed, in the form now on the page (live updates may have
+        // replaced this one meanwhile).
+        for (const input of el.querySelectorAll("input[id]")) {
+          const current = document.getElementById(input.id);
+          if (current) current.value = current.defaultValue;
+        }
       } catch (err) {
         showError(label, err);
       } finally {
