@@ -180,6 +180,14 @@ func TestUIBrowser(t *testing.T) {
 		if after := len(env.lxdInstances(t)); after != before {
 			t.Fatalf("LXD went from %d to %d instances after a refused write", before, after)
 		}
+
+		// Signing out ends the session in the daemon: the cookie no longer works.
+		ro.do(t, "sign out", chromedp.Click(chromedp.ID("logout")))
+		ro.waitJS(t, "signed out", `!!document.querySelector(".signin")`, 10*time.Second)
+		answer = evalJS[string](t, ro, `fetch("/1.0/deployments").then((r) => String(r.status))`)
+		if answer != "403" {
+			t.Fatalf("after signing out GET /1.0/deployments answered %s", answer)
+		}
 	})
 
 	t.Run("writes without the CSRF token are refused", func(t *testing.T) {

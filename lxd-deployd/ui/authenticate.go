@@ -23,6 +23,13 @@ func Authenticate(r *http.Request, cluster *db.Cluster, now time.Time) (*auth.Ca
 		return untrusted, nil
 	}
 
+	// Signing in and out act on the cookie itself, not as its session: a read-only session
+	// must be able to sign out, and a browser with a session to open a new link. Both are
+	// public routes; the origin check still applies to them.
+	if r.URL.Path == "/ui/login" || r.URL.Path == "/ui/logout" {
+		return untrusted, nil
+	}
+
 	var session *db.UISession
 	var cert auth.TrustedCertificate
 	err := cluster.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {

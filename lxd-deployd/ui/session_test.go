@@ -245,6 +245,16 @@ func TestReadOnlySession(t *testing.T) {
 		}
 	}
 
+	// Signing out, or in with another link, needs neither a token nor a writable session.
+	for _, path := range []string{"/ui/logout", "/ui/login"} {
+		r := request(http.MethodPost, path, nil, nil, false)
+		r.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: secret})
+		_, err := Authenticate(r, a.DB, *now)
+		if err != nil {
+			t.Fatalf("POST %s from a read-only session: %v", path, err)
+		}
+	}
+
 	err := a.DB.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 		c, err := db.GetCertificate(ctx, tx, govFP)
 		if err != nil {
@@ -286,5 +296,28 @@ func TestAssets(t *testing.T) {
 		if w := get(path); w.Code != http.StatusNotFound {
 			t.Errorf("%s answered %d", path, w.Code)
 		}
+	}
+}
+
+// Signing out ends the session in the database: the cookie's value is worthless after,
+// even if a copy of it survived the browser clearing it.
+func TestLogoutEndsSession(t *testing.T) {
+	a, now := testAPI(t)
+	link := metadata[api.UILink](t, render(t, a.CreateLink(request(http.MethodPost, "/1.0/ui/links", api.UILinksPost{}, adminCaller, true))))
+	secret := render(t, a.Login(request(http.MethodPost, "/ui/login", loginPost{Token: secretOf(t, link)}, nil, false))).Result().Cookies()[0].Value
+	withCookie := func(method string, path string) *http.Request {
+		r := request(method, path, nil, nil, false)
+		r.AddCookie(&http.Cookie{Name: auth.SessionCookie, Value: secret})
+		return r
+	}
+
+	w := render(t, a.Logout(withCookie(http.MethodPost, "/ui/logout")))
+	if c := w.Result().Cookies(); w.Code != http.StatusOK || len(c) != 1 || c[0].MaxAge >= 0 {
+		t.Fatalf("logout answered %d with cookies %v", w.Code, c)
+	}
+
+	caller, err := Authenticate(withCookie(http.MethodGet, "/1.0/deployments"), a.DB, *now)
+	if err != nil || caller.Trusted {
+		t.Fatalf("after signing out the cookie is %+v, %v", caller, err)
 	}
 }
