@@ -157,6 +157,33 @@ func TestUIBrowser(t *testing.T) {
 		rw.screenshot(t, "shape-rollback-diff")
 	})
 
+	t.Run("pause and resume a rollout from its buttons", func(t *testing.T) {
+		// Instances must stay ready a while before they count, so the rollout is slow
+		// enough to catch (a new revision; the instances are already outdated by the
+		// rollback above).
+		env.setShape(t, func(put *api.DeploymentShapePut) { put.Rollout.MinReady = "3s" })
+		rw.waitJS(t, "start button back", `!!document.getElementById("start-rollout")`, 10*time.Second)
+		rw.do(t, "start rollout", chromedp.Click(chromedp.ID("start-rollout")))
+		rw.waitJS(t, "pause button", `!!document.querySelector('button[aria-label="pause rollout 2"]')`, 10*time.Second)
+		rw.waitJS(t, "live progress", `!!document.querySelector('progress[aria-label="rollout 2 progress"]')`, 10*time.Second)
+		rw.do(t, "pause", chromedp.Click(chromedp.CSS(`button[aria-label="pause rollout 2"]`)))
+		rw.waitJS(t, "resume button", `!!document.querySelector('button[aria-label="resume rollout 2"]')`, 10*time.Second)
+		rollout, err := env.admin.GetDeploymentShapeRollout("dep1", "web", 2)
+		must(t, err)
+		if rollout.Status != "paused" {
+			t.Fatalf("after Pause the rollout is %s", rollout.Status)
+		}
+
+		rw.screenshot(t, "rollout-paused")
+		rw.do(t, "resume", chromedp.Click(chromedp.CSS(`button[aria-label="resume rollout 2"]`)))
+		rw.waitJS(t, "rollout 2 complete", `(() => { const t = [...document.querySelectorAll("table")].find((t) => t.caption && t.caption.textContent.startsWith("Rollouts")); return !!t && t.tBodies[0].rows[0].cells[0].textContent === "2" && t.tBodies[0].rows[0].cells[1].textContent === "complete"; })()`, 60*time.Second)
+		for name, i := range env.instancesByName(t) {
+			if i.Outdated {
+				t.Fatalf("instance %s is outdated after the resumed rollout completed", name)
+			}
+		}
+	})
+
 	t.Run("read-only session has no buttons and its writes are refused", func(t *testing.T) {
 		roLink := strings.TrimSpace(u.ok("ui", "link", "--read-only", "--certificate", adminID.Fingerprint))
 		ro := newSession(t, "read-only")
