@@ -73,7 +73,9 @@ func request(method string, target string, body any, caller *auth.Caller, withCe
 	return r
 }
 
-func render(t *testing.T, resp interface{ Render(http.ResponseWriter) error }) *httptest.ResponseRecorder {
+func render(t *testing.T, resp interface {
+	Render(http.ResponseWriter) error
+}) *httptest.ResponseRecorder {
 	t.Helper()
 	w := httptest.NewRecorder()
 	err := resp.Render(w)
