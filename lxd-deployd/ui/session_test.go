@@ -19,6 +19,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -73,9 +74,7 @@ func request(method string, target string, body any, caller *auth.Caller, withCe
 	return r
 }
 
-func render(t *testing.T, resp interface {
-	Render(http.ResponseWriter) error
-}) *httptest.ResponseRecorder {
+func render(t *testing.T, resp response.Response) *httptest.ResponseRecorder {
 	t.Helper()
 	w := httptest.NewRecorder()
 	err := resp.Render(w)
