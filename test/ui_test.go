@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	lxdapi "github.com/canonical/lxd/shared/api"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -235,6 +236,24 @@ func TestUIBrowser(t *testing.T) {
 		late := newSession(t, "expired")
 		late.do(t, "open the expired link", chromedp.Navigate(short))
 		late.waitJS(t, "refused", `document.getElementById("messages").textContent.includes("unknown, used or expired")`, 10*time.Second)
+	})
+
+	t.Run("deployments of another project", func(t *testing.T) {
+		project := env.prefix + "-p"
+		must(t, env.lxdConn.CreateProject(lxdapi.ProjectsPost{Name: project, ProjectPut: lxdapi.ProjectPut{Config: map[string]string{"features.images": "false", "features.profiles": "false"}}}))
+		t.Cleanup(func() { _ = env.lxdConn.DeleteProject(project) })
+		inProject := env.admin.UseProject(project)
+		must(t, inProject.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "elsewhere"}}))
+		t.Cleanup(func() { _ = inProject.DeleteDeployment("elsewhere", false) })
+
+		rw.do(t, "open deployments", chromedp.Navigate(uiURL(env, "/deployments")))
+		rw.waitJS(t, "the project field", `!!document.getElementById("project")`, 10*time.Second)
+		evalJS[int](t, rw, `document.getElementById("project").value = "", 1`)
+		rw.do(t, "choose project", chromedp.SendKeys(chromedp.ID("project"), project+kb.Enter))
+		link := fmt.Sprintf(`a[href="#/deployments/elsewhere?project=%s"]`, project)
+		rw.waitJS(t, "the project's deployment", fmt.Sprintf(`!!document.querySelector('%s') && !document.querySelector('a[href="#/deployments/dep1"]')`, link), 10*time.Second)
+		rw.do(t, "open it", chromedp.Click(chromedp.CSS(link)))
+		rw.waitJS(t, "its page", `document.querySelector("main h1").textContent === "Deployment elsewhere"`, 10*time.Second)
 	})
 
 	t.Run("accessibility basics", func(t *testing.T) {

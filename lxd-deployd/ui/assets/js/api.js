@@ -2,6 +2,16 @@
 
 export const session = { info: null };
 
+// view is what the address bar selects beyond the page: the LXD project of the deployments
+// shown (?project= in the fragment, default "default").
+export const view = { project: "default" };
+
+// withProject adds the project to a deployments URL, as the CLI's --project does.
+function withProject(path) {
+  if (view.project === "default" || !path.startsWith("/1.0/deployments")) return path;
+  return path + (path.includes("?") ? "&" : "?") + "project=" + encodeURIComponent(view.project);
+}
+
 export class APIError extends Error {
   constructor(message, status) {
     super(message);
@@ -18,7 +28,7 @@ export async function call(method, path, body) {
   }
   let res;
   try {
-    res = await fetch(path, {
+    res = await fetch(withProject(path), {
       method, headers, credentials: "same-origin", cache: "no-store",
       body: body === undefined ? undefined : JSON.stringify(body),
     });

@@ -1,6 +1,6 @@
 // The web view: a hash router over pages that read the REST API and re-render on every
 // event of /1.0/events (doc/ui.md).
-import { call, get, session } from "./api.js";
+import { call, get, session, view } from "./api.js";
 import { h } from "./dom.js";
 import { connect, onEvent } from "./events.js";
 import { clearMessages, showError } from "./messages.js";
@@ -19,8 +19,10 @@ const routes = [
 ];
 
 function match() {
+  const [hash, query] = location.hash.split("?");
+  view.project = new URLSearchParams(query || "").get("project") || "default";
   for (const [re, page] of routes) {
-    const m = location.hash.match(re);
+    const m = hash.match(re);
     if (m) return { page, params: m.slice(1).map(decodeURIComponent) };
   }
   return { page: deployments, params: [] };
@@ -66,7 +68,7 @@ export async function render(navigated, initial) {
     if (!initial) main.focus({ preventScroll: true });
   }
   for (const a of document.querySelectorAll(".top nav a")) {
-    const current = location.hash.startsWith(a.getAttribute("href"));
+    const current = location.hash.split("?")[0].startsWith(a.getAttribute("href"));
     if (current) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }

@@ -1,3 +1,5 @@
+import { view } from "./api.js";
+
 // h builds an element: h("button", {class: "x", onclick: f}, "text", child...).
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
@@ -66,6 +68,8 @@ export function link(href, text, label) {
   return h("a", { href, "aria-label": label }, text);
 }
 
+// route is the fragment of a page, keeping the project shown.
 export function route(...segments) {
-  return "#/" + segments.map(encodeURIComponent).join("/");
+  const query = view.project === "default" ? "" : "?project=" + encodeURIComponent(view.project);
+  return "#/" + segments.map(encodeURIComponent).join("/") + query;
 }

@@ -17,7 +17,7 @@ export async function render(name) {
     }
   }
   return h("div", {},
-    h("p", { class: "crumbs" }, h("a", { href: "#/deployments" }, "Deployments"), " / ", name),
+    h("p", { class: "crumbs" }, h("a", { href: route("deployments") }, "Deployments"), " / ", name),
     h("h1", {}, `Deployment ${name}`),
     d.description ? h("p", { class: "muted" }, d.description) : null,
     h("div", { class: "cards" }, shapes.map((s, i) => shapeCard(name, s, lists[i]))),

@@ -1,4 +1,4 @@
-import { get, paths } from "../api.js";
+import { get, paths, view } from "../api.js";
 import { badge, h, route } from "../dom.js";
 import { bound, counts, sizeBar } from "../shapes.js";
 
@@ -6,7 +6,8 @@ export async function render() {
   const list = await get(`${paths.deployments()}?recursion=1`);
   const cards = await Promise.all(list.map(card));
   return h("div", {},
-    h("h1", {}, "Deployments"),
+    h("h1", {}, view.project === "default" ? "Deployments" : `Deployments in project ${view.project}`),
+    projectForm(),
     list.length === 0
       ? h("p", { class: "muted" }, "No deployments yet: create one with lxd-deploy deployment create.")
       : h("div", { class: "cards" }, cards));
@@ -32,4 +33,18 @@ async function card(d) {
         f ? badge(f.text, f.kind === "alert" ? "bad" : "warn") : null,
         sizeBar(s));
     }));
+}
+
+// projectForm picks the LXD project whose deployments are shown; it only navigates.
+function projectForm() {
+  return h("form", {
+    class: "inline", "aria-label": "Choose a project",
+    onsubmit: (e) => {
+      e.preventDefault();
+      const project = e.target.querySelector("#project").value.trim() || "default";
+      location.hash = project === "default" ? "#/deployments" : `#/deployments?project=${encodeURIComponent(project)}`;
+    },
+  },
+  h("label", { for: "project" }, "LXD project", h("input", { id: "project", name: "project", value: view.project, autocomplete: "off" })),
+  h("button", { type: "submit", class: "secondary" }, "Show"));
 }

@@ -18,7 +18,7 @@ export async function render(dep, name) {
   ]);
   const f = bound(s);
   return h("div", {},
-    h("p", { class: "crumbs" }, h("a", { href: "#/deployments" }, "Deployments"), " / ",
+    h("p", { class: "crumbs" }, h("a", { href: route("deployments") }, "Deployments"), " / ",
       h("a", { href: route("deployments", dep) }, dep), " / ", name),
     h("h1", {}, `Shape ${name}`, " ", f ? badge(f.text, f.kind === "alert" ? "bad" : "warn") : null),
     s.description ? h("p", { class: "muted" }, s.description) : null,
