@@ -37,6 +37,8 @@ func TestUIBrowser(t *testing.T) {
 	adminID := newIdentity(t)
 	trustIdentity(t, env.admin, adminID, "ui-admin", "client")
 	u := newCLIUser(t, env.d)
+	u.fails([]string{"the unix socket is no trust store entry", "--certificate"}, "ui", "link")
+	u.fails([]string{"expiry", "24h"}, "ui", "link", "--certificate", adminID.Fingerprint, "--expiry", "48h")
 	link := strings.TrimSpace(u.ok("ui", "link", "--certificate", adminID.Fingerprint))
 	if !strings.HasPrefix(link, "https://"+env.d.HTTPSAddress+"/ui/#login=") {
 		t.Fatalf("ui link printed %q", link)
