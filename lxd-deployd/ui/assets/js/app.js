@@ -76,10 +76,15 @@ export async function render(navigated, initial) {
   if (dirty) render(false);
 }
 
+// refreshSoon redraws 150 ms after the first of a burst of events: a busy daemon's stream
+// of events delays a redraw by that much at most, never indefinitely.
 let timer = null;
 function refreshSoon() {
-  clearTimeout(timer);
-  timer = setTimeout(() => render(false), 150);
+  if (timer) return;
+  timer = setTimeout(() => {
+    timer = null;
+    render(false);
+  }, 150);
 }
 
 // signIn redeems a link's secret, which arrives in the URL's fragment (never sent to the
