@@ -322,3 +322,13 @@ func TestLogoutEndsSession(t *testing.T) {
 		t.Fatalf("after signing out the cookie is %+v, %v", caller, err)
 	}
 }
+
+// A browser with a trusted client certificate is signed in as it, with no session and no
+// CSRF token: the origin check guards its writes.
+func TestSessionOfCertificate(t *testing.T) {
+	a, _ := testAPI(t)
+	info := metadata[api.UISession](t, render(t, a.Session(request(http.MethodGet, "/ui/session", nil, adminCaller, true))))
+	if info.Method != "certificate" || info.Name != "alice" || info.CSRFToken != "" || info.ReadOnly || info.ExpiresAt != nil {
+		t.Fatalf("session of a certificate %+v", info)
+	}
+}
