@@ -71,5 +71,6 @@ check-static: ## gofmt, go vet, and staticcheck when installed
 	@if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed: skipped"; fi
 
 .PHONY: clean
-clean: ## remove built binaries and ./.run
+clean: ## remove built binaries and ./.run (and the private LXD ./.run/lxd links to, if any)
+	if [ -L $(RUN_DIR)/lxd ]; then rm -rf "$$(readlink $(RUN_DIR)/lxd)"; fi
 	rm -rf bin $(RUN_DIR)

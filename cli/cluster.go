@@ -18,7 +18,8 @@ func (a *app) clusterCommand() *cobra.Command {
 		RunE:  showHelp,
 	}
 
-	cmd.AddCommand(a.clusterListCommand(), a.clusterShowCommand(), a.clusterAddCommand(), a.clusterRemoveCommand())
+	cmd.AddCommand(a.clusterListCommand(), a.clusterShowCommand(), a.clusterAddCommand(), a.clusterRemoveCommand(),
+		a.clusterListTokensCommand(), a.clusterRevokeTokenCommand(), a.clusterUpdateCertificateCommand())
 	return cmd
 }
 

@@ -211,6 +211,10 @@ properties. The daemon never fetches.`,
 			}
 
 			config, err := deployConfig(t.name, ref, properties)
+			if err == nil && flags.strictUndefined {
+				config, err = withStrictUndefined(config)
+			}
+
 			if err != nil {
 				return err
 			}

@@ -249,7 +249,9 @@ func (a *app) shapeEditCommand() *cobra.Command {
 					return err
 				}
 
-				return t.server.UpdateDeploymentShape(t.name, args[1], edited.Writable(), etag)
+				put, original := edited.Writable(), shape.Writable()
+				keepUnsetLists(&original, &put)
+				return t.server.UpdateDeploymentShape(t.name, args[1], put, etag)
 			})
 		},
 	}

@@ -39,6 +39,10 @@ type templateFlags struct {
 	properties []string
 	registries []string
 
+	// strictUndefined sets the config's strict_undefined: true, so that the local expansion
+	// and the daemon's both use Jinja's StrictUndefined.
+	strictUndefined bool
+
 	// From config.yml (see app.configureRegistries): registries and the default one.
 	configured      map[string]string
 	defaultRegistry string
@@ -46,6 +50,7 @@ type templateFlags struct {
 
 func (f *templateFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.properties, "properties", nil, "set deployment-level properties of the config: key=value,... (values are YAML: 3, true, [a, b]; a dotted key sets a nested value; repeatable)")
+	cmd.Flags().BoolVar(&f.strictUndefined, "strict-undefined", false, "make an undefined name, key or attribute in a Jinja template an error where it is looked up (Jinja's StrictUndefined), instead of Jinja2's default: falsy and rendered as nothing, with a warning; sets strict_undefined: true in the config sent")
 	cmd.Flags().StringArrayVar(&f.registries, "registry", nil, "where templates named by registry references are fetched from: URL or DIR for short references (<template>:<version>), or <host>/<owner>/<repo>=URL|DIR for one registry (repeatable)")
 }
 
@@ -180,6 +185,28 @@ func withProperties(config []byte, pairs []string) ([]byte, error) {
 	return yaml3.Marshal(&doc)
 }
 
+// withStrictUndefined sets strict_undefined: true at the top of a config, keeping the
+// rest of the document as it was. The config says it, so that the daemon expands it the
+// same way, now and when it expands it again (a rollback).
+func withStrictUndefined(config []byte) ([]byte, error) {
+	var doc yaml3.Node
+	err := yaml3.Unmarshal(config, &doc)
+	if err != nil {
+		return nil, fmt.Errorf("the config is not valid YAML: %w", err)
+	}
+
+	if doc.Kind == 0 || len(doc.Content) == 0 || doc.Content[0].Kind != yaml3.MappingNode {
+		return nil, fmt.Errorf("the config is not a mapping: cannot set strict_undefined in it")
+	}
+
+	err = mergeNode(doc.Content[0], map[string]any{"strict_undefined": true})
+	if err != nil {
+		return nil, err
+	}
+
+	return yaml3.Marshal(&doc)
+}
+
 // mappingValue returns the value of key in a mapping node, adding an empty mapping when
 // the key is absent or not a mapping.
 func mappingValue(m *yaml3.Node, key string) *yaml3.Node {
@@ -264,6 +291,13 @@ func (a *app) loadTemplate(configPath string, flags *templateFlags, env template
 	config, err = withProperties(config, flags.properties)
 	if err != nil {
 		return nil, err
+	}
+
+	if flags.strictUndefined {
+		config, err = withStrictUndefined(config)
+		if err != nil {
+			return nil, err
+		}
 	}
 
 	err = a.configureRegistries(flags)

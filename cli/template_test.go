@@ -226,3 +226,33 @@ func TestSplitProperties(t *testing.T) {
 		t.Errorf("props = %v, %v", props, err)
 	}
 }
+
+// An undefined property renders as nothing by default (Jinja2's Undefined, with a warning)
+// and is the strict case's error with --strict-undefined.
+func TestExpandStrictUndefined(t *testing.T) {
+	config := filepath.Join(corpus, "jinja-undefined-property", "config.yaml")
+	var stdout, stderr bytes.Buffer
+	a := &app{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+	root := a.command()
+	root.SetArgs([]string{"expand", config, "--deployment", "demo"})
+	err := root.Execute()
+	if err != nil || !strings.Contains(stdout.String(), "description: port") || !strings.Contains(stderr.String(), "Warning: web.jinja:5: properties.port is undefined") {
+		t.Fatalf("expand: %v\n%s\n%s", err, stdout.String(), stderr.String())
+	}
+
+	expected, err := os.ReadFile(filepath.Join(corpus, "jinja-undefined-property", "expected-error.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = runCLI("expand", config, "--deployment", "demo", "--strict-undefined")
+	if err == nil || err.Error() != strings.TrimSpace(string(expected)) {
+		t.Fatalf("expand --strict-undefined: got %v, want %s", err, expected)
+	}
+
+	// The config says it: what apply sends makes the daemon expand it the same way.
+	out, err := withStrictUndefined([]byte("# web\nresources: []\n"))
+	if err != nil || string(out) != "# web\nresources: []\nstrict_undefined: true\n" {
+		t.Fatalf("withStrictUndefined: %v\n%s", err, out)
+	}
+}

@@ -56,3 +56,29 @@ func (s *Server) DeleteClusterMember(name string, force bool) error {
 	_, err := s.queryStruct(http.MethodDelete, path("cluster", "members", name)+query, nil, "", nil)
 	return err
 }
+
+// GetClusterJoinTokens returns the members yet to join: the outstanding join tokens
+// (status Pending, or Joining once a daemon redeemed one).
+func (s *Server) GetClusterJoinTokens() ([]api.ClusterMember, error) {
+	var pending []api.ClusterMember
+	_, err := s.queryStruct(http.MethodGet, path("cluster", "tokens")+"?recursion=1", nil, "", &pending)
+	return pending, err
+}
+
+// RevokeClusterJoinToken revokes the outstanding join token of a member yet to join.
+func (s *Server) RevokeClusterJoinToken(name string) error {
+	_, err := s.queryStruct(http.MethodDelete, path("cluster", "tokens", name), nil, "", nil)
+	return err
+}
+
+// UpdateClusterCertificate rotates the cluster certificate and waits (up to half a
+// minute) for every member to move to the new one.
+func (s *Server) UpdateClusterCertificate() (*api.ClusterCertificate, error) {
+	var result api.ClusterCertificate
+	_, err := s.queryStruct(http.MethodPost, path("cluster", "certificate"), nil, "", &result)
+	if err != nil {
+		return nil, err
+	}
+
+	return &result, nil
+}

@@ -13,13 +13,9 @@ import (
 // BenchmarkReserveInstance measures the write transaction a launch makes before anything is
 // sent to LXD: read the shape (bound check) and insert the instance row.
 func BenchmarkReserveInstance(b *testing.B) {
-	c, err := Open(context.Background(), b.TempDir(), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-
-	defer func() { _ = c.Close(context.Background()) }()
+	c := newTestCluster(b)
 	var deploymentID int64
+	var err error
 	err = c.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 		deploymentID, err = CreateDeployment(ctx, tx, "default", api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}})
 		if err != nil {
@@ -53,13 +49,8 @@ func BenchmarkReserveInstance(b *testing.B) {
 // BenchmarkShapeCounts measures the one query a metrics scrape makes for its shape gauges:
 // 1,000 shapes with 3 instances each, some outdated, waiting in a hook or unhealthy.
 func BenchmarkShapeCounts(b *testing.B) {
-	c, err := Open(context.Background(), b.TempDir(), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-
-	defer func() { _ = c.Close(context.Background()) }()
-	err = c.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+	c := newTestCluster(b)
+	err := c.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 		for d := 0; d < 20; d++ {
 			deploymentID, err := CreateDeployment(ctx, tx, "default", api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: fmt.Sprintf("dep%d", d)}})
 			if err != nil {

@@ -46,6 +46,10 @@ type Options struct {
 	// TLS, when set, encrypts and authenticates traffic between members: every member holds
 	// the same cluster key pair, as LXD's cluster.crt.
 	TLS *tls.Certificate
+
+	// Credentials, when set, replace TLS with certificates read at each handshake, so
+	// that the cluster certificate can be rotated while the cluster runs.
+	Credentials ClusterCredentials
 }
 
 // Cluster is the handle to the database shared by every daemon of a cluster.
@@ -58,6 +62,9 @@ type Cluster struct {
 
 	// markCommits is set once the schema has the commit_markers table (retry.go).
 	markCommits bool
+
+	// handedOver is set once Handover ran, so that Close does not try again.
+	handedOver atomic.Bool
 }
 
 // Retries returns how many transactions were retried since the database was opened.
@@ -117,7 +124,9 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 		}),
 	}
 
-	if opts.TLS != nil {
+	if opts.Credentials != nil {
+		options = append(options, app.WithTLS(rotatingTLS(opts.Credentials)))
+	} else if opts.TLS != nil {
 		leaf, err := x509.ParseCertificate(opts.TLS.Certificate[0])
 		if err != nil {
 			return nil, fmt.Errorf("parse cluster certificate: %w", err)
@@ -129,7 +138,7 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 		options = append(options, app.WithTLS(app.SimpleTLSConfig(*opts.TLS, pool)))
 	}
 
-	dqliteApp, err := newApp(dir, opts.TLS != nil, options)
+	dqliteApp, err := newApp(dir, opts.TLS != nil || opts.Credentials != nil, options)
 	if err != nil {
 		return nil, fmt.Errorf("start dqlite node in %q: %w", dir, err)
 	}
@@ -221,17 +230,6 @@ func (c *Cluster) IsLeader(ctx context.Context) (bool, error) {
 	}
 
 	return leader.Address == c.app.Address(), nil
-}
-
-// Close hands leadership over to another member if there is one, then stops the node.
-func (c *Cluster) Close(ctx context.Context) error {
-	handoverCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-
-	// A single node has nobody to hand over to; that is not an error worth reporting.
-	_ = c.app.Handover(handoverCtx)
-	_ = c.db.Close()
-	return c.app.Close()
 }
 
 // transactionAttempts bounds the retries of one transaction: with retryDelay, a writer

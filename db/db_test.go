@@ -12,8 +12,9 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
-// newTestCluster opens a real single-node dqlite in a temp dir.
-func newTestCluster(t *testing.T) *Cluster {
+// newTestCluster opens a real single-node dqlite in a temp dir, closed at the end of the
+// test: dbtest.Open for the db package's own tests, which cannot import dbtest.
+func newTestCluster(t testing.TB) *Cluster {
 	t.Helper()
 	c, err := Open(context.Background(), t.TempDir(), Options{})
 	if err != nil {

@@ -78,6 +78,10 @@ type InstanceHealth struct {
 	Output    string
 	CheckedAt *time.Time
 
+	// ExitCode of the last check; -1 when it could not run. Unlike Output (admins only),
+	// it may go to webhooks, events and the activity log.
+	ExitCode int
+
 	// Streak counts consecutive results: positive for passes, negative for failures.
 	Streak int
 
@@ -97,8 +101,8 @@ type InstanceHook struct {
 
 // SetInstanceHealth records a check's result on an instance that is still created.
 func SetInstanceHealth(ctx context.Context, tx *sql.Tx, id int64, h InstanceHealth) error {
-	result, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET health = ?, health_output = ?, health_checked_at = ?, health_streak = ?, replacement = ? WHERE id = ? AND state = 'created'",
-		h.Status, h.Output, h.CheckedAt, h.Streak, h.Replacement, id)
+	result, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET health = ?, health_output = ?, health_checked_at = ?, health_streak = ?, replacement = ?, health_exit_code = ? WHERE id = ? AND state = 'created'",
+		h.Status, h.Output, h.CheckedAt, h.Streak, h.Replacement, h.ExitCode, id)
 	if err != nil {
 		return fmt.Errorf("record instance health: %w", err)
 	}
@@ -109,7 +113,7 @@ func SetInstanceHealth(ctx context.Context, tx *sql.Tx, id int64, h InstanceHeal
 // forgetInstanceHealth puts the instances of a shape that has no health checks back to
 // unknown.
 func forgetInstanceHealth(ctx context.Context, tx *sql.Tx, shapeID int64) error {
-	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET health = 'unknown', health_output = '', health_checked_at = NULL, health_streak = 0, replacement = 0 WHERE deployment_shape_id = ?", shapeID)
+	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET health = 'unknown', health_output = '', health_checked_at = NULL, health_streak = 0, replacement = 0, health_exit_code = 0 WHERE deployment_shape_id = ?", shapeID)
 	if err != nil {
 		return fmt.Errorf("forget instance health: %w", err)
 	}

@@ -12,12 +12,7 @@ import (
 // GetShapeCounts counts, in its one query, a shape's instances by health, readiness,
 // revision and hook, its warm pool and its active rollout; deleting instances do not count.
 func TestGetShapeCounts(t *testing.T) {
-	c, err := Open(context.Background(), t.TempDir(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	c := newTestCluster(t)
 	now := time.Now()
 	tx(t, c, func(ctx context.Context, tx *sql.Tx) error {
 		deploymentID, err := CreateDeployment(ctx, tx, "default", api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}})

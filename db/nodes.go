@@ -165,9 +165,3 @@ func removeNode(ctx context.Context, cli *client.Client, address string, online 
 
 	return true, nil
 }
-
-// Handover gives this node's database role (and leadership) to another online node, so
-// that stopping it stalls nobody: called before a clean shutdown or leaving the cluster.
-func (c *Cluster) Handover(ctx context.Context) error {
-	return c.app.Handover(ctx)
-}

@@ -131,7 +131,8 @@ func GetActiveRollout(ctx context.Context, tx *sql.Tx, shapeID int64) (*Rollout,
 	return &rollouts[0], nil
 }
 
-// CreateRollout records a new running rollout of a shape and returns its number.
+// CreateRollout records a new running rollout of a shape and returns its number, and
+// prunes the shape's finished rollouts beyond its deployment's rollouts.keep.
 func CreateRollout(ctx context.Context, tx *sql.Tx, shapeID int64, r api.DeploymentRollout, now time.Time) (int, error) {
 	var number int
 	err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(number), 0) + 1 FROM deployments_shapes_rollouts WHERE deployment_shape_id = ?", shapeID).Scan(&number)
@@ -155,6 +156,17 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		shapeID, number, r.Status, r.Phase, r.Revision, r.FromRevision, string(strategy), r.Cause, string(requestor), r.Notes, r.Size, now.UTC(), now.UTC(), now.UTC())
 	if err != nil {
 		return 0, fmt.Errorf("record rollout: %w", err)
+	}
+
+	// Pruned in the transaction that adds one, so the count never grows past the bound.
+	keep, err := rolloutsKeep(ctx, tx, shapeID)
+	if err != nil {
+		return 0, err
+	}
+
+	err = PruneRollouts(ctx, tx, shapeID, keep)
+	if err != nil {
+		return 0, err
 	}
 
 	return number, nil

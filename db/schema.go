@@ -24,7 +24,8 @@ var updates = map[int]update{
 	9:  updateAddRevisionsRolloutsActivity,
 	10: updateAddInstanceLifecycle,
 	11: updateAddInstanceSizesRollout,
-	12: updateAddUISessions,
+	12: updateAddMemberCredentials,
+	13: updateAddUISessions,
 }
 
 // SchemaVersion is the version a fully updated database has.

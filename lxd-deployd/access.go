@@ -184,5 +184,13 @@ func allowTrusted(r *http.Request) error {
 		return errMetricsOnly
 	}
 
+	if caller.CertificateType == auth.CertificateTypeMember {
+		return errMemberOnly
+	}
+
 	return nil
 }
+
+// errMemberOnly refuses another member's own certificate outside the internal member
+// routes: what a member forwards carries the original caller, who is checked instead.
+var errMemberOnly = forbidden("a cluster member's certificate may use the internal member routes only (event relay, forwarded requests)")

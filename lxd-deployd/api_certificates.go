@@ -309,7 +309,10 @@ func (a certificatesAPI) update(r *http.Request, patch bool) response.Response {
 
 		var put lxdapi.CertificatePut
 		if patch {
-			put = writable
+			put, err = patchBase(writable)
+			if err != nil {
+				return err
+			}
 		}
 
 		err = unmarshalBody(body, &put)

@@ -12,6 +12,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -31,6 +32,10 @@ type clusterAPI struct {
 
 	// events are this member's own events, streamed to the other members.
 	events *events.Server
+
+	// syncCertificate takes this member one step along a cluster certificate rotation
+	// (cluster_rotate.go); nil in tests without one.
+	syncCertificate func(ctx context.Context) error
 }
 
 // clusterEndpoints are the routes of the cluster API.
@@ -52,9 +57,23 @@ func clusterEndpoints(a clusterAPI) []endpoint {
 			post: with(admin, a.createJoinToken),
 		},
 		{
+			// A name yet to join is a pending member: GET shows its token, DELETE revokes it.
 			path:   "/1.0/cluster/members/{member}",
 			get:    with(admin, a.getMember),
 			delete: with(admin, a.deleteMember),
+		},
+		{
+			path: "/1.0/cluster/tokens",
+			get:  with(admin, a.listTokens),
+		},
+		{
+			path:   "/1.0/cluster/tokens/{member}",
+			get:    with(admin, a.getMember),
+			delete: with(admin, a.revokeToken),
+		},
+		{
+			path: "/1.0/cluster/certificate",
+			post: with(admin, a.updateCertificate),
 		},
 		{
 			path: memberEventsPath,
@@ -156,7 +175,18 @@ func (a clusterAPI) getMember(r *http.Request) response.Response {
 		}
 	}
 
-	return response.SmartError(notFoundf("cluster member %q not found: `lxd-deploy cluster list` shows the members", name))
+	pending, err := a.pending(r.Context())
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	for _, m := range pending {
+		if m.ServerName == name {
+			return response.SyncResponse(m)
+		}
+	}
+
+	return response.SmartError(notFoundf("cluster member %q not found: `lxd-deploy cluster list` shows the members, `lxd-deploy cluster list-tokens` the pending ones", name))
 }
 
 // createJoinToken issues a single-use join token for a new member, in LXD's format: base64
@@ -210,7 +240,8 @@ func (a clusterAPI) createJoinToken(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	token := lxdapi.ClusterMemberJoinToken{ServerName: req.ServerName, Fingerprint: a.identity.fingerprint, Addresses: addresses, Secret: secret, ExpiresAt: expiresAt}
+	_, _, fingerprint := a.identity.clusterPEM()
+	token := lxdapi.ClusterMemberJoinToken{ServerName: req.ServerName, Fingerprint: fingerprint, Addresses: addresses, Secret: secret, ExpiresAt: expiresAt}
 	return response.SyncResponse(api.ClusterJoinToken{ClusterMemberJoinToken: token, Token: token.String()})
 }
 
@@ -232,9 +263,18 @@ func (a clusterAPI) join(r *http.Request) response.Response {
 		return response.SmartError(forbidden("joining needs the secret of a join token"))
 	}
 
+	// The joining daemon presents its own member certificate: the token is bound to it
+	// until the member joins. One without a certificate can redeem the token once.
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
+	claimant := "anonymous:" + hex.EncodeToString(nonce)
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		claimant = auth.Fingerprint(r.TLS.PeerCertificates[0])
+	}
+
 	var databaseAddresses []string
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		token, err := db.ConsumeJoinToken(ctx, tx, hashSecret(req.Secret), time.Now())
+		token, err := db.ClaimJoinToken(ctx, tx, hashSecret(req.Secret), claimant, time.Now())
 		if err != nil {
 			return err
 		}
@@ -254,9 +294,10 @@ func (a clusterAPI) join(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
+	certPEM, keyPEM, _ := a.identity.clusterPEM()
 	return response.SyncResponse(api.ClusterJoinResponse{
-		ClusterCertificate: string(a.identity.certPEM),
-		ClusterKey:         string(a.identity.keyPEM),
+		ClusterCertificate: string(certPEM),
+		ClusterKey:         string(keyPEM),
 		DatabaseAddresses:  databaseAddresses,
 	})
 }
@@ -294,10 +335,20 @@ func (a clusterAPI) deleteMember(r *http.Request) response.Response {
 	var member *db.Member
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		member, err = db.GetMember(ctx, tx, name)
+		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
+			// Not a member: maybe one yet to join, whose token this revokes.
+			member = nil
+			return db.DeleteJoinToken(ctx, tx, name)
+		}
+
 		return err
 	})
-	if err != nil {
-		return response.SmartError(err)
+	if err != nil || member == nil {
+		if err != nil {
+			return response.SmartError(err)
+		}
+
+		return response.EmptySyncResponse()
 	}
 
 	online := time.Since(member.HeartbeatAt) < offlineAfter

@@ -9,6 +9,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/redact"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -171,6 +172,7 @@ func (a deploymentsAPI) get(r *http.Request) response.Response {
 	if !auth.CallerFromContext(r.Context()).IsAdmin() {
 		// Webhook URLs often carry credentials in their query: only admins see them whole.
 		d.GovernorWebhookURL = webhooks.RedactURL(d.GovernorWebhookURL)
+		d.Deployment = redact.Deployment(d.Deployment)
 	}
 
 	return response.SyncResponseETag(d.Deployment, etag)
@@ -216,7 +218,10 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 
 		var put api.DeploymentPut
 		if patch {
-			put = current.Writable()
+			put, err = patchBase(current.Writable())
+			if err != nil {
+				return err
+			}
 		}
 
 		err = unmarshalBody(body, &put)

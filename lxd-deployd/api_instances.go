@@ -115,7 +115,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 			lxdInstance = &instance
 		}
 
-		result = append(result, instanceAPI(row, latest, lxdInstance, online))
+		result = append(result, instanceFor(r, instanceAPI(row, latest, lxdInstance, online)))
 	}
 
 	return response.SyncResponse(result)
@@ -145,13 +145,13 @@ func (a instancesAPI) get(r *http.Request) response.Response {
 
 	client, err := a.lxd.Client()
 	if err != nil {
-		return response.SyncResponse(instanceAPI(*row, latest, nil, false))
+		return response.SyncResponse(instanceFor(r, instanceAPI(*row, latest, nil, false)))
 	}
 
 	c := client.UseProject(ref.project)
 	lxdInstance, _, err := c.GetInstance(row.Name)
 	if err != nil {
-		return response.SyncResponse(instanceAPI(*row, latest, nil, !lxdapi.StatusErrorCheck(err, http.StatusServiceUnavailable)))
+		return response.SyncResponse(instanceFor(r, instanceAPI(*row, latest, nil, !lxdapi.StatusErrorCheck(err, http.StatusServiceUnavailable))))
 	}
 
 	result := instanceAPI(*row, latest, lxdInstance, true)
@@ -160,7 +160,7 @@ func (a instancesAPI) get(r *http.Request) response.Response {
 		result.LiveState = state
 	}
 
-	return response.SyncResponse(result)
+	return response.SyncResponse(instanceFor(r, result))
 }
 
 func (a instancesAPI) create(r *http.Request) response.Response {

@@ -189,7 +189,10 @@ func (a keysAPI) update(r *http.Request, patch bool) response.Response {
 
 		var put api.DeploymentKeyPut
 		if patch {
-			put = key.Writable()
+			put, err = patchBase(key.Writable())
+			if err != nil {
+				return err
+			}
 		}
 
 		err = unmarshalBody(body, &put)

@@ -15,6 +15,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
 // revisionsAPI serves .../shapes/{shape}/revisions, .../rollback and the activity log.
@@ -42,7 +43,7 @@ func (a revisionsAPI) list(r *http.Request) response.Response {
 		func(ref shapeRef, rev api.DeploymentShapeRevision) string {
 			return api.DeploymentShapeRevisionURL(ref.project, ref.name, ref.shape, rev.Revision)
 		},
-		func(rev api.DeploymentShapeRevision) api.DeploymentShapeRevision { return rev })
+		func(rev api.DeploymentShapeRevision) api.DeploymentShapeRevision { return revisionFor(r, rev) })
 }
 
 // get answers one revision, or with ?diff=m the fields that changed from revision m to it.
@@ -80,10 +81,10 @@ func (a revisionsAPI) get(r *http.Request) response.Response {
 	}
 
 	if other != nil {
-		return response.SyncResponse(api.DeploymentShapeRevisionDiff{From: diff, To: n, Changes: shapes.Changes(other.Shape, rev.Shape)})
+		return response.SyncResponse(api.DeploymentShapeRevisionDiff{From: diff, To: n, Changes: changesFor(r, shapes.Changes(other.Shape, rev.Shape))})
 	}
 
-	return response.SyncResponse(rev)
+	return response.SyncResponse(revisionFor(r, *rev))
 }
 
 // rollback sets a shape back to an earlier revision (a new revision: history moves
@@ -98,6 +99,11 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 	err = decodeOptionalBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
+	}
+
+	err = validate.Notes(req.Notes)
+	if err != nil {
+		return response.SmartError(badRequest(err))
 	}
 
 	if req.Revision < 0 {
@@ -232,5 +238,5 @@ func (a revisionsAPI) activity(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	return response.SyncResponse(entries)
+	return response.SyncResponse(activityFor(r, entries))
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
 // rolloutsAPI serves .../shapes/{shape}/rollouts.
@@ -148,6 +149,11 @@ func (a rolloutsAPI) create(r *http.Request) response.Response {
 	err = decodeOptionalBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
+	}
+
+	err = validate.Notes(req.Notes)
+	if err != nil {
+		return response.SmartError(badRequest(err))
 	}
 
 	by := requestorFromContext(r.Context())

@@ -48,7 +48,7 @@ func (a shapesAPI) list(r *http.Request) response.Response {
 
 	return listResponse(level, shapes,
 		func(s db.Shape) string { return api.DeploymentShapeURL(ref.project, ref.name, s.Name) },
-		func(s db.Shape) api.DeploymentShape { return s.DeploymentShape })
+		func(s db.Shape) api.DeploymentShape { return shapeFor(r, s.DeploymentShape) })
 }
 
 func (a shapesAPI) create(r *http.Request) response.Response {
@@ -63,7 +63,12 @@ func (a shapesAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	deploymentID, err := createShape(r.Context(), a.db, ref, req, revisionArgs{cause: causeAPI, by: requestorFromContext(r.Context()), notes: r.URL.Query().Get("notes")})
+	notes, err := notesParam(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	deploymentID, err := createShape(r.Context(), a.db, ref, req, revisionArgs{cause: causeAPI, by: requestorFromContext(r.Context()), notes: notes})
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -135,7 +140,8 @@ func (a shapesAPI) get(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	return response.SyncResponseETag(shape.DeploymentShape, shape.Writable())
+	shown := shapeFor(r, shape.DeploymentShape)
+	return response.SyncResponseETag(shown, shown.DeploymentShapePut)
 }
 
 func (a shapesAPI) put(r *http.Request) response.Response {
@@ -159,10 +165,15 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
+	notes, err := notesParam(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
 	var deploymentID int64
 	var before, after api.DeploymentShape
 	var revised shapeRevised
-	args := revisionArgs{cause: causeAPI, by: requestorFromContext(r.Context()), notes: r.URL.Query().Get("notes")}
+	args := revisionArgs{cause: causeAPI, by: requestorFromContext(r.Context()), notes: notes}
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		deploymentID, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
 		if err != nil {
@@ -181,7 +192,10 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 
 		var put api.DeploymentShapePut
 		if patch {
-			put = current.Writable()
+			put, err = patchBase(current.Writable())
+			if err != nil {
+				return err
+			}
 		}
 
 		err = unmarshalBody(body, &put)

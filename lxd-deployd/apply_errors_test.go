@@ -69,7 +69,7 @@ func TestTemplateErrorsAndWarnings(t *testing.T) {
 	a.expect("GET", "/1.0/deployments/shop", "", 404, "")
 
 	// One problem is a list of one.
-	answer = a.expect("POST", "/1.0/deployments", body("shop", strict, "{image: debian/12, size: x}"), 400, `property "size": got string, want integer`)
+	answer = a.expect("POST", "/1.0/deployments", body("shop", strict, "{image: debian/12, size: x}"), 400, `property "size": 'x' is not of type 'integer'`)
 	details = api.DeploymentTemplateError{}
 	metadataOf(t, answer, &details)
 	if len(details.Problems) != 1 || details.Problems[0].Property != "size" || details.Problems[0].Rule != "type" {

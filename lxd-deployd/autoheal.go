@@ -117,7 +117,7 @@ func (h *autohealer) healthChanged(ctx context.Context, c health.Change) {
 	}
 
 	h.lifecycle.emit(internalRequestor("health"), row.Project, row.DeploymentID, action, api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name))
-	h.lifecycle.notify(ctx, row.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: row.Shape, Instance: row.Name, Reason: c.After.Output})
+	h.lifecycle.notify(ctx, row.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: row.Shape, Instance: row.Name, Reason: health.Summary(c.After)})
 }
 
 // run looks for instances to replace until ctx ends, then waits for the replacements it
@@ -181,7 +181,7 @@ func (h *autohealer) round(ctx context.Context) error {
 		case row.State == db.InstanceMissing:
 			cause = fmt.Sprintf("instance %s is missing from LXD", row.Name)
 		case row.State == db.InstanceCreated && row.Health.Status == api.HealthUnhealthy && row.Hook.Hook == "":
-			cause = fmt.Sprintf("instance %s is unhealthy: %s", row.Name, row.Health.Output)
+			cause = fmt.Sprintf("instance %s is unhealthy: %s", row.Name, health.Summary(row.Health))
 		default:
 			continue
 		}

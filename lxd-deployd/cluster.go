@@ -13,10 +13,8 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
-	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
@@ -59,7 +57,15 @@ func (d *daemon) registerMember(ctx context.Context) (string, error) {
 			}
 		}
 
-		return db.SaveMember(ctx, tx, db.Member{Name: name, Address: strings.Join(d.memberAddresses(), ","), DatabaseAddress: d.db.Address(), StartedAt: time.Now(), HeartbeatAt: time.Now()})
+		member := db.Member{Name: name, Address: strings.Join(d.memberAddresses(), ","), DatabaseAddress: d.db.Address(), StartedAt: time.Now(), HeartbeatAt: time.Now()}
+		if d.identity != nil {
+			// Recorded with the member: other members accept this certificate from it
+			// until the row is deleted (cluster_auth.go).
+			member.Certificate, member.CertificateFingerprint = string(d.identity.memberPEM), d.identity.memberFingerprint
+			_, _, member.ClusterFingerprint = d.identity.clusterPEM()
+		}
+
+		return db.SaveMember(ctx, tx, member)
 	})
 	if err != nil {
 		return "", fmt.Errorf("register cluster member: %w", err)
@@ -145,6 +151,14 @@ func (d *daemon) heartbeat(ctx context.Context) {
 			continue
 		}
 
+		if member {
+			// A cluster certificate rotation moves one step per beat (cluster_rotate.go).
+			err = d.syncClusterCertificate(ctx)
+			if err != nil && ctx.Err() == nil {
+				d.logger.Warn("cluster certificate rotation step failed", "err", err)
+			}
+		}
+
 		if !member {
 			// Another member removed this one: it has no database to work with any more.
 			d.logger.Error("this member was removed from the cluster: stopping; wipe its data directory before joining it again")
@@ -190,15 +204,9 @@ func (d *daemon) startLeasedWork(ctx context.Context, metrics *webhooks.Collecto
 	})
 }
 
-// memberCaller is another member calling: it presented the cluster certificate. It acts
-// as an admin, since it forwards requests the receiving member has already authorised.
-func memberCaller(identity *clusterIdentity) *auth.Caller {
-	return &auth.Caller{Protocol: auth.ProtocolTLS, Trusted: true, Fingerprint: identity.fingerprint, CertificateType: api.CertificateTypeClient, Name: "cluster-member"}
-}
-
 // clusterAPI builds the cluster API's handler set.
 func (d *daemon) clusterAPI() clusterAPI {
-	return clusterAPI{db: d.db, member: d.member, identity: d.identity, tokenExpiry: d.config.joinTokenExpiry, events: d.events}
+	return clusterAPI{db: d.db, member: d.member, identity: d.identity, tokenExpiry: d.config.joinTokenExpiry, events: d.events, syncCertificate: d.syncClusterCertificate}
 }
 
 // shareOperations records this member's operations in dqlite and settles the ones it left

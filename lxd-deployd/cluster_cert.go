@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 )
 
 // clusterName is the name in the cluster certificate; members dial each other by address
@@ -52,43 +54,95 @@ func clusterCertificate(cfg config) (*tls.Certificate, error) {
 // generateClusterCertificate writes a self-signed ECDSA P-384 key pair usable both to serve
 // and to dial, since every member does both with it.
 func generateClusterCertificate(certFile string, keyFile string) error {
-	key, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	return generateKeyPair(certFile, keyFile, clusterName, true)
+}
+
+// memberCertificate loads the member's own key pair (member.crt, member.key), made on the
+// first start of a clustered daemon, and returns it with its PEM and fingerprint.
+func memberCertificate(dataDir string) (tls.Certificate, []byte, string, error) {
+	certFile := filepath.Join(dataDir, "member.crt")
+	keyFile := filepath.Join(dataDir, "member.key")
+	_, err := os.Stat(certFile)
+	if err != nil {
+		err = generateKeyPair(certFile, keyFile, memberServerName, false)
+		if err != nil {
+			return tls.Certificate{}, nil, "", fmt.Errorf("generate member certificate: %w", err)
+		}
+	}
+
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return tls.Certificate{}, nil, "", fmt.Errorf("read member certificate: %w", err)
+	}
+
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return tls.Certificate{}, nil, "", fmt.Errorf("load member certificate: %w", err)
+	}
+
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return tls.Certificate{}, nil, "", fmt.Errorf("parse member certificate: %w", err)
+	}
+
+	return pair, certPEM, auth.Fingerprint(leaf), nil
+}
+
+// generateKeyPair writes a self-signed ECDSA P-384 key pair for name, usable to serve and
+// to dial.
+func generateKeyPair(certFile string, keyFile string, name string, isCA bool) error {
+	certPEM, keyPEM, err := makeKeyPair(name, isCA)
 	if err != nil {
 		return err
 	}
 
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	err = os.WriteFile(keyFile, keyPEM, 0o600)
 	if err != nil {
 		return err
+	}
+
+	return os.WriteFile(certFile, certPEM, 0o644)
+}
+
+// makeKeyPair returns a new self-signed ECDSA P-384 certificate for name and its key, PEM.
+func makeKeyPair(name string, isCA bool) ([]byte, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	if err != nil {
+		return nil, nil, err
+	}
+
+	usage := x509.KeyUsageDigitalSignature
+	if isCA {
+		usage |= x509.KeyUsageCertSign
 	}
 
 	now := time.Now()
 	template := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: clusterName, Organization: []string{"lxd-deployd"}},
-		DNSNames:              []string{clusterName},
+		Subject:               pkix.Name{CommonName: name, Organization: []string{"lxd-deployd"}},
+		DNSNames:              []string{name},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.AddDate(10, 0, 0),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		KeyUsage:              usage,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		BasicConstraintsValid: true,
-		IsCA:                  true,
+		IsCA:                  isCA,
 	}
 
 	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 
-	err = os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
-	if err != nil {
-		return err
-	}
-
-	return os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"database/sql"
 	"net/http"
 	"strings"
@@ -31,11 +29,11 @@ const memberEventsPath = "/internal/cluster/events"
 // relayRefresh is how often the list of members to relay from is read again.
 const relayRefresh = 2 * time.Second
 
-// allowMember lets through only another member (a caller presenting the cluster
-// certificate).
+// allowMember lets through only another member itself: a caller presenting a current
+// member's own certificate, not a request it forwards for someone.
 func (a clusterAPI) allowMember(r *http.Request) error {
 	caller := auth.CallerFromContext(r.Context())
-	if a.identity == nil || !caller.Trusted || caller.Protocol != auth.ProtocolTLS || caller.Fingerprint != a.identity.fingerprint {
+	if a.identity == nil || !caller.Trusted || caller.Protocol != auth.ProtocolTLS || caller.CertificateType != auth.CertificateTypeMember || caller.Via != "" {
 		return forbidden("only cluster members may use %s", r.URL.Path)
 	}
 
@@ -66,11 +64,12 @@ func (d *daemon) relayEvents(ctx context.Context) {
 			return err
 		})
 		if err == nil {
-			wanted := map[string]string{}
+			wanted := map[string]db.Member{}
 			for _, m := range members {
 				address, _, _ := strings.Cut(m.Address, ",")
 				if m.Name != d.member && address != "" && time.Since(m.HeartbeatAt) < offlineAfter {
-					wanted[m.Name+" "+address] = address
+					m.Address = address
+					wanted[m.Name+" "+address+" "+m.CertificateFingerprint] = m
 				}
 			}
 
@@ -81,11 +80,11 @@ func (d *daemon) relayEvents(ctx context.Context) {
 				}
 			}
 
-			for key, address := range wanted {
+			for key, m := range wanted {
 				if _, ok := streams[key]; !ok {
 					streamCtx, stop := context.WithCancel(ctx)
 					streams[key] = stop
-					go d.relayFrom(streamCtx, address)
+					go d.relayFrom(streamCtx, m.Address, m.CertificateFingerprint)
 				}
 			}
 		}
@@ -98,18 +97,12 @@ func (d *daemon) relayEvents(ctx context.Context) {
 	}
 }
 
-// relayFrom relays the events of the member at address, reconnecting until ctx ends.
-func (d *daemon) relayFrom(ctx context.Context, address string) {
-	pool := x509.NewCertPool()
-	pool.AddCert(d.identity.leaf)
+// relayFrom relays the events of the member at address, whose own certificate has the
+// fingerprint, reconnecting until ctx ends.
+func (d *daemon) relayFrom(ctx context.Context, address string, fingerprint string) {
 	dialer := websocket.Dialer{
 		HandshakeTimeout: 10 * time.Second,
-		TLSClientConfig: &tls.Config{
-			MinVersion:   tls.VersionTLS13,
-			ServerName:   clusterName,
-			RootCAs:      pool,
-			Certificates: []tls.Certificate{d.identity.pair},
-		},
+		TLSClientConfig:  d.identity.memberTLS(fingerprint),
 	}
 
 	for ctx.Err() == nil {

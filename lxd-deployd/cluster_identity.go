@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/canonical/lxd/shared"
@@ -21,18 +22,32 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
-// clusterIdentity is the key pair every member holds: it encrypts dqlite traffic, members
-// present it to each other over HTTPS (selected by the clusterName SNI), and a join token
-// carries its fingerprint.
+// clusterIdentity holds this member's credentials: the cluster certificate (dqlite's TLS
+// and the certificate a joining daemon checks against its token) and the member's own key
+// pair, which is all another member's HTTPS API accepts from it: recorded with the
+// member, it stops working everywhere once the member is removed.
 type clusterIdentity struct {
+	dataDir string
+
+	// mu guards the cluster certificate fields, which a rotation replaces.
+	mu          sync.RWMutex
 	pair        tls.Certificate
 	leaf        *x509.Certificate
 	certPEM     []byte
 	keyPEM      []byte
 	fingerprint string
+
+	// accepted are the cluster certificates dqlite accepts from peers: the current one,
+	// and during a rotation the one before it.
+	accepted []*x509.Certificate
+
+	member            tls.Certificate
+	memberPEM         []byte
+	memberFingerprint string
 }
 
-// loadClusterIdentity reads cluster.crt and cluster.key from the data directory.
+// loadClusterIdentity reads cluster.crt and cluster.key from the data directory, and the
+// member's own member.crt and member.key (made on the first start).
 func loadClusterIdentity(dataDir string) (*clusterIdentity, error) {
 	certPEM, err := os.ReadFile(filepath.Join(dataDir, "cluster.crt"))
 	if err != nil {
@@ -44,57 +59,125 @@ func loadClusterIdentity(dataDir string) (*clusterIdentity, error) {
 		return nil, fmt.Errorf("read cluster key: %w", err)
 	}
 
+	c := &clusterIdentity{dataDir: dataDir}
+	err = c.setCluster(certPEM, keyPEM, nil)
+	if err != nil {
+		return nil, err
+	}
+
+	// Mid-rotation, the peers may present a newer certificate already.
+	err = c.loadAccepted()
+	if err != nil {
+		return nil, err
+	}
+
+	c.member, c.memberPEM, c.memberFingerprint, err = memberCertificate(dataDir)
+	if err != nil {
+		return nil, err
+	}
+
+	return c, nil
+}
+
+// setCluster makes certPEM/keyPEM the cluster certificate presented, accepting also the
+// certificates of also (PEM) from peers.
+func (c *clusterIdentity) setCluster(certPEM []byte, keyPEM []byte, also [][]byte) error {
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("load cluster certificate: %w", err)
+		return fmt.Errorf("load cluster certificate: %w", err)
 	}
 
 	leaf, err := x509.ParseCertificate(pair.Certificate[0])
 	if err != nil {
-		return nil, fmt.Errorf("parse cluster certificate: %w", err)
+		return fmt.Errorf("parse cluster certificate: %w", err)
 	}
 
-	return &clusterIdentity{pair: pair, leaf: leaf, certPEM: certPEM, keyPEM: keyPEM, fingerprint: auth.Fingerprint(leaf)}, nil
+	accepted := []*x509.Certificate{leaf}
+	for _, p := range also {
+		cert, err := parsePEMCertificate(string(p))
+		if err != nil {
+			return err
+		}
+
+		if !cert.Equal(leaf) {
+			accepted = append(accepted, cert)
+		}
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pair, c.leaf, c.certPEM, c.keyPEM, c.fingerprint, c.accepted = pair, leaf, certPEM, keyPEM, auth.Fingerprint(leaf), accepted
+	return nil
 }
 
-// serverCertificate serves the cluster certificate to callers that ask for the cluster's
-// name (members, and daemons joining with a token); everyone else gets the member's own
-// certificate, so clients that pinned it keep working.
+// ClusterCertificate is the cluster certificate to present (db.ClusterCredentials).
+func (c *clusterIdentity) ClusterCertificate() *tls.Certificate {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	pair := c.pair
+	return &pair
+}
+
+// AcceptedClusterCertificates are the cluster certificates accepted from peers
+// (db.ClusterCredentials).
+func (c *clusterIdentity) AcceptedClusterCertificates() []*x509.Certificate {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.accepted
+}
+
+// clusterPEM returns the current cluster key pair and its fingerprint.
+func (c *clusterIdentity) clusterPEM() (certPEM []byte, keyPEM []byte, fingerprint string) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.certPEM, c.keyPEM, c.fingerprint
+}
+
+// memberServerName is the name a member asks for to get another member's own
+// certificate; clusterName gets the cluster certificate (joining daemons check it).
+const memberServerName = "lxd-deployd-member"
+
+// serverCertificate serves the cluster certificate to daemons joining with a token, the
+// member's own certificate to other members, and everyone else the daemon's certificate,
+// so that clients that pinned it keep working.
 func (c *clusterIdentity) serverCertificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-	if c == nil || hello.ServerName != clusterName {
-		return nil, nil // the listener's own certificate
+	switch {
+	case c == nil:
+		return nil, nil
+	case hello.ServerName == clusterName:
+		return c.ClusterCertificate(), nil
+	case hello.ServerName == memberServerName:
+		return &c.member, nil
 	}
 
-	return &c.pair, nil
+	return nil, nil // the listener's own certificate
 }
 
-// isMember reports whether a TLS peer is another member: it presented the cluster
-// certificate itself (not merely a chain containing it). A client certificate never is.
-func (c *clusterIdentity) isMember(peers []*x509.Certificate, now time.Time) bool {
-	if c == nil || len(peers) == 0 {
-		return false
-	}
+// memberTLS is the TLS configuration to call another member whose own certificate has the
+// fingerprint recorded with it: this member presents its own certificate, and accepts
+// only that one, so that neither a removed member nor a holder of the cluster key can
+// stand in for a member.
+func (c *clusterIdentity) memberTLS(fingerprint string) *tls.Config {
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		ServerName:   memberServerName,
+		Certificates: []tls.Certificate{c.member},
+		// The certificates are self-signed: the recorded fingerprint replaces the CA check.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(state tls.ConnectionState) error {
+			if fingerprint == "" || len(state.PeerCertificates) == 0 || auth.Fingerprint(state.PeerCertificates[0]) != fingerprint {
+				return errors.New("the member does not present the certificate recorded for it")
+			}
 
-	peer := peers[0]
-	return peer.Equal(c.leaf) && !now.Before(peer.NotBefore) && !now.After(peer.NotAfter)
-}
-
-// memberClient returns an HTTP client that talks to other members: it presents the
-// cluster certificate and accepts only a server presenting it too.
-func (c *clusterIdentity) memberClient(timeout time.Duration) *http.Client {
-	pool := x509.NewCertPool()
-	pool.AddCert(c.leaf)
-	return &http.Client{
-		Timeout: timeout,
-		Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{
-				MinVersion:   tls.VersionTLS13,
-				ServerName:   clusterName,
-				RootCAs:      pool,
-				Certificates: []tls.Certificate{c.pair},
-			},
+			return nil
 		},
 	}
+}
+
+// memberClient returns an HTTP client that talks to the member whose own certificate has
+// this fingerprint.
+func (c *clusterIdentity) memberClient(fingerprint string, timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: c.memberTLS(fingerprint)}}
 }
 
 // prepareCluster checks the cluster flags and, on a first start with a join token, joins.
@@ -145,9 +228,16 @@ func joinWithToken(ctx context.Context, cfg *config) error {
 		return fmt.Errorf("join token expired at %s: run `lxd-deploy cluster add %s` on a member for a new one", token.ExpiresAt.Format(time.RFC3339), token.ServerName)
 	}
 
+	// The member's own certificate redeems the token: only this daemon may redeem it
+	// again should the join fail half way, and the token is spent once it has joined.
+	member, _, _, err := memberCertificate(cfg.dataDir)
+	if err != nil {
+		return err
+	}
+
 	var errs []error
 	for _, address := range token.Addresses {
-		joined, err := fetchClusterIdentity(ctx, address, token.Fingerprint, api.ClusterJoinPost{ServerName: token.ServerName, Secret: token.Secret})
+		joined, err := fetchClusterIdentity(ctx, address, token.Fingerprint, member, api.ClusterJoinPost{ServerName: token.ServerName, Secret: token.Secret})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", address, err))
 			continue
@@ -172,13 +262,14 @@ func joinWithToken(ctx context.Context, cfg *config) error {
 }
 
 // fetchClusterIdentity redeems a join token at one member's HTTPS address.
-func fetchClusterIdentity(ctx context.Context, address string, fingerprint string, req api.ClusterJoinPost) (*api.ClusterJoinResponse, error) {
+func fetchClusterIdentity(ctx context.Context, address string, fingerprint string, member tls.Certificate, req api.ClusterJoinPost) (*api.ClusterJoinResponse, error) {
 	client := &http.Client{
 		Timeout: 30 * time.Second,
 		Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{
-				MinVersion: tls.VersionTLS13,
-				ServerName: clusterName,
+				MinVersion:   tls.VersionTLS13,
+				ServerName:   clusterName,
+				Certificates: []tls.Certificate{member},
 				// The token names the certificate by fingerprint, as LXD's do: that check
 				// replaces the CA check.
 				InsecureSkipVerify: true,

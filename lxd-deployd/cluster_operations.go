@@ -13,6 +13,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 )
 
@@ -85,15 +86,15 @@ func (c *clusterOperations) others(ctx context.Context) ([]db.Operation, error) 
 	return result, err
 }
 
-// forward sends the request to member and relays its answer as is. The caller has checked
-// that the request's caller may see the operation: the member trusts this one by the
-// cluster certificate.
+// forward sends the request to member and relays its answer as is. This member presents
+// its own certificate and names the request's caller (cluster_auth.go): the other member
+// checks that caller's access itself, and its records name the person, not this member.
 func (c *clusterOperations) forward(r *http.Request, member string) (response.Response, error) {
 	if c.identity == nil {
 		return nil, errors.New("not clustered")
 	}
 
-	var address string
+	var address, fingerprint string
 	err := c.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		m, err := db.GetMember(ctx, tx, member)
 		if err != nil {
@@ -105,6 +106,7 @@ func (c *clusterOperations) forward(r *http.Request, member string) (response.Re
 		}
 
 		address, _, _ = strings.Cut(m.Address, ",")
+		fingerprint = m.CertificateFingerprint
 		return nil
 	})
 	if err != nil {
@@ -120,9 +122,15 @@ func (c *clusterOperations) forward(r *http.Request, member string) (response.Re
 		return nil, err
 	}
 
+	// The member authorises the request as the original caller, not as this member.
+	err = setForwardedCaller(request, auth.CallerFromContext(r.Context()))
+	if err != nil {
+		return nil, err
+	}
+
 	// No overall timeout: a wait lasts as long as the caller asked; the caller's context
 	// ends it.
-	resp, err := c.identity.memberClient(0).Do(request)
+	resp, err := c.identity.memberClient(fingerprint, 0).Do(request)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -133,12 +132,12 @@ func (d *daemon) start(ctx context.Context) error {
 		}
 	}
 
-	d.db, err = db.Open(ctx, filepath.Join(d.config.dataDir, "database"), db.Options{
-		Address: d.config.clusterAddress,
-		Cluster: d.config.clusterJoin,
-		Logger:  d.logger,
-		TLS:     clusterTLS,
-	})
+	options := db.Options{Address: d.config.clusterAddress, Cluster: d.config.clusterJoin, Logger: d.logger}
+	if d.identity != nil {
+		options.Credentials = d.identity // rotatable: cluster_rotate.go
+	}
+
+	d.db, err = db.Open(ctx, filepath.Join(d.config.dataDir, "database"), options)
 	if err != nil {
 		return err
 	}
@@ -339,7 +338,7 @@ func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol str
 }
 
 // authenticate turns a request into a caller: the unix socket is an admin, a TLS peer is
-// whoever its certificate is in the trust store.
+// another member or whoever its certificate is in the trust store (cluster_auth.go).
 func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 	protocol, _ := r.Context().Value(listenerKey{}).(string)
 	switch protocol {
@@ -357,24 +356,7 @@ func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 			return ui.Authenticate(r, d.db, time.Now())
 		}
 
-		if d.identity.isMember(r.TLS.PeerCertificates, time.Now()) {
-			return memberCaller(d.identity), nil
-		}
-
-		var trusted []auth.TrustedCertificate
-		err = d.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-			certs, err := db.GetCertificates(ctx, tx)
-			for _, c := range certs {
-				trusted = append(trusted, auth.TrustedCertificate{Fingerprint: c.Fingerprint, Type: c.Type, Name: c.Name})
-			}
-
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("read trust store: %w", err)
-		}
-
-		return auth.AuthenticateTLS(r.TLS.PeerCertificates, trusted, time.Now()), nil
+		return d.authenticateTLS(r)
 	case auth.ProtocolGovernor:
 		conn, _ := r.Context().Value(governorConnKey{}).(*governor.Conn)
 		return authenticateGovernor(r, conn, d.db, d.lxd, d.tokens)
@@ -428,49 +410,6 @@ func (d *daemon) addresses() []string {
 	}
 
 	return addresses
-}
-
-// stop finishes in-flight requests and operations, stops background work, hands dqlite
-// leadership over and closes the database.
-func (d *daemon) stop(ctx context.Context) error {
-	var errs []error
-	if d.events != nil {
-		d.events.Close()
-	}
-
-	for _, server := range d.servers {
-		err := server.Shutdown(ctx)
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-
-	if d.life != nil {
-		close(d.life.stopping)
-	}
-
-	if d.ops != nil {
-		d.ops.Shutdown(ctx)
-	}
-
-	if d.cancel != nil {
-		d.cancel()
-		d.background.Wait()
-	}
-
-	if d.governors != nil {
-		_ = d.governors.Close()
-	}
-
-	if d.db != nil {
-		err := d.db.Close(ctx)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("close database: %w", err))
-		}
-	}
-
-	errs = append(errs, d.stopPrivateLXD())
-	return errors.Join(errs...)
 }
 
 // serverCertificate loads the server's key pair, generating an ECDSA P-384 one with the

@@ -210,7 +210,7 @@ func endpoints(a apis) []endpoint {
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/instances/{instance}/lifecycle",
-			post: governor(with(deploymentAdmin, a.instances.lifecycleAction)),
+			post: governor(action{handler: a.instances.lifecycleAction, access: a.access.allowInstanceHook}),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/warm-pool",
@@ -278,6 +278,10 @@ func allowAdmin(r *http.Request) error {
 
 	if caller.CertificateType == api.CertificateTypeMetrics {
 		return errMetricsOnly
+	}
+
+	if caller.CertificateType == auth.CertificateTypeMember {
+		return errMemberOnly
 	}
 
 	return forbidden("a %s certificate may only act through deployment keys: the management API needs a client certificate", caller.CertificateType)

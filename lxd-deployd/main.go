@@ -89,7 +89,7 @@ func run(cfg config, logger *slog.Logger) error {
 	<-ctx.Done()
 	logger.Info("shutting down")
 
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	err = d.stop(shutdownCtx)
 	if err != nil {

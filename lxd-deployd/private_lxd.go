@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"time"
@@ -42,6 +43,13 @@ func (d *daemon) choosePrivateLXD(ctx context.Context) error {
 	}
 
 	private, err := privatelxd.Launch(privatelxd.Options{Dir: d.config.privateLXD})
+	var unreachable *privatelxd.UnreachableError
+	if errors.As(err, &unreachable) {
+		// An LXD whose every launch fails with "forkstart ... exit status 1" is worse than
+		// none: refuse, saying why and what to do.
+		return err
+	}
+
 	if err != nil {
 		// The API still serves without LXD, and says why in GET /1.0.
 		d.logger.Warn("no LXD answers and the private one did not start: the API works, launches answer 503", "dir", d.config.privateLXD, "err", err)
@@ -51,6 +59,9 @@ func (d *daemon) choosePrivateLXD(ctx context.Context) error {
 	d.privateLXD = private
 	d.config.lxdSocket = private.Socket
 	d.logger.Info("no LXD answers: running a private LXD (stopped on exit; --private-lxd= turns this off)", "lxd_dir", private.Dir, "socket", private.Socket, "image", privatelxd.Image)
+	if private.Relocated != "" {
+		d.logger.Info("the private LXD lives in "+private.Dir, "why", private.Relocated)
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -58,6 +59,27 @@ func unmarshalBody(body []byte, v any) error {
 	}
 
 	return nil
+}
+
+// patchBase returns a deep copy of a resource's writable fields for a PATCH body to decode
+// onto. Decoding merges into maps and through pointers, so decoding onto the fields read
+// from the database (or a shallow copy of them) would change the "before" the handler
+// compares against: a PATCH of instance_template.config or health.command would then look
+// like no change and make no revision. The copy is a JSON round trip, the same encoding the
+// records and the revision diff use, so it holds exactly what a client could have sent.
+func patchBase[T any](current T) (T, error) {
+	var base T
+	data, err := json.Marshal(current)
+	if err != nil {
+		return base, fmt.Errorf("copy the current fields for the patch: %w", err)
+	}
+
+	err = json.Unmarshal(data, &base)
+	if err != nil {
+		return base, fmt.Errorf("copy the current fields for the patch: %w", err)
+	}
+
+	return base, nil
 }
 
 // decodeBody reads and decodes a JSON request body into v.

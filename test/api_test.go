@@ -7,44 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	lxdapi "github.com/canonical/lxd/shared/api"
-
-	"github.com/lxd-deployd/lxd-deployd/client"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
-
-// expectCode fails unless err is an API error with the given HTTP status.
-func expectCode(t testing.TB, err error, status int, context string) {
-	t.Helper()
-	code, ok := lxdapi.StatusErrorMatch(err)
-	if !ok || code != status {
-		t.Fatalf("%s: expected HTTP %d, got %v", context, status, err)
-	}
-}
-
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// trustIdentity adds an identity's certificate to the trust store with a type.
-func trustIdentity(t testing.TB, admin *client.Server, id *identity, name string, certType string) {
-	t.Helper()
-	must(t, admin.CreateCertificate(lxdapi.CertificatesPost{Name: name, Type: certType, Certificate: id.CertPEM}))
-}
-
-func webShape(name string, min int, max int) api.DeploymentShapesPost {
-	return api.DeploymentShapesPost{
-		DeploymentShapePost: api.DeploymentShapePost{Name: name},
-		DeploymentShapePut: api.DeploymentShapePut{
-			InstanceTemplate: lxdapi.InstancesPost{Source: lxdapi.InstanceSource{Type: "image", Alias: "busybox"}},
-			ScalingMinimum:   min,
-			ScalingMaximum:   max,
-		},
-	}
-}
 
 func TestServerOverBothTransports(t *testing.T) {
 	d := startDaemon(t, daemonOptions{})

@@ -195,8 +195,7 @@ func TestLXDClientConnects(t *testing.T) {
 		t.Fatalf("LXD client over unix: %+v", server)
 	}
 
-	viaTLS, err := lxd.ConnectLXD("https://"+d.HTTPSAddress, &lxd.ConnectionArgs{TLSServerCert: d.ServerCert, TLSClientCert: admin.CertPEM, TLSClientKey: admin.KeyPEM})
-	must(t, err)
+	viaTLS := d.LXDClient(t, admin)
 	server, _, err = viaTLS.GetServer()
 	must(t, err)
 	if server.Auth != "trusted" || !viaTLS.HasExtension("deployments") {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -21,66 +20,15 @@ func TestAutohealing(t *testing.T) {
 	hook := env.hookTo(t)
 
 	// Replacements show on /1.0/events, read here with LXD's own client.
-	admin := newIdentity(t)
-	trustIdentity(t, env.admin, admin, "admin", "client")
-	lxdClient, err := lxd.ConnectLXD("https://"+env.d.HTTPSAddress, &lxd.ConnectionArgs{TLSServerCert: env.d.ServerCert, TLSClientCert: admin.CertPEM, TLSClientKey: admin.KeyPEM})
-	must(t, err)
-	listener, err := lxdClient.GetEvents()
-	must(t, err)
-	defer listener.Disconnect()
 	replaced := make(chan lxdapi.EventLifecycle, 10)
-	_, err = listener.AddHandler([]string{"lifecycle"}, func(e lxdapi.Event) {
-		var lifecycle lxdapi.EventLifecycle
-		if json.Unmarshal(e.Metadata, &lifecycle) == nil && lifecycle.Action == "deployment-instance-replaced" {
+	env.d.onLifecycle(t, "admin", func(lifecycle lxdapi.EventLifecycle) {
+		if lifecycle.Action == "deployment-instance-replaced" {
 			replaced <- lifecycle
 		}
 	})
-	must(t, err)
 
-	// Bad health objects are refused and change nothing.
-	shape, etag, err := env.admin.GetDeploymentShape("dep1", "web")
-	must(t, err)
-	for _, bad := range []api.DeploymentShapeHealth{
-		{},
-		{Command: []string{"true"}, Interval: "10"},
-		{Command: []string{"true"}, Interval: "1ms"},
-		{Command: []string{"true"}, UnhealthyThreshold: -1},
-	} {
-		put := shape.Writable()
-		put.Health = &bad
-		expectCode(t, env.admin.UpdateDeploymentShape("dep1", "web", put, etag), 400, "bad health object")
-	}
-
-	// A check that outlives its timeout fails, and its process is killed.
 	a, b := env.name("a"), env.name("b")
-	env.setShape(t, func(put *api.DeploymentShapePut) {
-		put.Health = &api.DeploymentShapeHealth{Command: []string{"sleep", "600"}, Interval: "1s", Timeout: "500ms"}
-	})
-
-	env.launch(t, env.gov, a)
-	env.waitUntil(t, "a check that timed out", 30*time.Second, func() bool {
-		check := env.instancesByName(t)[a].HealthCheck
-		return check != nil && strings.Contains(check.Output, "timeout")
-	})
-
-	env.waitUntil(t, "the timed out check killed", 10*time.Second, func() bool {
-		_, ps, _ := env.exec(t, a, "ps")
-		return !strings.Contains(ps, "sleep 600")
-	})
-
-	env.setShape(t, func(put *api.DeploymentShapePut) {
-		put.Health = &api.DeploymentShapeHealth{
-			Command:            []string{"/bin/sh", "-c", "test ! -f /tmp/sick && echo ok"},
-			Interval:           "1s",
-			Timeout:            "3s",
-			Grace:              "1s",
-			UnhealthyThreshold: 2,
-			Replace:            true,
-		}
-	})
-
-	env.launch(t, env.gov, b)
-	sizeHeld := func() bool {
+	sizeHeld := func(t testing.TB) bool {
 		shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
 		must(t, err)
 		if shape.ScalingCurrent > 2 {
@@ -90,141 +38,197 @@ func TestAutohealing(t *testing.T) {
 		return shape.ScalingCurrent == 2
 	}
 
-	env.waitUntil(t, "both instances healthy", 30*time.Second, func() bool {
-		byName := env.instancesByName(t)
-		return byName[a].Health == api.HealthHealthy && byName[b].Health == api.HealthHealthy
+	// Bad health objects are refused and change nothing.
+	phase(t, "bad health objects", func(t *testing.T) {
+		shape, etag, err := env.admin.GetDeploymentShape("dep1", "web")
+		must(t, err)
+		for _, bad := range []api.DeploymentShapeHealth{
+			{},
+			{Command: []string{"true"}, Interval: "10"},
+			{Command: []string{"true"}, Interval: "1ms"},
+			{Command: []string{"true"}, UnhealthyThreshold: -1},
+		} {
+			put := shape.Writable()
+			put.Health = &bad
+			expectCode(t, env.admin.UpdateDeploymentShape("dep1", "web", put, etag), 400, "bad health object")
+		}
 	})
 
-	u := newCLIUser(t, env.d)
-	if out := u.ok("deployment", "shape", "health", "dep1", "web"); !contains(out, "| HEALTH", "| "+a+" | healthy", "| ok") {
-		t.Errorf("shape health:\n%s", out)
-	}
+	// A check that outlives its timeout fails, and its process is killed.
+	phase(t, "a timed out check", func(t *testing.T) {
+		env.setShape(t, func(put *api.DeploymentShapePut) {
+			put.Health = &api.DeploymentShapeHealth{Command: []string{"sleep", "600"}, Interval: "1s", Timeout: "500ms"}
+		})
 
-	one, err := env.readOnly.GetDeploymentShapeInstance("dep1", "web", a)
-	must(t, err)
-	if one.HealthCheck == nil || one.HealthCheck.CheckedAt == nil || !strings.Contains(one.HealthCheck.Output, "ok") {
-		t.Fatalf("the instance must report its last check: %+v", one.HealthCheck)
-	}
+		env.launch(t, env.gov, a)
+		env.waitUntil(t, "a check that timed out", 30*time.Second, func() bool {
+			check := env.instancesByName(t)[a].HealthCheck
+			return check != nil && strings.Contains(check.Output, "timeout")
+		})
+
+		env.waitUntil(t, "the timed out check killed", 10*time.Second, func() bool {
+			_, ps, _ := env.exec(t, a, "ps")
+			return !strings.Contains(ps, "sleep 600")
+		})
+	})
+
+	phase(t, "healthy instances", func(t *testing.T) {
+		env.setShape(t, func(put *api.DeploymentShapePut) {
+			put.Health = &api.DeploymentShapeHealth{
+				Command:            []string{"/bin/sh", "-c", "test ! -f /tmp/sick && echo ok"},
+				Interval:           "1s",
+				Timeout:            "3s",
+				Grace:              "1s",
+				UnhealthyThreshold: 2,
+				Replace:            true,
+			}
+		})
+
+		env.launch(t, env.gov, b)
+		env.waitUntil(t, "both instances healthy", 30*time.Second, func() bool {
+			byName := env.instancesByName(t)
+			return byName[a].Health == api.HealthHealthy && byName[b].Health == api.HealthHealthy
+		})
+
+		u := newCLIUser(t, env.d)
+		if out := u.ok("deployment", "shape", "health", "dep1", "web"); !contains(out, "| HEALTH", "| "+a+" | healthy", "| ok") {
+			t.Errorf("shape health:\n%s", out)
+		}
+
+		one, err := env.readOnly.GetDeploymentShapeInstance("dep1", "web", a)
+		must(t, err)
+		if one.HealthCheck == nil || one.HealthCheck.CheckedAt == nil || !strings.Contains(one.HealthCheck.Output, "ok") {
+			t.Fatalf("the instance must report its last check: %+v", one.HealthCheck)
+		}
+	})
 
 	// a's service dies: unhealthy after two failed checks, then replaced.
-	env.exec(t, a, "touch", "/tmp/sick")
-	hook.waitFor("unhealthy", 20*time.Second, lifecycleEvent("deployment-instance-unhealthy", a))
-	var replacement string
-	env.waitUntil(t, "the unhealthy instance replaced by a healthy one", 60*time.Second, func() bool {
-		byName := env.instancesByName(t)
-		sizeHeld()
-		_, old := byName[a]
-		replacement = ""
-		for name, instance := range byName {
-			if strings.HasPrefix(name, a+"-r") && instance.Health == api.HealthHealthy {
-				replacement = name
+	phase(t, "an unhealthy instance replaced", func(t *testing.T) {
+		env.exec(t, a, "touch", "/tmp/sick")
+		hook.waitFor("unhealthy", 20*time.Second, lifecycleEvent("deployment-instance-unhealthy", a))
+		var replacement string
+		env.waitUntil(t, "the unhealthy instance replaced by a healthy one", 60*time.Second, func() bool {
+			byName := env.instancesByName(t)
+			sizeHeld(t)
+			_, old := byName[a]
+			replacement = ""
+			for name, instance := range byName {
+				if strings.HasPrefix(name, a+"-r") && instance.Health == api.HealthHealthy {
+					replacement = name
+				}
 			}
+
+			return !old && replacement != "" && len(byName) == 2
+		})
+
+		select {
+		case e := <-replaced:
+			cause, _ := e.Context["cause"].(string)
+			if !strings.HasSuffix(e.Source, "/instances/"+a) || !strings.Contains(cause, "unhealthy") || e.Context["replacement"] != replacement || e.Requestor == nil || e.Requestor.Username != "autoheal" {
+				t.Fatalf("replacement event on /1.0/events: %+v", e)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no replacement event on /1.0/events")
 		}
 
-		return !old && replacement != "" && len(byName) == 2
+		event := hook.waitFor("replaced", 20*time.Second, lifecycleEvent("deployment-instance-replaced", a))
+		var m api.WebhookLifecycleMetadata
+		must(t, json.Unmarshal(event.Metadata, &m))
+		if !strings.Contains(m.Reason, "unhealthy") || !strings.Contains(m.Reason, replacement) {
+			t.Fatalf("a replacement says why and by what: %+v", m)
+		}
+
+		if _, ok := env.lxdInstances(t)[a]; ok {
+			t.Fatalf("the replaced instance %s is still in LXD", a)
+		}
 	})
-
-	select {
-	case e := <-replaced:
-		cause, _ := e.Context["cause"].(string)
-		if !strings.HasSuffix(e.Source, "/instances/"+a) || !strings.Contains(cause, "unhealthy") || e.Context["replacement"] != replacement || e.Requestor == nil || e.Requestor.Username != "autoheal" {
-			t.Fatalf("replacement event on /1.0/events: %+v", e)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no replacement event on /1.0/events")
-	}
-
-	event := hook.waitFor("replaced", 20*time.Second, lifecycleEvent("deployment-instance-replaced", a))
-	var m api.WebhookLifecycleMetadata
-	must(t, json.Unmarshal(event.Metadata, &m))
-	if !strings.Contains(m.Reason, "unhealthy") || !strings.Contains(m.Reason, replacement) {
-		t.Fatalf("a replacement says why and by what: %+v", m)
-	}
-
-	if _, ok := env.lxdInstances(t)[a]; ok {
-		t.Fatalf("the replaced instance %s is still in LXD", a)
-	}
 
 	// b vanishes behind the daemon's back (protection lifted by hand): replaced too.
-	instance, _, err := env.lxdConn.GetInstance(b)
-	must(t, err)
-	put := instance.Writable()
-	delete(put.Config, "security.protection.delete")
-	op, err := env.lxdConn.UpdateInstance(b, put, "")
-	must(t, err)
-	must(t, op.Wait())
-	op, err = env.lxdConn.UpdateInstanceState(b, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, "")
-	must(t, err)
-	must(t, op.Wait())
-	op, err = env.lxdConn.DeleteInstance(b)
-	must(t, err)
-	must(t, op.Wait())
-	env.waitUntil(t, "the missing instance replaced", 60*time.Second, func() bool {
-		byName := env.instancesByName(t)
-		_, old := byName[b]
-		for name, instance := range byName {
-			if strings.HasPrefix(name, b+"-r") && instance.State == "created" {
-				return !old && len(byName) == 2 && sizeHeld()
+	phase(t, "a missing instance replaced", func(t *testing.T) {
+		instance, _, err := env.lxdConn.GetInstance(b)
+		must(t, err)
+		put := instance.Writable()
+		delete(put.Config, "security.protection.delete")
+		op, err := env.lxdConn.UpdateInstance(b, put, "")
+		must(t, err)
+		must(t, op.Wait())
+		op, err = env.lxdConn.UpdateInstanceState(b, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, "")
+		must(t, err)
+		must(t, op.Wait())
+		op, err = env.lxdConn.DeleteInstance(b)
+		must(t, err)
+		must(t, op.Wait())
+		env.waitUntil(t, "the missing instance replaced", 60*time.Second, func() bool {
+			byName := env.instancesByName(t)
+			_, old := byName[b]
+			for name, instance := range byName {
+				if strings.HasPrefix(name, b+"-r") && instance.State == "created" {
+					return !old && len(byName) == 2 && sizeHeld(t)
+				}
 			}
-		}
 
-		return false
+			return false
+		})
+
+		hook.waitFor("replaced missing", 20*time.Second, lifecycleEvent("deployment-instance-replaced", b))
 	})
-
-	hook.waitFor("replaced missing", 20*time.Second, lifecycleEvent("deployment-instance-replaced", b))
 
 	// Every instance fails: replacements that never become healthy stop after three and
 	// the shape is degraded, at its size.
-	env.setShape(t, func(put *api.DeploymentShapePut) { put.Health.Command = []string{"false"} })
-	env.waitUntil(t, "the shape degraded", 120*time.Second, func() bool {
+	phase(t, "degraded after 3 failed replacements", func(t *testing.T) {
+		env.setShape(t, func(put *api.DeploymentShapePut) { put.Health.Command = []string{"false"} })
+		env.waitUntil(t, "the shape degraded", 120*time.Second, func() bool {
+			shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
+			must(t, err)
+			return shape.Status == api.ShapeStatusDegraded
+		})
+
 		shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
 		must(t, err)
-		return shape.Status == api.ShapeStatusDegraded
-	})
+		if !strings.Contains(shape.StatusReason, "3 replacements") || shape.ScalingCurrent != 2 {
+			t.Fatalf("degraded shape: %s (%q), %d instances", shape.Status, shape.StatusReason, shape.ScalingCurrent)
+		}
 
-	shape, _, err = env.admin.GetDeploymentShape("dep1", "web")
-	must(t, err)
-	if !strings.Contains(shape.StatusReason, "3 replacements") || shape.ScalingCurrent != 2 {
-		t.Fatalf("degraded shape: %s (%q), %d instances", shape.Status, shape.StatusReason, shape.ScalingCurrent)
-	}
+		hook.waitFor("degraded", 20*time.Second, lifecycleEvent("deployment-shape-degraded", ""))
+		// A replacement started before the verdict may still be finishing: wait for it.
+		env.waitUntil(t, "the last replacement settled", 30*time.Second, func() bool {
+			byName := env.instancesByName(t)
+			for _, instance := range byName {
+				if instance.State != "created" {
+					return false
+				}
+			}
 
-	hook.waitFor("degraded", 20*time.Second, lifecycleEvent("deployment-shape-degraded", ""))
-	// A replacement started before the verdict may still be finishing: wait for it.
-	env.waitUntil(t, "the last replacement settled", 30*time.Second, func() bool {
-		byName := env.instancesByName(t)
-		for _, instance := range byName {
-			if instance.State != "created" {
-				return false
+			return len(byName) == 2
+		})
+
+		settled := names(env.instancesByName(t))
+		time.Sleep(4 * time.Second)
+		if now := names(env.instancesByName(t)); now != settled {
+			t.Fatalf("autohealing went on after the shape was degraded: %s then %s", settled, now)
+		}
+
+		// Unhealthy instances come first as scale-down candidates for the governor.
+		for _, instance := range env.instancesByName(t) {
+			if instance.Health != api.HealthUnhealthy {
+				t.Fatalf("with a failing check every instance is unhealthy: %+v", instance)
 			}
 		}
-
-		return len(byName) == 2
 	})
-
-	settled := names(env.instancesByName(t))
-	time.Sleep(4 * time.Second)
-	if now := names(env.instancesByName(t)); now != settled {
-		t.Fatalf("autohealing went on after the shape was degraded: %s then %s", settled, now)
-	}
-
-	// Unhealthy instances come first as scale-down candidates for the governor.
-	for _, instance := range env.instancesByName(t) {
-		if instance.Health != api.HealthUnhealthy {
-			t.Fatalf("with a failing check every instance is unhealthy: %+v", instance)
-		}
-	}
 
 	// The operator sees it all in /1.0/metrics: replacements by result, the shape degraded,
 	// its instances unhealthy and none ready (labels sorted, as the exposition prints them).
-	text := scrape(t, env.admin)
-	labels := `deployment="dep1",project="default"`
-	if sample(text, `lxd_deployd_autoheal_replacements_total{`+labels+`,result="ok",shape="web"}`) < 2 ||
-		sample(text, `lxd_deployd_autoheal_replacements_total{`+labels+`,result="gave_up",shape="web"}`) < 1 ||
-		sample(text, `lxd_deployd_shape_degraded{`+labels+`,shape="web"}`) != 1 ||
-		sample(text, `lxd_deployd_shape_instances_health{deployment="dep1",health="unhealthy",project="default",shape="web"}`) != 2 ||
-		sample(text, `lxd_deployd_shape_instances_ready{`+labels+`,shape="web"}`) != 0 {
-		t.Fatalf("autohealing in the metrics:\n%s", text)
-	}
+	phase(t, "metrics", func(t *testing.T) {
+		text := scrape(t, env.admin)
+		labels := `deployment="dep1",project="default"`
+		if sample(text, `lxd_deployd_autoheal_replacements_total{`+labels+`,result="ok",shape="web"}`) < 2 ||
+			sample(text, `lxd_deployd_autoheal_replacements_total{`+labels+`,result="gave_up",shape="web"}`) < 1 ||
+			sample(text, `lxd_deployd_shape_degraded{`+labels+`,shape="web"}`) != 1 ||
+			sample(text, `lxd_deployd_shape_instances_health{deployment="dep1",health="unhealthy",project="default",shape="web"}`) != 2 ||
+			sample(text, `lxd_deployd_shape_instances_ready{`+labels+`,shape="web"}`) != 0 {
+			t.Fatalf("autohealing in the metrics:\n%s", text)
+		}
+	})
 }
 
 func names(byName map[string]api.DeploymentInstance) string {

@@ -21,6 +21,9 @@ import (
 // minimum after the stabilization window.
 func TestReferenceGovernorAutoscales(t *testing.T) {
 	env := newGovernorEnv(t, 1, 4)
+	// The governor names its instances web-<random>, outside the env's prefix: force-delete
+	// the shape through the daemon so that none outlives a failed run in the shared LXD.
+	t.Cleanup(func() { _ = env.admin.DeleteDeploymentShape("dep1", "web", true) })
 	dir := t.TempDir()
 
 	// The governor's identity: a deployments certificate with an admin key.
@@ -83,19 +86,12 @@ func TestReferenceGovernorAutoscales(t *testing.T) {
 
 	waitSize := func(what string, size int, timeout time.Duration) []string {
 		t.Helper()
-		deadline := time.Now().Add(timeout)
-		for {
-			names := running()
-			if len(names) == size {
-				return names
-			}
-
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: shape web has %d running instances, want %d", what, len(names), size)
-			}
-
-			time.Sleep(250 * time.Millisecond)
-		}
+		var names []string
+		waitUntil(t, what, timeout, func() bool {
+			names = running()
+			return len(names) == size
+		}, showing(func() string { return fmt.Sprintf("shape web has %d running instances, want %d", len(names), size) }))
+		return names
 	}
 
 	// One instance to start with, as the minimum wants.

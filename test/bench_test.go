@@ -3,7 +3,6 @@ package test
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -92,23 +91,4 @@ func benchLaunch(b *testing.B, n int) {
 	b.ReportMetric(float64(ourMedian-directMedian)/float64(time.Millisecond), "overhead-ms")
 	b.ReportMetric(float64(ourWall)/float64(directWall), "concurrent-ratio")
 	env.cleanupLXD(b)
-}
-
-func median(values []time.Duration) time.Duration {
-	sorted := append([]time.Duration{}, values...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	return sorted[len(sorted)/2]
-}
-
-// removeAll deletes the shape's instances through the governor API, then anything else the
-// test made directly in LXD.
-func (env *governorEnv) removeAll(t testing.TB) {
-	t.Helper()
-	names, err := env.gov.GetDeploymentShapeInstanceNames("dep1", "web")
-	must(t, err)
-	for _, name := range names {
-		env.remove(t, env.gov, name)
-	}
-
-	env.cleanupLXD(t)
 }

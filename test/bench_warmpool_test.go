@@ -1,13 +1,10 @@
 package test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"testing"
 	"time"
-
-	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -69,8 +66,7 @@ func benchWarmPool(b *testing.B) {
 		var coldTimes, warmTimes []time.Duration
 		for i := 0; i < n; i++ {
 			// The pool refills in the background between launches, untimed.
-			deadline := time.Now().Add(2 * time.Minute)
-			for {
+			env.waitUntil(b, "the warm pool refilled", 2*time.Minute, func() bool {
 				pool, err := env.admin.GetDeploymentShapeWarmPool("dep1", warm)
 				must(b, err)
 				ready := 0
@@ -81,16 +77,8 @@ func benchWarmPool(b *testing.B) {
 					}
 				}
 
-				if ready > 0 {
-					break
-				}
-
-				if time.Now().After(deadline) {
-					b.Fatalf("the warm pool did not refill\n%s", env.d.Log())
-				}
-
-				time.Sleep(100 * time.Millisecond)
-			}
+				return ready > 0
+			}, every(100*time.Millisecond))
 
 			coldTimes = append(coldTimes, launch(cold, env.name(fmt.Sprintf("c%d", i))))
 			warmTimes = append(warmTimes, launch(warm, env.name(fmt.Sprintf("w%d", i))))
@@ -120,31 +108,4 @@ func benchWarmPool(b *testing.B) {
 	}
 
 	env.cleanupLXD(b)
-}
-
-// publishBigImage makes an image like busybox with 100 MB more in its rootfs, uncompressed
-// so that publishing it stays quick.
-func (env *governorEnv) publishBigImage(b *testing.B, alias string) {
-	b.Helper()
-	name := env.name("bigsrc")
-	defer env.deleteByHand(name)
-	must(b, env.launchByHand(name))
-	var out bytes.Buffer
-	done := make(chan bool)
-	op, err := env.lxdConn.ExecInstance(name, lxdapi.InstanceExecPost{Command: []string{"dd", "if=/dev/urandom", "of=/payload", "bs=1M", "count=100"}, WaitForWS: true}, lxdExecArgs(&out, &out, done))
-	must(b, err)
-	must(b, op.Wait())
-	<-done
-	op, err = env.lxdConn.UpdateInstanceState(name, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, "")
-	must(b, err)
-	must(b, op.Wait())
-	op, err = env.lxdConn.CreateImage(lxdapi.ImagesPost{
-		Source:               &lxdapi.ImagesPostSource{Type: "instance", Name: name},
-		CompressionAlgorithm: "none",
-		ImagePut:             lxdapi.ImagePut{Properties: map[string]string{"description": "busybox with a 100 MB payload (bench)"}},
-	}, nil)
-	must(b, err)
-	must(b, op.Wait())
-	fingerprint, _ := op.Get().Metadata["fingerprint"].(string)
-	must(b, env.lxdConn.CreateImageAlias(lxdapi.ImageAliasesPost{ImageAliasesEntry: lxdapi.ImageAliasesEntry{Name: alias, Type: "container", Target: fingerprint}}))
 }

@@ -11,15 +11,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/test/lxdtest"
 )
 
-// startMember starts a daemon that joins the cluster through a token issued by via; no
-// file is copied.
-func startMember(t *testing.T, via *daemon, name string, lxdSocket string) *daemon {
-	t.Helper()
-	token, err := via.Unix(t).CreateClusterJoinToken(name)
-	must(t, err)
-	return startDaemon(t, daemonOptions{LXDSocket: lxdSocket, Cluster: true, ExtraArgs: []string{"--cluster-join-token", token.Token}})
-}
-
 // joinOutput runs a daemon that tries to join with token, expecting it to fail.
 func joinOutput(t *testing.T, token string) string {
 	t.Helper()
@@ -36,10 +27,12 @@ func joinOutput(t *testing.T, token string) string {
 // or "/status" for any role).
 func waitMembers(t *testing.T, d *daemon, want map[string]string) []api.ClusterMember {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		members, err := d.Unix(t).GetClusterMembers()
-		got := map[string]string{}
+	var members []api.ClusterMember
+	var got map[string]string
+	var err error
+	waitUntil(t, "members "+fmt.Sprint(want), 20*time.Second, func() bool {
+		members, err = d.Unix(t).GetClusterMembers()
+		got = map[string]string{}
 		for _, m := range members {
 			got[m.ServerName] = m.DatabaseRole + "/" + m.Status
 			if strings.HasPrefix(want[m.ServerName], "/") {
@@ -47,32 +40,9 @@ func waitMembers(t *testing.T, d *daemon, want map[string]string) []api.ClusterM
 			}
 		}
 
-		if err == nil && fmt.Sprint(got) == fmt.Sprint(want) {
-			return members
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("members: want %v, got %v (%v)", want, got, err)
-		}
-
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// waitExit waits for a daemon to exit by itself.
-func waitExit(t *testing.T, d *daemon, timeout time.Duration) {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- d.cmd.Wait() }()
-	select {
-	case err := <-done:
-		d.cmd = nil
-		if err != nil {
-			t.Fatalf("exit: %v\n%s", err, d.Log())
-		}
-	case <-time.After(timeout):
-		t.Fatalf("the daemon did not exit within %s\n%s", timeout, d.Log())
-	}
+		return err == nil && fmt.Sprint(got) == fmt.Sprint(want)
+	}, showing(func() string { return fmt.Sprintf("got %v (%v)", got, err) }))
+	return members
 }
 
 // TestClusterMembers joins three members with tokens (single use, expiring), checks that

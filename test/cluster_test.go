@@ -66,19 +66,10 @@ func TestClusteredDaemons(t *testing.T) {
 
 	// The first member goes away; the other two keep a quorum and keep serving writes.
 	a.Stop(t)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitUntil(t, "the remaining members taking over", 30*time.Second, func() bool {
 		err = c.Unix(t).CreateDeploymentShape("shared", webShape("db", 0, 1))
-		if err == nil {
-			break
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("the remaining members did not take over: %v\n%s", err, c.Log())
-		}
-
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err == nil
+	}, showing(func() string { return err.Error() }), withLog(c.Log))
 
 	_, _, err = b.Unix(t).GetDeploymentShape("shared", "db")
 	must(t, err)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
 )
 
 // TestCrashDuringLaunches kills the daemon with SIGKILL while launches are in flight and
@@ -23,41 +25,35 @@ func TestCrashDuringLaunches(t *testing.T) {
 	env.d.Kill(t)
 	env.d.Start(t, "--reconcile-interval", "1s")
 
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		rows, states := env.rowStates(t)
-		live := env.lxdInstances(t)
-		liveNames := make([]string, 0, len(live))
+	var rows, liveNames []string
+	var states string
+	var live map[string]lxdapi.Instance
+	env.waitUntil(t, "records and LXD converged", 90*time.Second, func() bool {
+		rows, states = env.rowStates(t)
+		live = env.lxdInstances(t)
+		liveNames = make([]string, 0, len(live))
 		for name := range live {
 			liveNames = append(liveNames, name)
 		}
 
 		sort.Strings(liveNames)
 		settled := !strings.Contains(states, "creating") && !strings.Contains(states, "deleting")
-		if settled && strings.Join(rows, ",") == strings.Join(liveNames, ",") {
-			if len(rows) > max {
-				t.Fatalf("%d instances exceed the maximum %d", len(rows), max)
-			}
-
-			for name, instance := range live {
-				if instance.Status != "Running" {
-					t.Fatalf("adopted instance %s is %s: a launch promises a started instance", name, instance.Status)
-				}
-			}
-
-			t.Logf("after the crash: %d of %d launches survived, records and LXD agree (%s)", len(rows), max, states)
-			break
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("records %v (%s) and LXD %v did not converge\n%s", rows, states, liveNames, env.d.Log())
-		}
-
-		time.Sleep(250 * time.Millisecond)
+		return settled && strings.Join(rows, ",") == strings.Join(liveNames, ",")
+	}, showing(func() string { return fmt.Sprintf("records %v (%s), LXD %v", rows, states, liveNames) }))
+	if len(rows) > max {
+		t.Fatalf("%d instances exceed the maximum %d", len(rows), max)
 	}
 
+	for name, instance := range live {
+		if instance.Status != "Running" {
+			t.Fatalf("adopted instance %s is %s: a launch promises a started instance", name, instance.Status)
+		}
+	}
+
+	t.Logf("after the crash: %d of %d launches survived, records and LXD agree (%s)", len(rows), max, states)
+
 	// The survivors are ordinary instances: the governor can delete them.
-	rows, _ := env.rowStates(t)
+	rows, _ = env.rowStates(t)
 	for _, name := range rows {
 		env.remove(t, env.gov, name)
 	}
@@ -65,20 +61,4 @@ func TestCrashDuringLaunches(t *testing.T) {
 	if left := env.lxdInstances(t); len(left) != 0 {
 		t.Fatalf("instances left in LXD: %v", left)
 	}
-}
-
-// rowStates returns the sorted names of the shape's instance records and their states.
-func (env *governorEnv) rowStates(t testing.TB) ([]string, string) {
-	t.Helper()
-	instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
-	must(t, err)
-	names := []string{}
-	states := []string{}
-	for _, instance := range instances {
-		names = append(names, instance.Name)
-		states = append(states, instance.Name+"="+instance.State)
-	}
-
-	sort.Strings(names)
-	return names, strings.Join(states, " ")
 }

@@ -7,140 +7,10 @@ import (
 	"testing"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/client"
-	"github.com/lxd-deployd/lxd-deployd/shared/api"
-	"github.com/lxd-deployd/lxd-deployd/test/lxdtest"
 )
-
-// governorEnv is a daemon on a private LXD with one deployment, a shape and governors.
-type governorEnv struct {
-	d        *daemon
-	lxd      *lxdtest.LXD
-	lxdConn  lxd.InstanceServer
-	admin    *client.Server
-	gov      *client.Server // admin key on the deployment
-	readOnly *client.Server // read-only key on the deployment
-	prefix   string         // makes instance names unique in the shared LXD
-}
-
-// newGovernorEnv starts a daemon beside the shared private LXD, creates deployment dep1 with
-// shape web (bounds min..max, busybox) and governors holding admin and read-only keys.
-func newGovernorEnv(t testing.TB, min int, max int, extraArgs ...string) *governorEnv {
-	t.Helper()
-	private := lxdtest.Shared(t)
-	d := startDaemon(t, daemonOptions{LXDSocket: private.Socket, ExtraArgs: extraArgs})
-	waitLXDOnline(t, d)
-
-	env := &governorEnv{d: d, lxd: private, lxdConn: private.Client(t), admin: d.Unix(t)}
-	env.prefix = strings.ToLower(strings.NewReplacer("_", "-", "/", "-").Replace(t.Name()))
-	if len(env.prefix) > 30 {
-		env.prefix = env.prefix[len(env.prefix)-30:]
-	}
-
-	env.prefix = "t" + strings.Trim(env.prefix, "-")
-	must(t, env.admin.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}}))
-	must(t, env.admin.CreateDeploymentShape("dep1", webShape("web", min, max)))
-	env.gov = env.governor(t, "dep1", "gov", "admin")
-	env.readOnly = env.governor(t, "dep1", "watcher", "read-only")
-
-	t.Cleanup(func() { env.cleanupLXD(t) })
-	return env
-}
-
-// governor makes a deployments certificate with a key of the given role on a deployment
-// and returns an HTTPS connection using it.
-func (env *governorEnv) governor(t testing.TB, deployment string, key string, role string) *client.Server {
-	t.Helper()
-	id := newIdentity(t)
-	trustIdentity(t, env.admin, id, key+"-cert", "deployments")
-	must(t, env.admin.CreateDeploymentKey(deployment, api.DeploymentKeysPost{DeploymentKeyPost: api.DeploymentKeyPost{Name: key}, DeploymentKeyPut: api.DeploymentKeyPut{Role: role}, CertificateFingerprint: id.Fingerprint}))
-	return env.d.HTTPS(t, id)
-}
-
-// name returns a test-unique instance name.
-func (env *governorEnv) name(n string) string {
-	return env.prefix + "-" + n
-}
-
-// cleanupLXD deletes whatever this test left in the shared LXD.
-func (env *governorEnv) cleanupLXD(t testing.TB) {
-	instances, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
-	if err != nil {
-		return
-	}
-
-	for _, instance := range instances {
-		if !strings.HasPrefix(instance.Name, env.prefix+"-") {
-			continue
-		}
-
-		env.removeFromLXD(instance)
-	}
-}
-
-// removeFromLXD deletes an instance from the shared LXD whatever its protection and state,
-// as a best effort: cleanups must not fail a test that has passed.
-func (env *governorEnv) removeFromLXD(instance lxdapi.Instance) {
-	put := instance.Writable()
-	delete(put.Config, "security.protection.delete")
-	if op, err := env.lxdConn.UpdateInstance(instance.Name, put, ""); err == nil {
-		_ = op.Wait()
-	}
-
-	if op, err := env.lxdConn.UpdateInstanceState(instance.Name, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, ""); err == nil {
-		_ = op.Wait()
-	}
-
-	if op, err := env.lxdConn.DeleteInstance(instance.Name); err == nil {
-		_ = op.Wait()
-	}
-}
-
-// lxdInstances returns the names of this test's instances in LXD tagged as dep1's.
-func (env *governorEnv) lxdInstances(t testing.TB) map[string]lxdapi.Instance {
-	t.Helper()
-	instances, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
-	must(t, err)
-	result := map[string]lxdapi.Instance{}
-	for _, instance := range instances {
-		if strings.HasPrefix(instance.Name, env.prefix+"-") && instance.Config["user.lxd-deployd.deployment"] == "dep1" {
-			result[instance.Name] = instance
-		}
-	}
-
-	return result
-}
-
-// launch launches an instance through a governor and waits for it.
-func (env *governorEnv) launch(t testing.TB, c *client.Server, name string) {
-	t.Helper()
-	op, err := c.CreateDeploymentShapeInstance("dep1", "web", name)
-	must(t, err)
-	must(t, op.Wait(context.Background()))
-}
-
-// remove deletes an instance through a governor and waits for it.
-func (env *governorEnv) remove(t testing.TB, c *client.Server, name string) {
-	t.Helper()
-	op, err := c.DeleteDeploymentShapeInstance("dep1", "web", name)
-	must(t, err)
-	must(t, op.Wait(context.Background()))
-}
-
-func waitLXDOnline(t testing.TB, d *daemon) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for serverEnvironment(t, d).LXDStatus != "online" {
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon did not connect to the private LXD\n%s", d.Log())
-		}
-
-		time.Sleep(50 * time.Millisecond)
-	}
-}
 
 func TestGovernorScalesWithinBounds(t *testing.T) {
 	env := newGovernorEnv(t, 1, 3)
@@ -266,8 +136,7 @@ func TestLXDClientWaitsOnOurOperations(t *testing.T) {
 	trustIdentity(t, env.admin, admin, "admin", "client")
 
 	// LXD's own Go client: Operation.Wait() listens on /1.0/events.
-	c, err := lxd.ConnectLXD("https://"+env.d.HTTPSAddress, &lxd.ConnectionArgs{TLSServerCert: env.d.ServerCert, TLSClientCert: admin.CertPEM, TLSClientKey: admin.KeyPEM})
-	must(t, err)
+	c := env.d.LXDClient(t, admin)
 	op, _, err := c.RawOperation("POST", "/deployments/dep1/shapes/web/instances/"+env.name("a"), nil, "")
 	must(t, err)
 	done := make(chan error, 1)

@@ -2,30 +2,11 @@ package test
 
 import (
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
-
-// daemonRSS is the daemon's resident memory in bytes (/proc/PID/status VmRSS).
-func daemonRSS(t testing.TB, d *daemon) int64 {
-	t.Helper()
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(d.cmd.Process.Pid) + "/status")
-	must(t, err)
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			kb, err := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
-			must(t, err)
-			return kb << 10
-		}
-	}
-
-	t.Fatal("no VmRSS")
-	return 0
-}
 
 // TestHostileTemplatesOverTheAPI sends the red team's templates with a dry-run create: each
 // is refused with a 400 naming the limit, the daemon stays small and keeps serving. The

@@ -1,6 +1,7 @@
 package test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -28,20 +29,14 @@ func TestWebhookDestinationPolicy(t *testing.T) {
 		must(t, c.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}, DeploymentPut: api.DeploymentPut{GovernorWebhookURL: hook}}))
 		_, err := c.PingWebhook("dep1")
 		must(t, err)
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			deliveries, err := c.GetWebhookDeliveries("dep1")
+		var deliveries []api.WebhookDelivery
+		waitUntil(t, "a delivery attempt", 20*time.Second, func() bool {
+			var err error
+			deliveries, err = c.GetWebhookDeliveries("dep1")
 			must(t, err)
-			if len(deliveries) > 0 && deliveries[0].Attempts > 0 {
-				return deliveries[0]
-			}
-
-			if time.Now().After(deadline) {
-				t.Fatalf("no delivery attempt: %+v", deliveries)
-			}
-
-			time.Sleep(100 * time.Millisecond)
-		}
+			return len(deliveries) > 0 && deliveries[0].Attempts > 0
+		}, every(100*time.Millisecond), showing(func() string { return fmt.Sprintf("%+v", deliveries) }))
+		return deliveries[0]
 	}
 
 	refused := lastDelivery(startDaemon(t, daemonOptions{ExtraArgs: []string{"--webhook-allowed-networks", "10.0.0.0/8"}}))

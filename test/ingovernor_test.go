@@ -1,7 +1,6 @@
 package test
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -9,8 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/client"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -43,25 +40,6 @@ func buildIngovernor(t testing.TB) string {
 	return ingovernorBinary
 }
 
-// pushFile copies content into an instance.
-func (env *governorEnv) pushFile(t testing.TB, instance string, path string, content []byte, mode int) {
-	t.Helper()
-	must(t, env.lxdConn.CreateInstanceFile(instance, path, lxdInstanceFile(content, mode)))
-}
-
-// exec runs a command in an instance and returns its exit code, stdout and stderr.
-func (env *governorEnv) exec(t testing.TB, instance string, command ...string) (int, string, string) {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	done := make(chan bool)
-	op, err := env.lxdConn.ExecInstance(instance, lxdapi.InstanceExecPost{Command: command, WaitForWS: true}, lxdExecArgs(&stdout, &stderr, done))
-	must(t, err)
-	must(t, op.Wait())
-	<-done
-	code, _ := op.Get().Metadata["return"].(float64)
-	return int(code), stdout.String(), stderr.String()
-}
-
 // TestInInstanceGovernor runs a static governor inside a container of shape gov: it reaches
 // the daemon through /dev/lxd-deployd.sock with nothing but its key pair, and scales shape
 // web of its own deployment.
@@ -69,21 +47,9 @@ func TestInInstanceGovernor(t *testing.T) {
 	env := newGovernorEnv(t, 0, 2)
 	binary := buildIngovernor(t)
 
-	gov := api.DeploymentShapesPost{DeploymentShapePost: api.DeploymentShapePost{Name: "gov"}, DeploymentShapePut: webShape("gov", 0, 1).DeploymentShapePut}
-	gov.Config = map[string]string{"governor.socket": "true"}
-	must(t, env.admin.CreateDeploymentShape("dep1", gov))
-
-	id := newIdentity(t)
-	trustIdentity(t, env.admin, id, "ingov", "deployments")
-	must(t, env.admin.CreateDeploymentKey("dep1", api.DeploymentKeysPost{DeploymentKeyPost: api.DeploymentKeyPost{Name: "ingov"}, DeploymentKeyPut: api.DeploymentKeyPut{Role: "admin"}, CertificateFingerprint: id.Fingerprint}))
-
-	governorInstance := env.name("gov")
-	op, err := env.admin.CreateDeploymentShapeInstance("dep1", "gov", governorInstance)
-	must(t, err)
-	must(t, op.Wait(t.Context()))
-
+	id, governorInstance := env.launchGovernorInstance(t, "dep1", "ingov", "ingov", "admin")
 	hostSocket := filepath.Join(env.d.DataDir, "governor", governorInstance+".sock")
-	_, err = os.Stat(hostSocket)
+	_, err := os.Stat(hostSocket)
 	must(t, err)
 
 	content, err := os.ReadFile(binary)
@@ -174,7 +140,7 @@ func TestInInstanceGovernor(t *testing.T) {
 
 	// The socket goes with its instance.
 	env.remove(t, env.admin, web1)
-	op, err = env.admin.DeleteDeploymentShapeInstance("dep1", "gov", governorInstance)
+	op, err := env.admin.DeleteDeploymentShapeInstance("dep1", "gov", governorInstance)
 	must(t, err)
 	must(t, op.Wait(t.Context()))
 	_, err = os.Stat(hostSocket)

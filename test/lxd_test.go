@@ -1,6 +1,7 @@
 package test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,19 +27,10 @@ func TestDaemonReachesLXD(t *testing.T) {
 	}
 
 	must(t, os.Symlink(private.Socket, socket))
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	waitUntil(t, "the daemon connected to LXD once it appeared", 20*time.Second, func() bool {
 		env = serverEnvironment(t, d)
-		if env.LXDStatus == "online" {
-			break
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon did not connect to LXD once it appeared: %+v\n%s", env, d.Log())
-		}
-
-		time.Sleep(100 * time.Millisecond)
-	}
+		return env.LXDStatus == "online"
+	}, every(100*time.Millisecond), showing(func() string { return fmt.Sprintf("%+v", env) }), withLog(d.Log))
 
 	if env.LXDVersion != server.Environment.ServerVersion || env.LXDError != "" {
 		t.Fatalf("online LXD: %+v, LXD says version %s", env, server.Environment.ServerVersion)

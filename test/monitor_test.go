@@ -3,6 +3,7 @@ package test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -53,24 +54,24 @@ func startMonitor(t *testing.T, u *cliUser, args ...string) *monitorProcess {
 // waitFor returns the first line containing every one of parts.
 func (m *monitorProcess) waitFor(t *testing.T, parts ...string) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var found string
+	waitUntil(t, fmt.Sprintf("the monitor printing a line with %q", parts), 30*time.Second, func() bool {
 		m.mu.Lock()
+		defer m.mu.Unlock()
 		for _, line := range m.lines {
 			if contains(line, parts...) {
-				m.mu.Unlock()
-				return line
+				found = line
+				return true
 			}
 		}
 
-		m.mu.Unlock()
-		time.Sleep(50 * time.Millisecond)
-	}
-
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	t.Fatalf("monitor printed no line with %q:\n%s", parts, strings.Join(m.lines, "\n"))
-	return ""
+		return false
+	}, every(50*time.Millisecond), showing(func() string {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return "it printed:\n" + strings.Join(m.lines, "\n")
+	}))
+	return found
 }
 
 // TestMonitorShowsLaunch follows a launch with "lxd-deploy monitor": its lifecycle event
@@ -84,30 +85,23 @@ func TestMonitorShowsLaunch(t *testing.T) {
 	yamlEvents := startMonitor(t, u, "--type", "lifecycle")
 
 	// Wait until all three streams are connected: the deployment's own change shows in them.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	printed := func(m *monitorProcess) bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.lines) > 0
+	}
+
+	waitUntil(t, "the monitors connected", 10*time.Second, func() bool {
+		if printed(events) && printed(logs) && printed(yamlEvents) {
+			return true
+		}
+
 		d, etag, err := env.admin.GetDeployment("dep1")
 		must(t, err)
 		d.Description = "watched " + time.Now().String()
 		must(t, env.admin.UpdateDeployment("dep1", d.DeploymentPut, etag))
-		time.Sleep(200 * time.Millisecond)
-		events.mu.Lock()
-		ready := len(events.lines) > 0
-		events.mu.Unlock()
-		logs.mu.Lock()
-		ready = ready && len(logs.lines) > 0
-		logs.mu.Unlock()
-		yamlEvents.mu.Lock()
-		ready = ready && len(yamlEvents.lines) > 0
-		yamlEvents.mu.Unlock()
-		if ready {
-			break
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatal("the monitors did not connect")
-		}
-	}
+		return false
+	})
 
 	name := env.name("mon1")
 	env.launch(t, env.gov, name)

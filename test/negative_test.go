@@ -113,17 +113,55 @@ func TestNegativeSuiteOverHTTPS(t *testing.T) {
 	https := d.HTTPS(t, admin)
 	before := snapshot(t, https)
 
+	cases := negativeCases(etag, admin, gov)
+	if len(cases) < 100 {
+		t.Fatalf("only %d cases", len(cases))
+	}
+
+	for _, c := range cases {
+		status, body := rawRequest(t, d, admin, c.method, c.path, c.body, c.headers...)
+		name := c.method + " " + c.path
+		if len(name) > 120 {
+			name = name[:120] + "..."
+		}
+
+		if status != c.status {
+			t.Errorf("%s %.80s: got %d %.300s, want %d", name, c.body, status, body, c.status)
+			continue
+		}
+
+		var envelope lxdapi.Response
+		err := json.Unmarshal(body, &envelope)
+		if err != nil || envelope.Type != lxdapi.ErrorResponse || envelope.Code != c.status || envelope.Error == "" {
+			t.Errorf("%s: answer is not an LXD error envelope with code %d: %.300s", name, c.status, body)
+		}
+
+		after := snapshot(t, https)
+		if after != before {
+			t.Fatalf("%s %.80s changed the state:\n%s", name, c.body, lineDiff(before, after))
+		}
+	}
+
+	t.Logf("%d bad requests refused with a 4xx in the envelope, nothing changed", len(cases))
+}
+
+// negativeCase is a bad request and the 4xx it must get.
+type negativeCase struct {
+	method, path, body string
+	status             int
+	headers            []string
+}
+
+// negativeCases are TestNegativeSuiteOverHTTPS's bad requests, across every resource, for a
+// daemon with deployment dep1 (whose ETag is etag), shape web, key k1 of gov, and an admin.
+func negativeCases(etag string, admin *identity, gov *identity) []negativeCase {
 	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
 	long := strings.Repeat("a", 64)
 	shape := func(min int, max int) string {
 		return `{"name":"s2","instance_template":{"source":{"type":"image","alias":"busybox"}},"scaling_minimum":` + strconv.Itoa(min) + `,"scaling_maximum":` + strconv.Itoa(max) + `}`
 	}
 
-	cases := []struct {
-		method, path, body string
-		status             int
-		headers            []string
-	}{
+	return []negativeCase{
 		// Deployment names.
 		{"POST", "/1.0/deployments", `{"name":""}`, 400, nil},
 		{"POST", "/1.0/deployments", `{"name":"1dep"}`, 400, nil},
@@ -272,36 +310,6 @@ func TestNegativeSuiteOverHTTPS(t *testing.T) {
 		{"GET", "/1.0/nothing", "", 404, nil},
 		{"GET", "/2.0/deployments", "", 404, nil},
 	}
-
-	if len(cases) < 100 {
-		t.Fatalf("only %d cases", len(cases))
-	}
-
-	for _, c := range cases {
-		status, body := rawRequest(t, d, admin, c.method, c.path, c.body, c.headers...)
-		name := c.method + " " + c.path
-		if len(name) > 120 {
-			name = name[:120] + "..."
-		}
-
-		if status != c.status {
-			t.Errorf("%s %.80s: got %d %.300s, want %d", name, c.body, status, body, c.status)
-			continue
-		}
-
-		var envelope lxdapi.Response
-		err := json.Unmarshal(body, &envelope)
-		if err != nil || envelope.Type != lxdapi.ErrorResponse || envelope.Code != c.status || envelope.Error == "" {
-			t.Errorf("%s: answer is not an LXD error envelope with code %d: %.300s", name, c.status, body)
-		}
-
-		after := snapshot(t, https)
-		if after != before {
-			t.Fatalf("%s %.80s changed the state:\n%s", name, c.body, lineDiff(before, after))
-		}
-	}
-
-	t.Logf("%d bad requests refused with a 4xx in the envelope, nothing changed", len(cases))
 }
 
 // lineDiff lists the lines of after that before does not have, and the other way round.

@@ -2,6 +2,7 @@ package test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -51,24 +52,18 @@ func TestRolloutTakenOverAfterKill(t *testing.T) {
 		clients[name] = m.Unix(t)
 	}
 
-	stop := make(chan struct{})
-	type result struct{ fewest, most, samples int }
-	sampled := make(chan result)
-	go func() {
-		fewest, most, samples := sampleInstanceBounds(stop, func() ([]api.DeploymentInstance, error) {
-			err := errors.New("no member answered")
-			for _, c := range clients {
-				var instances []api.DeploymentInstance
-				instances, err = c.GetDeploymentShapeInstances("dep1", "web")
-				if err == nil {
-					return instances, nil
-				}
+	stopSampling := startSamplingInstanceBounds(func() ([]api.DeploymentInstance, error) {
+		err := errors.New("no member answered")
+		for _, c := range clients {
+			var instances []api.DeploymentInstance
+			instances, err = c.GetDeploymentShapeInstances("dep1", "web")
+			if err == nil {
+				return instances, nil
 			}
+		}
 
-			return nil, err
-		})
-		sampled <- result{fewest, most, samples}
-	}()
+		return nil, err
+	})
 
 	_, err := env.admin.CreateDeploymentShapeRollout("dep1", "web", api.DeploymentRolloutsPost{})
 	must(t, err)
@@ -76,28 +71,25 @@ func TestRolloutTakenOverAfterKill(t *testing.T) {
 	// Once one instance is replaced, the member launching the next is the rollout's: kill it
 	// in the middle of that launch.
 	var victim string
-	deadline := time.Now().Add(60 * time.Second)
-	for victim == "" {
-		r, err := env.admin.GetDeploymentShapeRollout("dep1", "web", 1)
+	var current *api.DeploymentRollout
+	waitUntil(t, "a second replacement launched", 60*time.Second, func() bool {
+		var err error
+		current, err = env.admin.GetDeploymentShapeRollout("dep1", "web", 1)
 		must(t, err)
-		if r.Status != api.RolloutRunning {
-			t.Fatalf("the rollout ended before a member could be killed: %+v", r)
+		if current.Status != api.RolloutRunning {
+			t.Fatalf("the rollout ended before a member could be killed: %+v", current)
 		}
 
 		ops, err := env.admin.GetOperations()
 		must(t, err)
 		for _, op := range ops {
-			if r.Updated >= 1 && op.StatusCode == lxdapi.Running && strings.HasPrefix(op.Description, "Creating instance web-r2-") {
+			if current.Updated >= 1 && op.StatusCode == lxdapi.Running && strings.HasPrefix(op.Description, "Creating instance web-r2-") {
 				victim = op.Location
 			}
 		}
 
-		if time.Now().After(deadline) {
-			t.Fatalf("no second replacement launched: %+v", r)
-		}
-
-		time.Sleep(20 * time.Millisecond)
-	}
+		return victim != ""
+	}, every(20*time.Millisecond), showing(func() string { return fmt.Sprintf("%+v", current) }))
 
 	if members[victim] == nil {
 		t.Fatalf("the launch runs on %q, not a member", victim)
@@ -113,8 +105,7 @@ func TestRolloutTakenOverAfterKill(t *testing.T) {
 
 	t.Logf("killed %s, the member running the rollout", victim)
 	r := env.waitRollout(t, 1, 90*time.Second, "complete", "failed", "reverted", "cancelled")
-	close(stop)
-	bounds := <-sampled
+	bounds := stopSampling()
 	if r.Status != "complete" {
 		t.Fatalf("the rollout did not complete after the takeover: %+v", r)
 	}

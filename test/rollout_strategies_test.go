@@ -152,12 +152,7 @@ func TestRolloutPauseResumeCancelWithGovernor(t *testing.T) {
 
 	_, err := env.admin.CreateDeploymentShapeRollout("dep1", "web", api.DeploymentRolloutsPost{})
 	must(t, err)
-	stop := make(chan struct{})
-	sampled := make(chan [2]int)
-	go func() {
-		fewest, most, _ := env.sampleBounds(t, stop)
-		sampled <- [2]int{fewest, most}
-	}()
+	stopSampling := env.startSamplingBounds(t)
 
 	// Pause once the first replacement exists; nothing more is replaced while paused.
 	env.waitFirstReplacement(t, 1)
@@ -203,10 +198,9 @@ func TestRolloutPauseResumeCancelWithGovernor(t *testing.T) {
 	}
 
 	must(t, env.admin.DeploymentShapeRolloutAction("dep1", "web", 1, "cancel"))
-	close(stop)
-	bounds := <-sampled
-	if bounds[0] < 1 || bounds[1] > 5 {
-		t.Fatalf("bounds broken during the rollout: fewest ready %d, most %d", bounds[0], bounds[1])
+	bounds := stopSampling()
+	if bounds.fewest < 1 || bounds.most > 5 {
+		t.Fatalf("bounds broken during the rollout: fewest ready %d, most %d", bounds.fewest, bounds.most)
 	}
 
 	cancelled := env.waitRollout(t, 1, time.Second, "cancelled")

@@ -6,172 +6,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
-
-// rolloutEnv is a governor env whose shape web is rolled out. Rollouts name their
-// instances web-r<rev>-<random>, outside the env's prefix, so the shape (and all its
-// instances) is force-deleted through the daemon at the end.
-func newRolloutEnv(t *testing.T, min int, max int, extraArgs ...string) *governorEnv {
-	t.Helper()
-	env := newGovernorEnv(t, min, max, extraArgs...)
-	t.Cleanup(func() {
-		_ = env.admin.DeleteDeploymentShape("dep1", "web", true)
-		env.cleanupRollouts(t)
-	})
-
-	return env
-}
-
-// cleanupRollouts deletes the rollout-named instances of dep1 left in LXD (after a crash
-// test, say), so they do not outlive the test.
-func (env *governorEnv) cleanupRollouts(t testing.TB) {
-	instances, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
-	if err != nil {
-		return
-	}
-
-	for _, instance := range instances {
-		if !strings.HasPrefix(instance.Name, "web-r") || instance.Config["user.lxd-deployd.deployment"] != "dep1" {
-			continue
-		}
-
-		env.removeFromLXD(instance)
-	}
-}
-
-// updateShape changes shape web through PUT, with notes.
-func (env *governorEnv) updateShape(t testing.TB, notes string, change func(put *api.DeploymentShapePut)) {
-	t.Helper()
-	shape, etag, err := env.admin.GetDeploymentShape("dep1", "web")
-	must(t, err)
-	put := shape.Writable()
-	change(&put)
-	_, _, err = env.admin.Query(http.MethodPut, "/1.0/deployments/dep1/shapes/web?notes="+url.QueryEscape(notes), put, etag)
-	must(t, err)
-}
-
-// setVersion makes the template set user.version, which new instances carry.
-func setVersion(version string) func(put *api.DeploymentShapePut) {
-	return func(put *api.DeploymentShapePut) {
-		put.InstanceTemplate.Config = map[string]string{"user.version": version}
-	}
-}
-
-// scaleTo launches instances through the governor until the shape has n.
-func (env *governorEnv) scaleTo(t testing.TB, n int) []string {
-	t.Helper()
-	var names []string
-	var ops []interface{ Wait(context.Context) error }
-	for i := 0; i < n; i++ {
-		name := env.name(fmt.Sprintf("i%d", i))
-		op, err := env.gov.CreateDeploymentShapeInstance("dep1", "web", name)
-		must(t, err)
-		ops = append(ops, op)
-		names = append(names, name)
-	}
-
-	for _, op := range ops {
-		must(t, op.Wait(context.Background()))
-	}
-
-	return names
-}
-
-// waitRollout waits until rollout n of web is in one of the statuses.
-func (env *governorEnv) waitRollout(t testing.TB, n int, timeout time.Duration, statuses ...string) *api.DeploymentRollout {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		r, err := env.admin.GetDeploymentShapeRollout("dep1", "web", n)
-		if err == nil {
-			for _, s := range statuses {
-				if r.Status == s {
-					return r
-				}
-			}
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("rollout %d is %+v (err %v), want %v\n%s", n, r, err, statuses, env.d.Log())
-		}
-
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// waitFirstReplacement waits until rollout n of web has made its first replacement, for
-// tests that act on a rollout caught half way (pause it, kill the daemon).
-func (env *governorEnv) waitFirstReplacement(t testing.TB, n int) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		r, err := env.admin.GetDeploymentShapeRollout("dep1", "web", n)
-		must(t, err)
-		if r.Updated >= 1 {
-			return
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("no replacement started: %+v", r)
-		}
-
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// versions returns the user.version each of the shape's LXD instances runs with, and
-// checks that the records say they are current.
-func (env *governorEnv) versions(t testing.TB) map[string]string {
-	t.Helper()
-	instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
-	must(t, err)
-	out := map[string]string{}
-	for _, i := range instances {
-		live, _, err := env.lxdConn.GetInstance(i.Name)
-		must(t, err)
-		out[i.Name] = live.Config["user.version"]
-		if i.Outdated {
-			out[i.Name] += " (outdated)"
-		}
-	}
-
-	return out
-}
-
-// actionLog collects lifecycle actions heard from several goroutines.
-type actionLog struct {
-	mu      sync.Mutex
-	actions []string
-}
-
-func (l *actionLog) add(action string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.actions = append(l.actions, action)
-}
-
-func (l *actionLog) has(action string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Contains(l.actions, action)
-}
-
-func (l *actionLog) all() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string{}, l.actions...)
-}
 
 func TestShapeRevisionsAndOutdated(t *testing.T) {
 	env := newRolloutEnv(t, 0, 3)
@@ -278,44 +120,6 @@ func TestShapeRevisionsAndOutdated(t *testing.T) {
 	}
 }
 
-// sampleBounds samples the shape's instances until stop is closed and reports the fewest
-// ready (created and Running) and the most counted (creating or created) it saw.
-func (env *governorEnv) sampleBounds(t testing.TB, stop <-chan struct{}) (fewestReady int, most int, samples int) {
-	return sampleInstanceBounds(stop, func() ([]api.DeploymentInstance, error) {
-		return env.admin.GetDeploymentShapeInstances("dep1", "web")
-	})
-}
-
-// sampleInstanceBounds reads the instances every 100 ms until stop is closed (a read that
-// fails is no sample) and reports the fewest ready (created and Running) and the most
-// counted (creating or created) it saw.
-func sampleInstanceBounds(stop <-chan struct{}, read func() ([]api.DeploymentInstance, error)) (fewestReady int, most int, samples int) {
-	fewestReady = 1 << 30
-	for {
-		instances, err := read()
-		if err == nil {
-			ready, counted := 0, 0
-			for _, i := range instances {
-				if i.State == "created" && i.Status == "Running" {
-					ready++
-				}
-
-				if i.State == "created" || i.State == "creating" {
-					counted++
-				}
-			}
-
-			fewestReady, most, samples = min(fewestReady, ready), max(most, counted), samples+1
-		}
-
-		select {
-		case <-stop:
-			return
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 func TestRollingRolloutKeepsReadyAndBounds(t *testing.T) {
 	env := newRolloutEnv(t, 0, 5)
 	env.scaleTo(t, 4)
@@ -339,28 +143,9 @@ func TestRollingRolloutKeepsReadyAndBounds(t *testing.T) {
 	put := deployment.Writable()
 	put.GovernorWebhookURL = hook.URL
 	must(t, env.admin.UpdateDeployment("dep1", put, etag))
-	admin := newIdentity(t)
-	trustIdentity(t, env.admin, admin, "events", "client")
-	lxdClient, err := lxd.ConnectLXD("https://"+env.d.HTTPSAddress, &lxd.ConnectionArgs{TLSServerCert: env.d.ServerCert, TLSClientCert: admin.CertPEM, TLSClientKey: admin.KeyPEM})
-	must(t, err)
-	listener, err := lxdClient.GetEvents()
-	must(t, err)
-	defer listener.Disconnect()
-	_, err = listener.AddHandler([]string{"lifecycle"}, func(e lxdapi.Event) {
-		var lifecycle lxdapi.EventLifecycle
-		if json.Unmarshal(e.Metadata, &lifecycle) == nil {
-			heard.add("event " + lifecycle.Action)
-		}
-	})
-	must(t, err)
+	env.d.onLifecycle(t, "events", func(lifecycle lxdapi.EventLifecycle) { heard.add("event " + lifecycle.Action) })
 
-	stop := make(chan struct{})
-	type result struct{ fewest, most, samples int }
-	sampled := make(chan result)
-	go func() {
-		f, m, n := env.sampleBounds(t, stop)
-		sampled <- result{f, m, n}
-	}()
+	stopSampling := env.startSamplingBounds(t)
 
 	op, err := env.admin.CreateDeploymentShapeRollout("dep1", "web", api.DeploymentRolloutsPost{Notes: "ship v2"})
 	must(t, err)
@@ -369,8 +154,7 @@ func TestRollingRolloutKeepsReadyAndBounds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	err = op.Wait(ctx)
-	close(stop)
-	bounds := <-sampled
+	bounds := stopSampling()
 	must(t, err)
 	if bounds.fewest < 4 || bounds.most > 5 {
 		t.Fatalf("during the rollout: fewest ready %d (want >= 4), most instances %d (want <= 5) over %d samples", bounds.fewest, bounds.most, bounds.samples)
@@ -404,18 +188,19 @@ func TestRollingRolloutKeepsReadyAndBounds(t *testing.T) {
 		t.Fatalf("activity: %v", counts)
 	}
 
-	deadline := time.Now().Add(30 * time.Second)
-	for _, want := range []string{"deployment-shape-rollout-started", "deployment-shape-rollout-step", "deployment-shape-rollout-completed", "deployment-instance-created", "deployment-instance-deleted"} {
-		for _, via := range []string{"webhook ", "event "} {
-			for !heard.has(via + want) {
-				if time.Now().After(deadline) {
-					t.Fatalf("the governor did not hear %s%s: %v", via, want, heard.all())
+	unheard := ""
+	waitUntil(t, "the governor hearing every rollout action by webhook and event", 30*time.Second, func() bool {
+		for _, want := range []string{"deployment-shape-rollout-started", "deployment-shape-rollout-step", "deployment-shape-rollout-completed", "deployment-instance-created", "deployment-instance-deleted"} {
+			for _, via := range []string{"webhook ", "event "} {
+				if !heard.has(via + want) {
+					unheard = via + want
+					return false
 				}
-
-				time.Sleep(100 * time.Millisecond)
 			}
 		}
-	}
+
+		return true
+	}, every(100*time.Millisecond), showing(func() string { return fmt.Sprintf("it did not hear %s: %v", unheard, heard.all()) }))
 
 	// Rollback to revision 1, then a rollout, restores the original template everywhere.
 	_, err = env.admin.RollbackDeploymentShape("dep1", "web", api.DeploymentShapeRollbackPost{Revision: 1})

@@ -81,7 +81,7 @@ func TestTemplatesDMCompat(t *testing.T) {
 	r := u.run("", "deployment", "create", "bad", "--config", dmCase("dm-schema-errors"))
 	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 	if r.code != 1 || len(lines) != 6 || !strings.Contains(lines[0], "properties do not match web.py.schema (5 problems)") ||
-		!strings.HasPrefix(lines[2], `  property "image": is required by web.py.schema`) || !strings.HasPrefix(lines[5], `  property "tls.cert": got number, want string`) {
+		!strings.HasPrefix(lines[2], `  property "image": is required by web.py.schema`) || !strings.HasPrefix(lines[5], `  property "tls.cert": 3 is not of type 'string'`) {
 		t.Fatalf("create with schema errors: exit %d\n%s", r.code, r.stderr)
 	}
 
@@ -97,7 +97,7 @@ func TestTemplatesDMCompat(t *testing.T) {
 		t.Fatalf("daemon error: %#v", err)
 	}
 
-	if !strings.Contains(templateErr.Detail(), "\n  property \"port\": got string, want integer") {
+	if !strings.Contains(templateErr.Detail(), "\n  property \"port\": '80' is not of type 'integer'") {
 		t.Errorf("client error detail:\n%s", templateErr.Detail())
 	}
 

@@ -292,7 +292,7 @@ func TestTemplatesCLI(t *testing.T) {
 	}
 
 	r = u.run("", "expand", filepath.Join("testdata", "templates", "schema-wrong-type", "config.yaml"))
-	if r.code == 0 || !strings.Contains(r.stderr, "want integer") {
+	if r.code == 0 || !strings.Contains(r.stderr, "'80' is not of type 'integer'") {
 		t.Fatalf("expand of a corpus error case: %+v", r)
 	}
 

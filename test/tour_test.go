@@ -12,9 +12,11 @@ import (
 	"time"
 
 	lxd "github.com/canonical/lxd/client"
+	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/client"
 	"github.com/lxd-deployd/lxd-deployd/internal/privatelxd"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/test/lxdtest"
 )
 
@@ -59,10 +61,19 @@ func TestReadmeTour(t *testing.T) {
 		}
 	}
 
-	// Under /tmp and traversable, as the private LXD's containers need (see lxdtest).
-	dir, err := os.MkdirTemp("/tmp", "ldd-tour-")
+	// A checkout under a directory others may not traverse, as root's home (mode 0700) or
+	// `mktemp -d` is: the containers' unprivileged root cannot reach a private LXD kept
+	// under it, so the daemon keeps it under privatelxd.RelocatedRoot, linked from .run/lxd.
+	home, err := os.MkdirTemp("", "ldd-tour-home-")
 	must(t, err)
-	must(t, os.Chmod(dir, 0o711))
+	info, err := os.Stat(home)
+	must(t, err)
+	if info.Mode().Perm()&0o001 != 0 {
+		t.Fatalf("%s has mode %04o: the tour must run under a directory others cannot traverse", home, info.Mode().Perm())
+	}
+
+	dir := filepath.Join(home, "lxd-deployd")
+	must(t, os.Mkdir(dir, 0o755))
 	runDir := filepath.Join(dir, ".run")
 	t.Cleanup(func() {
 		err := privatelxd.Remove(filepath.Join(runDir, "lxd"))
@@ -70,7 +81,7 @@ func TestReadmeTour(t *testing.T) {
 			t.Errorf("remove the private LXD: %v", err)
 		}
 
-		_ = os.RemoveAll(dir)
+		_ = os.RemoveAll(home)
 	})
 
 	must(t, os.Mkdir(filepath.Join(dir, "bin"), 0o755))
@@ -110,26 +121,27 @@ func TestReadmeTour(t *testing.T) {
 	// Wait until it answers with LXD online (the private LXD starts before the API).
 	admin, err := client.ConnectUnix(filepath.Join(runDir, "unix.socket"), nil)
 	must(t, err)
-	deadline := time.Now().Add(90 * time.Second)
-	for {
+	waitUntil(t, "the daemon up with its private LXD", 90*time.Second, func() bool {
 		server, _, err := admin.GetServer()
 		if err == nil && server.Environment != nil && server.Environment.LXDStatus == "online" {
-			if !server.Environment.LXDPrivate || !strings.HasPrefix(server.Environment.LXDSocket, runDir) {
-				t.Fatalf("GET /1.0 does not say the LXD is private: %+v", server.Environment)
+			lxdDir, err := filepath.EvalSymlinks(filepath.Join(runDir, "lxd"))
+			must(t, err)
+			if !server.Environment.LXDPrivate || server.Environment.LXDSocket != filepath.Join(lxdDir, "unix.socket") {
+				t.Fatalf("GET /1.0 does not say the LXD is the private one in %s: %+v", lxdDir, server.Environment)
 			}
 
-			break
+			if filepath.Dir(lxdDir) != privatelxd.RelocatedRoot {
+				t.Fatalf("the private LXD lives in %s, which containers cannot reach: want it under %s", lxdDir, privatelxd.RelocatedRoot)
+			}
+
+			return true
 		}
 
-		if time.Now().After(deadline) {
-			t.Fatalf("the daemon did not come up with its private LXD:\n%s", daemonLog())
-		}
+		return false
+	}, every(100*time.Millisecond), withLog(daemonLog))
 
-		time.Sleep(100 * time.Millisecond)
-	}
-
-	if strings.Count(daemonLog(), "running a private LXD") != 1 {
-		t.Fatalf("the daemon does not say once that it runs a private LXD:\n%s", daemonLog())
+	if strings.Count(daemonLog(), "running a private LXD") != 1 || !strings.Contains(daemonLog(), "the private LXD lives in "+privatelxd.RelocatedRoot) {
+		t.Fatalf("the daemon does not say once that it runs a private LXD, and where:\n%s", daemonLog())
 	}
 
 	// The tour, as written, in the daemon's network namespace; aliases as in a terminal.
@@ -153,26 +165,37 @@ func TestReadmeTour(t *testing.T) {
 
 	// What the tour did: two running instances of web, the second launched by the governor
 	// (its launch finishes in the daemon even though the tour stopped the governor).
-	deadline = time.Now().Add(60 * time.Second)
-	for {
-		instances, err := admin.GetDeploymentShapeInstances("dep1", "web")
+	var instances []api.DeploymentInstance
+	running := 0
+	waitUntil(t, "two running instances after the tour", 60*time.Second, func() bool {
+		var err error
+		instances, err = admin.GetDeploymentShapeInstances("dep1", "web")
 		must(t, err)
-		running := 0
+		running = 0
 		for _, instance := range instances {
 			if instance.Status == "Running" && instance.State == "created" {
 				running++
 			}
 		}
 
-		if running == 2 {
-			break
-		}
+		return running == 2
+	}, showing(func() string { return fmt.Sprintf("%d running instances: %+v\noutput:\n%s", running, instances, out) }))
 
-		if time.Now().After(deadline) {
-			t.Fatalf("after the tour: %d running instances (want 2): %+v\noutput:\n%s", running, instances, out)
+	// LXD itself runs them, the one the tour launched by hand among them.
+	lxdConn, err := lxd.ConnectLXDUnix(filepath.Join(runDir, "lxd", "unix.socket"), nil)
+	must(t, err)
+	lxdInstances, err := lxdConn.GetInstances(lxdapi.InstanceTypeAny)
+	lxdConn.Disconnect()
+	must(t, err)
+	held := map[string]string{}
+	for _, instance := range lxdInstances {
+		if instance.Config["user.lxd-deployd.deployment"] == "dep1" {
+			held[instance.Name] = instance.Status
 		}
+	}
 
-		time.Sleep(200 * time.Millisecond)
+	if len(held) != 2 || held["web1"] != "Running" {
+		t.Fatalf("LXD holds %v of dep1, want web1 and the governor's instance, running\noutput:\n%s", held, out)
 	}
 
 	// On exit the daemon stops its private LXD, and the next run starts it again.

@@ -36,7 +36,7 @@ func TestWarmPoolRollingRollout(t *testing.T) {
 		version string
 	}
 
-	pool := func() []pooled {
+	pool := func(t testing.TB) []pooled {
 		list, err := env.readOnly.GetDeploymentShapeWarmPool("dep1", "web")
 		must(t, err)
 		out := make([]pooled, 0, len(list))
@@ -55,10 +55,10 @@ func TestWarmPoolRollingRollout(t *testing.T) {
 	}
 
 	// fullPool waits for a pool of exactly 2 ready instances of the given user.version.
-	fullPool := func(what string, version string) []pooled {
+	fullPool := func(t testing.TB, what string, version string) []pooled {
 		var got []pooled
 		env.waitUntil(t, what, 30*time.Second, func() bool {
-			got = pool()
+			got = pool(t)
 			for _, p := range got {
 				if p.State != "ready" || p.version != version {
 					return false
@@ -71,138 +71,146 @@ func TestWarmPoolRollingRollout(t *testing.T) {
 		return got
 	}
 
-	env.setShape(t, func(put *api.DeploymentShapePut) {
-		setVersion("1")(put)
-		// reuse_on_scale_in: the rollout's deletes of outdated instances still delete.
-		put.WarmPool = &api.DeploymentShapeWarmPool{Size: 2, ReuseOnScaleIn: true}
-		put.Rollout = api.DeploymentShapeRollout{MaxSurge: "1", MaxUnavailable: "0", MinReady: "1s"}
-	})
+	var old, fresh []pooled
+	var started time.Time
+	var bounds boundsSeen
+	phase(t, "a pool at version 1", func(t *testing.T) {
+		env.setShape(t, func(put *api.DeploymentShapePut) {
+			setVersion("1")(put)
+			// reuse_on_scale_in: the rollout's deletes of outdated instances still delete.
+			put.WarmPool = &api.DeploymentShapeWarmPool{Size: 2, ReuseOnScaleIn: true}
+			put.Rollout = api.DeploymentShapeRollout{MaxSurge: "1", MaxUnavailable: "0", MinReady: "1s"}
+		})
 
-	fullPool("a pool of 2 at version 1", "1")
-	env.scaleTo(t, 3)
-	old := fullPool("the pool refilled after the launches", "1")
+		fullPool(t, "a pool of 2 at version 1", "1")
+		env.scaleTo(t, 3)
+		old = fullPool(t, "the pool refilled after the launches", "1")
+	})
 
 	// A new revision: the pool is remade from it (poked by the update, not at its next
 	// round), its outdated instances removed, not used.
-	env.updateShape(t, "ship v2", setVersion("2"))
-	fresh := fullPool("the pool remade at version 2", "2")
-	if fresh[0].TemplateHash == old[0].TemplateHash {
-		t.Fatalf("the new template must change the pool's hash: %s", fresh[0].TemplateHash)
-	}
-
-	for _, p := range old {
-		if _, _, err := env.lxdConn.GetInstance(p.Name); err == nil {
-			t.Fatalf("outdated pool instance %s is still in LXD", p.Name)
+	phase(t, "a new revision remakes the pool", func(t *testing.T) {
+		env.updateShape(t, "ship v2", setVersion("2"))
+		fresh = fullPool(t, "the pool remade at version 2", "2")
+		if fresh[0].TemplateHash == old[0].TemplateHash {
+			t.Fatalf("the new template must change the pool's hash: %s", fresh[0].TemplateHash)
 		}
-	}
+
+		for _, p := range old {
+			if _, _, err := env.lxdConn.GetInstance(p.Name); err == nil {
+				t.Fatalf("outdated pool instance %s is still in LXD", p.Name)
+			}
+		}
+	})
 
 	// During the rollout: bounds, and a pool that never exceeds 2 and never holds
 	// anything but version 2 (a pool instance being taken is a launch's, not the pool's).
-	stop := make(chan struct{})
-	type result struct{ fewest, most, samples int }
-	sampled := make(chan result)
-	go func() {
-		f, m, n := env.sampleBounds(t, stop)
-		sampled <- result{f, m, n}
-	}()
+	phase(t, "the rollout", func(t *testing.T) {
+		stopSampling := env.startSamplingBounds(t)
 
-	poolErr := make(chan string, 1)
-	go func() {
-		defer close(poolErr)
-		for {
-			list, err := env.readOnly.GetDeploymentShapeWarmPool("dep1", "web")
-			if err == nil {
-				kept := 0
-				for _, p := range list {
-					seen.Store(p.Name, true)
-					if p.State != "taking" {
-						kept++
+		stopPool := make(chan struct{})
+		poolErr := make(chan string, 1)
+		go func() {
+			defer close(poolErr)
+			for {
+				list, err := env.readOnly.GetDeploymentShapeWarmPool("dep1", "web")
+				if err == nil {
+					kept := 0
+					for _, p := range list {
+						seen.Store(p.Name, true)
+						if p.State != "taking" {
+							kept++
+						}
+
+						if p.TemplateHash != fresh[0].TemplateHash {
+							poolErr <- "an outdated pool instance during the rollout: " + p.Name + " " + p.TemplateHash
+							return
+						}
 					}
 
-					if p.TemplateHash != fresh[0].TemplateHash {
-						poolErr <- "an outdated pool instance during the rollout: " + p.Name + " " + p.TemplateHash
+					if kept > 2 {
+						poolErr <- "more than 2 pool instances during the rollout"
 						return
 					}
 				}
 
-				if kept > 2 {
-					poolErr <- "more than 2 pool instances during the rollout"
+				select {
+				case <-stopPool:
 					return
+				case <-time.After(100 * time.Millisecond):
 				}
 			}
+		}()
 
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
+		started = time.Now()
+		op, err := env.admin.CreateDeploymentShapeRollout("dep1", "web", api.DeploymentRolloutsPost{})
+		must(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		err = op.Wait(ctx)
+		close(stopPool)
+		bounds = stopSampling()
+		if msg := <-poolErr; msg != "" {
+			t.Fatal(msg)
 		}
-	}()
 
-	started := time.Now()
-	op, err := env.admin.CreateDeploymentShapeRollout("dep1", "web", api.DeploymentRolloutsPost{})
-	must(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	err = op.Wait(ctx)
-	close(stop)
-	bounds := <-sampled
-	if msg := <-poolErr; msg != "" {
-		t.Fatal(msg)
-	}
-
-	must(t, err)
-	env.waitRollout(t, 1, 5*time.Second, "complete")
-	if bounds.fewest < 3 || bounds.most > 4 {
-		t.Fatalf("during the rollout: fewest ready %d (want >= 3), most instances %d (want <= 4) over %d samples", bounds.fewest, bounds.most, bounds.samples)
-	}
+		must(t, err)
+		env.waitRollout(t, 1, 5*time.Second, "complete")
+		if bounds.fewest < 3 || bounds.most > 4 {
+			t.Fatalf("during the rollout: fewest ready %d (want >= 3), most instances %d (want <= 4) over %d samples", bounds.fewest, bounds.most, bounds.samples)
+		}
+	})
 
 	// Every replacement runs version 2; those whose LXD instance predates their own
 	// reservation came from the pool. The first surely did: the pool was full when the
 	// rollout started.
-	shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
-	must(t, err)
-	prefix := fmt.Sprintf("web-r%d-", shape.Revision)
-	instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
-	must(t, err)
-	fromPool, earliest := 0, false
-	for _, i := range instances {
-		live, _, err := env.lxdConn.GetInstance(i.Name)
+	phase(t, "replacements from the pool", func(t *testing.T) {
+		shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
 		must(t, err)
-		if !strings.HasPrefix(i.Name, prefix) || i.Outdated || live.Config["user.version"] != "2" || live.Config["user.lxd-deployd.warm-pool"] != "" || live.Status != "Running" {
-			t.Fatalf("after the rollout: %s outdated=%v %s %v", i.Name, i.Outdated, live.Status, live.Config)
-		}
-
-		if live.CreatedAt.Before(i.CreatedAt) {
-			fromPool++
-			earliest = earliest || live.CreatedAt.Before(started)
-		}
-	}
-
-	if len(instances) != 3 || fromPool == 0 || !earliest {
-		t.Fatalf("%d instances after the rollout, %d from the pool (one made before the rollout: %v)", len(instances), fromPool, earliest)
-	}
-
-	t.Logf("rolling rollout of 3 with a warm pool of 2: %d replacements from the pool; fewest ready %d, most instances %d", fromPool, bounds.fewest, bounds.most)
-	after := fullPool("the pool back at 2 of version 2 after the rollout", "2")
-	for _, p := range after {
-		if p.TemplateHash != fresh[0].TemplateHash {
-			t.Fatalf("pool after the rollout: %+v", after)
-		}
-	}
-
-	// Deleting the shape leaves nothing of it in LXD: instances and pool.
-	must(t, env.admin.DeleteDeploymentShape("dep1", "web", true))
-	env.waitUntil(t, "nothing of shape web left in LXD", 30*time.Second, func() bool {
-		all, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
+		prefix := fmt.Sprintf("web-r%d-", shape.Revision)
+		instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
 		must(t, err)
-		for _, instance := range all {
-			if instance.Config["user.lxd-deployd.deployment"] == "dep1" && instance.Config["user.lxd-deployd.shape"] == "web" {
-				return false
+		fromPool, earliest := 0, false
+		for _, i := range instances {
+			live, _, err := env.lxdConn.GetInstance(i.Name)
+			must(t, err)
+			if !strings.HasPrefix(i.Name, prefix) || i.Outdated || live.Config["user.version"] != "2" || live.Config["user.lxd-deployd.warm-pool"] != "" || live.Status != "Running" {
+				t.Fatalf("after the rollout: %s outdated=%v %s %v", i.Name, i.Outdated, live.Status, live.Config)
+			}
+
+			if live.CreatedAt.Before(i.CreatedAt) {
+				fromPool++
+				earliest = earliest || live.CreatedAt.Before(started)
 			}
 		}
 
-		return true
+		if len(instances) != 3 || fromPool == 0 || !earliest {
+			t.Fatalf("%d instances after the rollout, %d from the pool (one made before the rollout: %v)", len(instances), fromPool, earliest)
+		}
+
+		t.Logf("rolling rollout of 3 with a warm pool of 2: %d replacements from the pool; fewest ready %d, most instances %d", fromPool, bounds.fewest, bounds.most)
+		after := fullPool(t, "the pool back at 2 of version 2 after the rollout", "2")
+		for _, p := range after {
+			if p.TemplateHash != fresh[0].TemplateHash {
+				t.Fatalf("pool after the rollout: %+v", after)
+			}
+		}
+	})
+
+	// Deleting the shape leaves nothing of it in LXD: instances and pool.
+	phase(t, "deleting the shape", func(t *testing.T) {
+		must(t, env.admin.DeleteDeploymentShape("dep1", "web", true))
+		env.waitUntil(t, "nothing of shape web left in LXD", 30*time.Second, func() bool {
+			all, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
+			must(t, err)
+			for _, instance := range all {
+				if instance.Config["user.lxd-deployd.deployment"] == "dep1" && instance.Config["user.lxd-deployd.shape"] == "web" {
+					return false
+				}
+			}
+
+			return true
+		})
 	})
 }
 

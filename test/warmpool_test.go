@@ -23,7 +23,7 @@ func TestWarmPool(t *testing.T) {
 		}
 	})
 
-	pool := func() []api.DeploymentShapeWarmPoolInstance {
+	pool := func(t testing.TB) []api.DeploymentShapeWarmPoolInstance {
 		pool, err := env.readOnly.GetDeploymentShapeWarmPool("dep1", "web")
 		must(t, err)
 		for _, p := range pool {
@@ -33,168 +33,153 @@ func TestWarmPool(t *testing.T) {
 		return pool
 	}
 
-	readyPool := func(what string, hash string) []string {
+	readyPool := func(t testing.TB, what string, hash string) []string {
 		var ready []string
 		env.waitUntil(t, what, 60*time.Second, func() bool {
 			ready = nil
-			for _, p := range pool() {
+			for _, p := range pool(t) {
 				if p.State == "ready" && (hash == "" || p.TemplateHash == hash) {
 					ready = append(ready, p.Name)
 				}
 			}
 
-			return len(ready) == 2 && len(pool()) == 2
+			return len(ready) == 2 && len(pool(t)) == 2
 		})
 
 		sort.Strings(ready)
 		return ready
 	}
 
-	expectCode(t, func() error {
-		shape, etag, err := env.admin.GetDeploymentShape("dep1", "web")
-		must(t, err)
-		put := shape.Writable()
-		put.WarmPool = &api.DeploymentShapeWarmPool{Size: -1}
-		return env.admin.UpdateDeploymentShape("dep1", "web", put, etag)
-	}(), 400, "negative pool size")
+	a, b := env.name("a"), env.name("b")
+	var ready, refilled []string
+	phase(t, "a pool of 2", func(t *testing.T) {
+		expectCode(t, func() error {
+			shape, etag, err := env.admin.GetDeploymentShape("dep1", "web")
+			must(t, err)
+			put := shape.Writable()
+			put.WarmPool = &api.DeploymentShapeWarmPool{Size: -1}
+			return env.admin.UpdateDeploymentShape("dep1", "web", put, etag)
+		}(), 400, "negative pool size")
 
-	env.setShape(t, func(put *api.DeploymentShapePut) { put.WarmPool = &api.DeploymentShapeWarmPool{Size: 2} })
-	ready := readyPool("a pool of 2", "")
-	u := newCLIUser(t, env.d)
-	if out := u.ok("deployment", "shape", "warm-pool", "show", "dep1", "web"); !contains(out, "| "+ready[0]+" | ready", "| "+ready[1]+" | ready") {
-		t.Errorf("warm-pool show:\n%s", out)
-	}
-
-	all, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
-	must(t, err)
-	for _, instance := range all {
-		if !seen[instance.Name] {
-			continue
+		env.setShape(t, func(put *api.DeploymentShapePut) { put.WarmPool = &api.DeploymentShapeWarmPool{Size: 2} })
+		ready = readyPool(t, "a pool of 2", "")
+		u := newCLIUser(t, env.d)
+		if out := u.ok("deployment", "shape", "warm-pool", "show", "dep1", "web"); !contains(out, "| "+ready[0]+" | ready", "| "+ready[1]+" | ready") {
+			t.Errorf("warm-pool show:\n%s", out)
 		}
 
-		if instance.Status != "Stopped" || instance.Config["user.lxd-deployd.warm-pool"] != "true" || instance.Config["security.protection.delete"] != "true" {
-			t.Fatalf("pool instance %s: %s %v", instance.Name, instance.Status, instance.Config)
-		}
-	}
-
-	shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
-	must(t, err)
-	if shape.ScalingCurrent != 0 || shape.WarmPoolReady != 2 {
-		t.Fatalf("pool instances never count: current %d, ready %d", shape.ScalingCurrent, shape.WarmPoolReady)
-	}
-
-	// /1.0/metrics says the same: the pool is full, no instance counts.
-	text := scrape(t, env.admin)
-	labels := `{deployment="dep1",project="default",shape="web"}`
-	if sample(text, "lxd_deployd_shape_warm_pool_ready"+labels) != 2 || sample(text, "lxd_deployd_shape_warm_pool_size"+labels) != 2 || sample(text, "lxd_deployd_shape_instances"+labels) != 0 {
-		t.Fatalf("the warm pool in the metrics:\n%s", text)
-	}
-
-	// A launch takes a pool instance: LXD made it before the launch was asked for.
-	a := env.name("a")
-	asked := time.Now()
-	env.launch(t, env.gov, a)
-	instance, _, err := env.lxdConn.GetInstance(a)
-	must(t, err)
-	if instance.Status != "Running" || !instance.CreatedAt.Before(asked) || instance.Config["user.lxd-deployd.warm-pool"] != "" || instance.Config["user.lxd-deployd.shape"] != "web" {
-		t.Fatalf("a launch from the pool is a pool instance renamed and started: %s created %s (asked %s) %v", instance.Status, instance.CreatedAt, asked, instance.Config)
-	}
-
-	refilled := readyPool("the pool refilled", "")
-	if strings.Join(refilled, ",") == strings.Join(ready, ",") {
-		t.Fatalf("the launch must have taken one of %v", ready)
-	}
-
-	// The pool survives a restart as it is.
-	env.d.Restart(t)
-	waitLXDOnline(t, env.d)
-	time.Sleep(time.Second)
-	if after := readyPool("the pool after a restart", ""); strings.Join(after, ",") != strings.Join(refilled, ",") {
-		t.Fatalf("a restart kept the pool %v, got %v", refilled, after)
-	}
-
-	// A new instance template makes the pool outdated: it is replaced, never used.
-	env.setShape(t, func(put *api.DeploymentShapePut) {
-		put.InstanceTemplate.Config = map[string]string{"user.revision": "2"}
-	})
-
-	b := env.name("b")
-	env.launch(t, env.gov, b)
-	hash := env.instancesByName(t)[b].TemplateHash
-	if hash == env.instancesByName(t)[a].TemplateHash {
-		t.Fatal("the template change must change the hash")
-	}
-
-	readyPool("the pool remade from the new template", hash)
-	instance, _, err = env.lxdConn.GetInstance(b)
-	must(t, err)
-	if instance.Config["user.revision"] != "2" {
-		t.Fatalf("the launch after a template change must not use an outdated pool instance: %v", instance.Config)
-	}
-
-	// With reuse_on_scale_in, a scale-in stops the instance and returns it to a short pool.
-	env.setShape(t, func(put *api.DeploymentShapePut) {
-		put.WarmPool = &api.DeploymentShapeWarmPool{Size: 3, ReuseOnScaleIn: true}
-	})
-
-	instance, _, err = env.lxdConn.GetInstance(b)
-	must(t, err)
-	uuid := instance.Config["volatile.uuid"]
-	env.remove(t, env.gov, b)
-	env.waitUntil(t, "the scaled-in instance back in the pool", 10*time.Second, func() bool {
-		for _, p := range pool() {
-			pooled, _, err := env.lxdConn.GetInstance(p.Name)
-			if err == nil && pooled.Config["volatile.uuid"] == uuid && p.State == "ready" {
-				return pooled.Status == "Stopped" && pooled.Config["user.lxd-deployd.warm-pool"] == "true"
-			}
-		}
-
-		return false
-	})
-
-	if _, ok := env.instancesByName(t)[b]; ok {
-		t.Fatal("an instance returned to the pool is no longer an instance of the shape")
-	}
-
-	// Deleting the shape removes its pool from LXD.
-	env.remove(t, env.gov, a)
-	must(t, env.admin.DeleteDeploymentShape("dep1", "web", false))
-	env.waitUntil(t, "the pool of a deleted shape removed", 30*time.Second, func() bool {
 		all, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
 		must(t, err)
 		for _, instance := range all {
-			if seen[instance.Name] {
-				return false
+			if !seen[instance.Name] {
+				continue
+			}
+
+			if instance.Status != "Stopped" || instance.Config["user.lxd-deployd.warm-pool"] != "true" || instance.Config["security.protection.delete"] != "true" {
+				t.Fatalf("pool instance %s: %s %v", instance.Name, instance.Status, instance.Config)
 			}
 		}
 
-		return true
+		shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
+		must(t, err)
+		if shape.ScalingCurrent != 0 || shape.WarmPoolReady != 2 {
+			t.Fatalf("pool instances never count: current %d, ready %d", shape.ScalingCurrent, shape.WarmPoolReady)
+		}
+
+		// /1.0/metrics says the same: the pool is full, no instance counts.
+		text := scrape(t, env.admin)
+		labels := `{deployment="dep1",project="default",shape="web"}`
+		if sample(text, "lxd_deployd_shape_warm_pool_ready"+labels) != 2 || sample(text, "lxd_deployd_shape_warm_pool_size"+labels) != 2 || sample(text, "lxd_deployd_shape_instances"+labels) != 0 {
+			t.Fatalf("the warm pool in the metrics:\n%s", text)
+		}
 	})
-}
 
-// launchByHand creates and starts a busybox instance directly in the shared LXD, as a
-// user would without lxd-deployd.
-func (env *governorEnv) launchByHand(name string) error {
-	op, err := env.lxdConn.CreateInstance(lxdapi.InstancesPost{Name: name, Source: lxdapi.InstanceSource{Type: "image", Alias: "busybox"}})
-	if err == nil {
-		err = op.Wait()
-	}
+	// A launch takes a pool instance: LXD made it before the launch was asked for.
+	phase(t, "a launch takes a pool instance", func(t *testing.T) {
+		asked := time.Now()
+		env.launch(t, env.gov, a)
+		instance, _, err := env.lxdConn.GetInstance(a)
+		must(t, err)
+		if instance.Status != "Running" || !instance.CreatedAt.Before(asked) || instance.Config["user.lxd-deployd.warm-pool"] != "" || instance.Config["user.lxd-deployd.shape"] != "web" {
+			t.Fatalf("a launch from the pool is a pool instance renamed and started: %s created %s (asked %s) %v", instance.Status, instance.CreatedAt, asked, instance.Config)
+		}
 
-	if err == nil {
-		op, err = env.lxdConn.UpdateInstanceState(name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, "")
-	}
+		refilled = readyPool(t, "the pool refilled", "")
+		if strings.Join(refilled, ",") == strings.Join(ready, ",") {
+			t.Fatalf("the launch must have taken one of %v", ready)
+		}
+	})
 
-	if err == nil {
-		err = op.Wait()
-	}
+	// The pool survives a restart as it is.
+	phase(t, "the pool survives a restart", func(t *testing.T) {
+		env.d.Restart(t)
+		waitLXDOnline(t, env.d)
+		time.Sleep(time.Second)
+		if after := readyPool(t, "the pool after a restart", ""); strings.Join(after, ",") != strings.Join(refilled, ",") {
+			t.Fatalf("a restart kept the pool %v, got %v", refilled, after)
+		}
+	})
 
-	return err
-}
+	// A new instance template makes the pool outdated: it is replaced, never used.
+	phase(t, "an outdated pool replaced", func(t *testing.T) {
+		env.setShape(t, func(put *api.DeploymentShapePut) {
+			put.InstanceTemplate.Config = map[string]string{"user.revision": "2"}
+		})
 
-// deleteByHand removes an instance from the shared LXD whatever its protection.
-func (env *governorEnv) deleteByHand(name string) {
-	instance, _, err := env.lxdConn.GetInstance(name)
-	if err == nil {
-		env.removeFromLXD(*instance)
-	}
+		env.launch(t, env.gov, b)
+		hash := env.instancesByName(t)[b].TemplateHash
+		if hash == env.instancesByName(t)[a].TemplateHash {
+			t.Fatal("the template change must change the hash")
+		}
+
+		readyPool(t, "the pool remade from the new template", hash)
+		instance, _, err := env.lxdConn.GetInstance(b)
+		must(t, err)
+		if instance.Config["user.revision"] != "2" {
+			t.Fatalf("the launch after a template change must not use an outdated pool instance: %v", instance.Config)
+		}
+	})
+
+	// With reuse_on_scale_in, a scale-in stops the instance and returns it to a short pool.
+	phase(t, "reuse on scale-in", func(t *testing.T) {
+		env.setShape(t, func(put *api.DeploymentShapePut) {
+			put.WarmPool = &api.DeploymentShapeWarmPool{Size: 3, ReuseOnScaleIn: true}
+		})
+
+		instance, _, err := env.lxdConn.GetInstance(b)
+		must(t, err)
+		uuid := instance.Config["volatile.uuid"]
+		env.remove(t, env.gov, b)
+		env.waitUntil(t, "the scaled-in instance back in the pool", 10*time.Second, func() bool {
+			for _, p := range pool(t) {
+				pooled, _, err := env.lxdConn.GetInstance(p.Name)
+				if err == nil && pooled.Config["volatile.uuid"] == uuid && p.State == "ready" {
+					return pooled.Status == "Stopped" && pooled.Config["user.lxd-deployd.warm-pool"] == "true"
+				}
+			}
+
+			return false
+		})
+
+		if _, ok := env.instancesByName(t)[b]; ok {
+			t.Fatal("an instance returned to the pool is no longer an instance of the shape")
+		}
+	})
+
+	// Deleting the shape removes its pool from LXD.
+	phase(t, "deleting the shape removes its pool", func(t *testing.T) {
+		env.remove(t, env.gov, a)
+		must(t, env.admin.DeleteDeploymentShape("dep1", "web", false))
+		env.waitUntil(t, "the pool of a deleted shape removed", 30*time.Second, func() bool {
+			all, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
+			must(t, err)
+			for _, instance := range all {
+				if seen[instance.Name] {
+					return false
+				}
+			}
+
+			return true
+		})
+	})
 }

@@ -2,102 +2,12 @@ package test
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"sync"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
-	"github.com/lxd-deployd/lxd-deployd/shared/webhook"
 )
-
-// receiver is a governor's webhook endpoint for tests: it verifies signatures, can fail on
-// purpose, and keeps each event once by id, as a governor dedupes.
-type receiver struct {
-	t      testing.TB
-	server *httptest.Server
-
-	mu       sync.Mutex
-	secret   string
-	failNext int
-	attempts int
-	rejected int
-	events   map[string]api.WebhookEvent
-	order    []string
-}
-
-func newReceiver(t testing.TB) *receiver {
-	r := &receiver{t: t, events: map[string]api.WebhookEvent{}}
-	r.server = httptest.NewServer(http.HandlerFunc(r.serve))
-	t.Cleanup(r.server.Close)
-	return r
-}
-
-func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
-	body, _ := io.ReadAll(req.Body)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.attempts++
-	if webhook.Verify(r.secret, body, req.Header.Get(webhook.SignatureHeader), time.Now()) != nil {
-		r.rejected++
-		w.WriteHeader(http.StatusUnauthorized)
-		return
-	}
-
-	if r.failNext > 0 {
-		r.failNext--
-		w.WriteHeader(http.StatusServiceUnavailable)
-		return
-	}
-
-	var event api.WebhookEvent
-	if json.Unmarshal(body, &event) != nil {
-		w.WriteHeader(http.StatusBadRequest)
-		return
-	}
-
-	if _, seen := r.events[event.ID]; !seen {
-		r.events[event.ID] = event
-		r.order = append(r.order, event.ID)
-	}
-
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (r *receiver) set(secret string, failNext int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.secret, r.failNext = secret, failNext
-}
-
-// waitFor waits until an event matching match has arrived, and returns it.
-func (r *receiver) waitFor(what string, timeout time.Duration, match func(api.WebhookEvent) bool) api.WebhookEvent {
-	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		r.mu.Lock()
-		for _, id := range r.order {
-			if match(r.events[id]) {
-				event := r.events[id]
-				r.mu.Unlock()
-				return event
-			}
-		}
-
-		r.mu.Unlock()
-		if time.Now().After(deadline) {
-			r.t.Fatalf("no %s event within %s", what, timeout)
-		}
-
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func byID(id string) func(api.WebhookEvent) bool {
-	return func(e api.WebhookEvent) bool { return e.ID == id }
-}
 
 func TestWebhookDeliveries(t *testing.T) {
 	env := newGovernorEnv(t, 0, 3)
@@ -123,20 +33,13 @@ func TestWebhookDeliveries(t *testing.T) {
 
 	// The daemon records an attempt once the receiver has answered: the receiver can see
 	// the event before the record says delivered, so wait for the record.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		delivery, err := env.admin.GetWebhookDelivery("dep1", id)
+	var delivery *api.WebhookDelivery
+	waitUntil(t, "the delivery recorded as delivered on the third attempt", 10*time.Second, func() bool {
+		var err error
+		delivery, err = env.admin.GetWebhookDelivery("dep1", id)
 		must(t, err)
-		if delivery.Status == "delivered" && delivery.Attempts == 3 && delivery.LastResponseCode == 204 {
-			break
-		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("delivery record: %+v", delivery)
-		}
-
-		time.Sleep(50 * time.Millisecond)
-	}
+		return delivery.Status == "delivered" && delivery.Attempts == 3 && delivery.LastResponseCode == 204
+	}, every(50*time.Millisecond), showing(func() string { return fmt.Sprintf("delivery record: %+v", delivery) }))
 
 	// Delivery survives a daemon restart: queued while the webhook is down, sent after.
 	hook.set(secret, 1000)

@@ -1,5 +1,6 @@
-// Package dbtest opens real dqlite nodes on loopback for the tests of other packages (the
-// db package's own tests cannot import it: it imports db).
+// Package dbtest opens real dqlite databases for the tests of other packages: one node of
+// its own (Open) or cluster nodes on loopback (OpenNode). The db package's own tests cannot
+// import it (it imports db); they use newTestCluster, the same as Open.
 package dbtest
 
 import (
@@ -10,6 +11,19 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 )
+
+// Open opens a one-node dqlite database in a temporary directory, closed at the end of the
+// test.
+func Open(t testing.TB) *db.Cluster {
+	t.Helper()
+	c, err := db.Open(context.Background(), t.TempDir(), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
 
 // LoopbackAddress returns a loopback address that was free a moment ago, for a node to
 // listen on.

@@ -88,7 +88,11 @@ func launch() (l *LXD, err error) {
 // runs. Whatever a previous run that died left running out of dir is cleaned up first;
 // a daemon still answering there is refused rather than disturbed.
 func launchKept(dir string) (l *LXD, err error) {
-	dir, err = filepath.Abs(dir)
+	requested, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	dir, relocated, err := placeKept(requested, RelocatedRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +126,12 @@ func launchKept(dir string) (l *LXD, err error) {
 			}
 		}
 	}()
-	return d.bringUp()
+	l, err = d.bringUp()
+	if err != nil {
+		return nil, err
+	}
+	l.Requested, l.Relocated = requested, relocated
+	return l, nil
 }
 
 // bringUp starts lxd on the prepared directory, waits for its API and sets it up: the
@@ -137,7 +146,7 @@ func (d *daemon) bringUp() (*LXD, error) {
 	if err := d.setup(); err != nil {
 		return nil, err
 	}
-	return &LXD{Dir: d.dir, Socket: d.socket, d: d}, nil
+	return &LXD{Dir: d.dir, Socket: d.socket, Requested: d.dir, d: d}, nil
 }
 
 // env returns the environment for lxd/lxc commands talking to this daemon.

@@ -7,9 +7,11 @@ package privatelxd
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 )
 
@@ -25,6 +27,12 @@ const Pool = "default"
 type LXD struct {
 	Dir    string // LXD_DIR: all of the daemon's state lives here
 	Socket string // Dir + "/unix.socket"
+
+	// Requested is the directory Options.Dir asked for. When containers could not reach
+	// it (a checkout under a 0700 directory), it is a symlink to Dir, under RelocatedRoot,
+	// and Relocated says why; otherwise it is Dir and Relocated is empty.
+	Requested string
+	Relocated string
 
 	d *daemon
 }
@@ -117,6 +125,11 @@ func findBusybox() (string, error) {
 
 // Remove tears down whatever still runs out of a kept directory (a private LXD whose owner
 // died, its containers, its mounts) and removes the directory.
+// A directory relocated under RelocatedRoot goes too, with the link to it.
 func Remove(dir string) error {
+	if target, err := os.Readlink(dir); err == nil && filepath.Dir(target) == RelocatedRoot {
+		err = (&daemon{dir: target}).stop()
+		return errors.Join(err, os.Remove(dir))
+	}
 	return (&daemon{dir: dir}).stop()
 }

@@ -21,6 +21,12 @@ const (
 	ProtocolGovernor = "governor"
 )
 
+// CertificateTypeMember is the type of a caller that presented another cluster member's
+// own certificate, as recorded with the member (never a trust store entry). It may use the
+// internal member routes only; what a member forwards on a person's behalf is authorised
+// as that person (Via names the member).
+const CertificateTypeMember = "member"
+
 // Caller is the authenticated identity of a request.
 type Caller struct {
 	// Protocol the request came through.
@@ -52,6 +58,10 @@ type Caller struct {
 
 	// InstanceProject is the LXD project of Instance.
 	InstanceProject string
+
+	// Via is the cluster member that forwarded this caller's request, "" when it came
+	// directly.
+	Via string
 }
 
 // IsAdmin reports whether the caller may use the management API: the unix socket, or a
@@ -69,12 +79,16 @@ func (c *Caller) String() string {
 	switch {
 	case c == nil || !c.Trusted:
 		return "untrusted"
+	case c.Via != "":
+		forwarded := *c
+		forwarded.Via = ""
+		return forwarded.String() + " via member " + c.Via
 	case c.Protocol == ProtocolUnix:
 		return "unix"
 	case c.Protocol == ProtocolGovernor:
 		return "governor:" + c.Name + "@" + c.Instance
 	default:
-		return c.CertificateType + ":" + c.Name + "(" + c.Fingerprint[:12] + ")"
+		return c.CertificateType + ":" + c.Name + "(" + c.Fingerprint[:min(12, len(c.Fingerprint))] + ")"
 	}
 }
 

@@ -186,8 +186,10 @@ func (c *Checker) check(ctx context.Context, t target) {
 
 	switch {
 	case err != nil:
+		result.ExitCode = -1
 		result.Output = truncate(fmt.Sprintf("check did not run: %v", err))
 	case out.ExitCode != 0:
+		result.ExitCode = out.ExitCode
 		result.Output = truncate(fmt.Sprintf("exit status %d: %s", out.ExitCode, out.Output))
 	default:
 		result.Passed = true
@@ -235,7 +237,9 @@ func (c *Checker) check(ctx context.Context, t target) {
 	}
 
 	if change != nil {
-		c.Logger.Info("instance health changed", "instance", t.row.Name, "project", t.row.Project, "health", change.After.Status, "output", change.After.Output)
+		// The output may hold secrets the command printed: debug only.
+		c.Logger.Info("instance health changed", "instance", t.row.Name, "project", t.row.Project, "health", change.After.Status, "exit_code", change.After.ExitCode)
+		c.Logger.Debug("instance health check output", "instance", t.row.Name, "project", t.row.Project, "output", change.After.Output)
 		if c.OnChange != nil {
 			c.OnChange(ctx, *change)
 		}

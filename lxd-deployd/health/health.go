@@ -4,6 +4,7 @@
 package health
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -77,6 +78,21 @@ type Result struct {
 	Passed bool
 	Output string
 	At     time.Time
+
+	// ExitCode of the command; -1 when it could not run.
+	ExitCode int
+}
+
+// Summary is what may leave the API about a health record: the verdict and the check's
+// exit code, never its output, which can hold anything the command printed (a status page
+// with a token in it). Webhooks, events, the activity log and info logs use it; the
+// output is for admins in the API, and for debug logs.
+func Summary(h db.InstanceHealth) string {
+	if h.ExitCode < 0 {
+		return h.Status + " (the check could not run)"
+	}
+
+	return fmt.Sprintf("%s (check exit code %d)", h.Status, h.ExitCode)
 }
 
 // Next is an instance's health record after one more result. Results in a row count toward
@@ -86,6 +102,7 @@ func Next(prev db.InstanceHealth, s Settings, started time.Time, r Result) db.In
 	next := prev
 	at := r.At.UTC()
 	next.Output = r.Output
+	next.ExitCode = r.ExitCode
 	next.CheckedAt = &at
 	if next.Status == "" || next.Status == api.HealthUnknown {
 		next.Status = api.HealthStarting

@@ -364,7 +364,7 @@ func (m *Manager) Running() int {
 
 // shutdownGrace bounds the wait for uncancellable operations once ctx has ended; past it
 // the daemon exits and reconcile settles what was left.
-const shutdownGrace = time.Minute
+const shutdownGrace = 3 * time.Second
 
 // Shutdown waits for running operations to finish until ctx ends, then cancels those that
 // may be cancelled and waits a little longer for the rest.

@@ -47,9 +47,14 @@ type ClusterMember struct {
 	// Example: false
 	DatabaseLeader bool `json:"database_leader" yaml:"database_leader"`
 
-	// "Online" when its last heartbeat is recent, else "Offline"
+	// "Online" when its last heartbeat is recent, else "Offline"; for a member yet to join
+	// (an outstanding join token), "Pending", or "Joining" once a daemon redeemed it
 	// Example: Online
 	Status string `json:"status" yaml:"status"`
+
+	// When the join token of a pending member expires (pending members only)
+	// Example: 2026-11-23T21:00:00Z
+	ExpiresAt *time.Time `json:"expires_at,omitempty" yaml:"expires_at,omitempty"`
 
 	// Last time the member said it was alive
 	// Example: 2026-11-23T18:00:00Z
@@ -97,4 +102,21 @@ type ClusterJoinToken struct {
 // ClusterMemberURL is the API path of a cluster member.
 func ClusterMemberURL(name string) string {
 	return "/1.0/cluster/members/" + url.PathEscape(name)
+}
+
+// ClusterCertificate is the answer of POST /1.0/cluster/certificate, which rotates the
+// cluster certificate (dqlite's TLS and what join tokens name).
+type ClusterCertificate struct {
+	// SHA-256 fingerprint of the new cluster certificate
+	// Example: 2b2284d44db3...
+	Fingerprint string `json:"fingerprint" yaml:"fingerprint"`
+
+	// Whether every member presents the new certificate and the old one is refused
+	// Example: true
+	Complete bool `json:"complete" yaml:"complete"`
+
+	// Members that have not moved to the new certificate yet (offline ones hold the
+	// rotation until they come back or are removed)
+	// Example: ["member3"]
+	Waiting []string `json:"waiting" yaml:"waiting"`
 }

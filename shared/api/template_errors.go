@@ -49,7 +49,7 @@ type DeploymentTemplateProblem struct {
 	Schema string `json:"schema,omitempty" yaml:"schema,omitempty"`
 
 	// What is wrong and, where it can say, what to do
-	// Example: got string, want integer (schema rule "type" of web.jinja.schema)
+	// Example: '80' is not of type 'integer' (schema rule "type" of web.jinja.schema)
 	Message string `json:"message" yaml:"message"`
 }
 

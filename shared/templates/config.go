@@ -39,10 +39,15 @@ type input struct {
 	properties map[string]any
 	defaults   map[string]map[string]any
 	resources  []Resource
+
+	// strictUndefined is the config's strict_undefined: Jinja's StrictUndefined instead of
+	// Jinja2's default Undefined (strictSet: the key is there at all).
+	strictUndefined bool
+	strictSet       bool
 }
 
 // inputKeys are the top-level keys a config or a template's output may have.
-var inputKeys = map[string]bool{"imports": true, "properties": true, "defaults": true, "resources": true}
+var inputKeys = map[string]bool{"imports": true, "properties": true, "defaults": true, "resources": true, "strict_undefined": true}
 
 // resourceKeys are the keys a resource may have.
 var resourceKeys = map[string]bool{"name": true, "type": true, "properties": true}
@@ -73,7 +78,7 @@ func parseInput(doc any, w where, what string) (*input, error) {
 
 	for _, key := range sortedKeys(top) {
 		if !inputKeys[key] {
-			return nil, w.errorf("%s has unknown key %q: use imports, properties, defaults and resources", what, key)
+			return nil, w.errorf("%s has unknown key %q: use imports, properties, defaults, resources and strict_undefined", what, key)
 		}
 	}
 
@@ -96,6 +101,22 @@ func parseInput(doc any, w where, what string) (*input, error) {
 	in.resources, err = parseResources(top["resources"], w, what)
 	if err != nil {
 		return nil, err
+	}
+
+	// "resources:" with nothing under it (YAML null) is no resources, as in Deployment
+	// Manager; no resources key at all stays an error (see finish).
+	resources, has := top["resources"]
+	if has && resources == nil {
+		in.resources = []Resource{}
+	}
+
+	strict, has := top["strict_undefined"]
+	if has {
+		in.strictSet = true
+		in.strictUndefined, ok = strict.(bool)
+		if !ok {
+			return nil, w.errorf("%s: strict_undefined must be true or false, got %s", what, typeName(strict))
+		}
 	}
 
 	return in, nil

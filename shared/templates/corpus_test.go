@@ -35,6 +35,10 @@ type corpusOptions struct {
 		Resources   int           `yaml:"resources"`
 	} `yaml:"limits"`
 
+	// StrictUndefined expands with Options.StrictUndefined (lxd-deploy expand
+	// --strict-undefined).
+	StrictUndefined bool `yaml:"strict_undefined"`
+
 	// NoGather skips checking that GatherImports finds what the case needs (cases that
 	// test missing or explicitly named imports).
 	NoGather bool `yaml:"no_gather"`
@@ -95,7 +99,7 @@ func runCorpusCase(t *testing.T, dir string) {
 			}
 		}
 	}
-	options := Options{Env: opts.Env, Limits: Limits(opts.Limits)}
+	options := Options{Env: opts.Env, Limits: Limits(opts.Limits), StrictUndefined: opts.StrictUndefined}
 	got := expandCase(t, config, imports, options)
 	if !opts.NoGather && !strings.HasPrefix(got, "error: ") {
 		gathered, err := GatherImports(filepath.Join(dir, "config.yaml"))

@@ -48,6 +48,7 @@ type expander struct {
 
 	schemas  map[string]*schema
 	warnings []Warning
+	warned   map[Warning]bool
 	parsers  chan struct{} // a slot per YAML parse running in the background
 	jinja    *jinjaEngine
 	starlark *starlarkEngine
@@ -88,6 +89,7 @@ func expand(ctx context.Context, config []byte, imports map[string][]byte, opts 
 		paths:   map[string]string{},
 		schemas: map[string]*schema{},
 		views:   map[string]map[string]string{},
+		warned:  map[Warning]bool{},
 		parsers: make(chan struct{}, runtime.GOMAXPROCS(0)),
 	}
 
@@ -117,6 +119,10 @@ func expand(ctx context.Context, config []byte, imports map[string][]byte, opts 
 
 	if in.resources == nil {
 		return e, nil, &ExpandError{Msg: "the config has no resources: a config must have a resources list (resources: [] for none)"}
+	}
+
+	if !opts.StrictUndefined && !in.strictUndefined {
+		e.jinja.sites = newUndefinedSites() // Jinja2's default Undefined.
 	}
 
 	err = substituteProperties(in)
@@ -284,6 +290,10 @@ func (e *expander) finish(fr frame, st *step) (*LayoutResource, error) {
 		return nil, w.errorf("template %s returned no resources: a template must output a YAML document with a resources list", st.t.key)
 	}
 
+	if in.strictSet {
+		return nil, w.errorf("the output of template %s sets strict_undefined: only the config can (it applies to the whole expansion)", st.t.key)
+	}
+
 	child := frame{
 		path:     st.path,
 		template: st.t.key,
@@ -401,4 +411,17 @@ func (e *expander) view(scope string) map[string]string {
 
 	e.views[scope] = v
 	return v
+}
+
+// warn keeps the warnings of a Jinja render, each once per expansion (a template rendered
+// for many resources warns once per place).
+func (e *expander) warn(b *jinjaBudget) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, w := range b.warnings {
+		if !e.warned[w] {
+			e.warned[w] = true
+			e.warnings = append(e.warnings, w)
+		}
+	}
 }

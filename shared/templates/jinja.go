@@ -22,6 +22,10 @@ type jinjaEngine struct {
 	env       *exec.Environment
 	config    *config.Config
 	templates map[string]*exec.Template
+
+	// sites are the checks of Jinja2's Undefined the templates were rewritten with; nil in
+	// strict mode (see jinja_undefined.go).
+	sites *undefinedSites
 }
 
 // jinjaEnvironment is shared by all expansions: the builtins with the sandbox's guards
@@ -31,7 +35,7 @@ var jinjaEnvironment = &exec.Environment{
 	Filters:           sandboxFilters(),
 	Tests:             builtins.Tests,
 	ControlStructures: sandboxControlStructures(),
-	Methods:           builtins.Methods,
+	Methods:           sandboxMethods(),
 }
 
 func newJinjaEngine(e *expander) *jinjaEngine {
@@ -43,19 +47,26 @@ func newJinjaEngine(e *expander) *jinjaEngine {
 
 // render renders template t for one resource and returns the text it produced.
 func (j *jinjaEngine) render(ctx context.Context, t *template, env map[string]any, props map[string]any, w where) (string, error) {
+	return j.renderGlobals(ctx, t, map[string]any{
+		"env":        env,
+		"properties": deepCopy(props), // A template may mutate what it gets; the layout keeps props.
+		"imports":    j.e.view(t.scope),
+	}, w)
+}
+
+// renderGlobals renders template t with globals.
+func (j *jinjaEngine) renderGlobals(ctx context.Context, t *template, globals map[string]any, w where) (string, error) {
 	tpl, err := j.parse(t, w)
 	if err != nil {
 		return "", err
 	}
 
 	b := newJinjaBudget(ctx, j.e.limits)
-	data := exec.NewContext(map[string]any{
-		"env":        env,
-		"properties": deepCopy(props), // A template may mutate what it gets; the layout keeps props.
-		"imports":    j.e.view(t.scope),
-		"range":      b.rangeFunction,
-		budgetKey:    b,
-	})
+	b.sites = j.sites
+	defer j.e.warn(b)
+	globals["range"] = b.rangeFunction
+	globals[budgetKey] = b
+	data := exec.NewContext(globals)
 
 	out := &capWriter{budget: b}
 	done := make(chan error, 1)
@@ -85,6 +96,18 @@ func (j *jinjaEngine) render(ctx context.Context, t *template, env map[string]an
 	}
 
 	if err != nil {
+		f := b.failure(err)
+		if f != nil {
+			return "", w.errorf("%s: %s", f.Error(), f.hint)
+		}
+
+		// A name gonja looked up itself (the object of a method call, l.append(x)).
+		name := strictName.FindStringSubmatch(err.Error())
+		line := errorLine.FindStringSubmatch(err.Error())
+		if j.sites != nil && name != nil && line != nil {
+			return "", w.errorf("%s:%s: '%s' is undefined: templates see env, properties and imports, and what they set or import themselves", t.key, line[1], name[1])
+		}
+
 		return "", w.errorf("%s", jinjaMessage(err))
 	}
 
@@ -98,13 +121,17 @@ func (j *jinjaEngine) parse(t *template, w where) (*exec.Template, error) {
 		return tpl, nil
 	}
 
-	loader := &importLoader{files: j.e.imports, scope: t.scope}
+	loader := &importLoader{files: j.e.imports, scope: t.scope, sites: j.sites, file: t.key}
 	tpl, err := exec.NewTemplate(t.key[len(t.scope):], j.config, loader, j.env)
 	if err != nil {
 		return nil, w.errorf("%s", jinjaMessage(err))
 	}
 
 	sandboxTree(tpl.Root())
+	if j.sites != nil {
+		rewriteUndefined(tpl.Root(), j.sites, t.key)
+	}
+
 	j.templates[t.key] = tpl
 	return tpl, nil
 }
@@ -151,6 +178,12 @@ func jinjaMessage(err error) string {
 	return undefinedHint(sandboxNoise.ReplaceAllString(strings.Join(parts, ": "), ""))
 }
 
+// strictName and errorLine find an undefined name and its line in a gonja error.
+var (
+	strictName = regexp.MustCompile(`Unable to evaluate name "([^"]+)"`)
+	errorLine  = regexp.MustCompile(` at line (\d+)`)
+)
+
 // gonja's words for an undefined name and a missing key or attribute (StrictUndefined).
 var (
 	undefinedName = regexp.MustCompile(`Unable to evaluate name "([^"]+)"$`)
@@ -175,7 +208,7 @@ func undefinedHint(msg string) string {
 // sandboxNoise is how gonja reports an error that passed through one of the sandbox's
 // filters (they let errors through untouched): not the template's business.
 // A macro call's error also names the Go function gonja made of the macro.
-var sandboxNoise = regexp.MustCompile(`unable to evaluate filter &\{[^{}]*\}: (invalid call to filter '__lxd_deploy_(cap|repeat)__': )?|invalid call to function '[^']*MacroNodeToFunc[^']*': `)
+var sandboxNoise = regexp.MustCompile(`unable to evaluate filter &\{[^{}]*\}: (invalid call to filter '__lxd_deploy_(cap|repeat|undefined)__': )?|invalid call to filter '__lxd_deploy_undefined__': |invalid call to function '[^']*MacroNodeToFunc[^']*': `)
 
 // maxIncludeDepth bounds how deeply templates include, import or extend each other, so that
 // a template including itself fails instead of exhausting the stack.
@@ -188,6 +221,11 @@ type importLoader struct {
 	files map[string][]byte
 	scope string
 	depth int
+
+	// sites, when not nil, are where the files it loads are rewritten for Jinja2's
+	// Undefined; file is the imports key of the file it loads (for warnings and errors).
+	sites *undefinedSites
+	file  string
 }
 
 // Read implements loaders.Loader.
@@ -217,5 +255,5 @@ func (l *importLoader) Inherit(from string) (loaders.Loader, error) {
 		return nil, fmt.Errorf("templates import, include or extend each other more than %d levels deep (does %s include itself?)", maxIncludeDepth, from)
 	}
 
-	return &importLoader{files: l.files, scope: l.scope, depth: l.depth + 1}, nil
+	return &importLoader{files: l.files, scope: l.scope, depth: l.depth + 1, sites: l.sites, file: l.scope + from}, nil
 }

@@ -27,8 +27,14 @@ type jinjaBudget struct {
 	depth    int
 	stopped  atomic.Bool
 
-	mu  sync.Mutex
-	hit *limitHit
+	// sites are the checks of Jinja2's Undefined (nil in strict mode, see
+	// jinja_undefined.go); failures and warnings are what they found.
+	sites *undefinedSites
+
+	mu       sync.Mutex
+	hit      *limitHit
+	failures []*undefinedError
+	warnings []Warning
 }
 
 func newJinjaBudget(ctx context.Context, l Limits) *jinjaBudget {

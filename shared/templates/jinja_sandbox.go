@@ -125,11 +125,16 @@ func sandboxControlStructures() *exec.ControlStructureSet {
 		if ok && m.Macro != nil {
 			guardWrapper(m.Wrapper, true)
 			sandboxTree(m.Macro)
+			l, _ := p.Loader.(*importLoader)
+			if l != nil && l.sites != nil {
+				rewriteUndefined(m.Macro, l.sites, l.file)
+			}
 		}
 
 		return cs, err
 	})
 
+	_ = set.Replace("include", includeParser)
 	return set
 }
 
@@ -149,6 +154,7 @@ func sandboxFilters() *exec.FilterSet {
 		return in
 	})
 
+	_ = set.Register(undefinedFilter, undefinedFilterFunction)
 	_ = set.Register(repeatFilter, func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
 		b := budgetOf(e.Environment.Context)
 		if b == nil || len(params.Args) != 1 || !in.IsString() || !params.Args[0].IsInteger() {
@@ -281,5 +287,5 @@ func isSandboxFilter(fe *nodes.FilteredExpression) bool {
 	}
 
 	name := fe.Filters[len(fe.Filters)-1].Name
-	return name == capFilter || name == repeatFilter
+	return name == capFilter || name == repeatFilter || name == undefinedFilter
 }

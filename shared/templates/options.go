@@ -19,6 +19,12 @@ type Options struct {
 	// registry.Prefix for where it looks first). Nil: such types are an error. The CLI
 	// passes a registry.Fetcher; the daemon one limited to its configured registries.
 	Fetch Fetcher
+
+	// StrictUndefined renders Jinja templates with Jinja's StrictUndefined: a missing name,
+	// key or attribute is an error where it is looked up. Without it (and without the
+	// config's own strict_undefined: true), Jinja2's default Undefined applies, as in
+	// Deployment Manager: it is falsy and renders as nothing, with a warning.
+	StrictUndefined bool
 }
 
 // Env is the deployment-level part of a template's env.

@@ -4,13 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // schema is a template's schema (<template>.schema, seed 000): info, imports, required and
@@ -21,6 +17,7 @@ type schema struct {
 	properties map[string]any // "properties": name -> JSON Schema, for defaults
 	open       bool           // additionalProperties allows undeclared properties
 	compiled   *jsonschema.Schema
+	raw        map[string]any // the JSON Schema as written, for messages (schema_messages.go)
 }
 
 // schemaKeys are the DM keys that are not JSON Schema and are left out of validation.
@@ -91,7 +88,7 @@ func parseSchema(file string, data []byte) (*schema, []Warning, error) {
 		}
 	}
 
-	s := &schema{file: file}
+	s := &schema{file: file, raw: js}
 	if top["properties"] != nil {
 		s.properties, ok = top["properties"].(map[string]any)
 		if !ok {
@@ -157,7 +154,7 @@ func (s *schema) apply(props map[string]any, w where) (map[string]any, error) {
 			return nil, w.errorf("%s: %v", s.file, err)
 		}
 
-		problems = append(problems, s.translate(ve, w)...)
+		problems = append(problems, s.translate(ve, out, w)...)
 	}
 
 	return out, s.failure(problems, w)
@@ -211,36 +208,20 @@ func fillDefaults(instance map[string]any, properties map[string]any) {
 	}
 }
 
-// translate lists the violations of a validation error, one problem each.
-func (s *schema) translate(ve *jsonschema.ValidationError, w where) []Problem {
-	printer := message.NewPrinter(language.English)
+// translate lists the violations of a validation error, one problem each, in the words of
+// Python's jsonschema (see schema_messages.go).
+func (s *schema) translate(ve *jsonschema.ValidationError, instance any, w where) []Problem {
 	problems := []Problem{}
-	var walk func(*jsonschema.ValidationError)
-	walk = func(v *jsonschema.ValidationError) {
-		if len(v.Causes) > 0 {
-			for _, c := range v.Causes {
-				walk(c)
-			}
-
-			return
+	for _, v := range s.describe(ve, instance) {
+		path := dottedPath(v.path)
+		if v.rule == "required" {
+			problems = append(problems, s.problem(w, path, "required", fmt.Sprintf("is required by %s but was not given (schema rule \"required\")", s.file)))
+			continue
 		}
 
-		path := dottedPath(v.InstanceLocation)
-		rule := strings.Join(v.ErrorKind.KeywordPath(), "/")
-		req, ok := v.ErrorKind.(*kind.Required)
-		if ok {
-			for _, missing := range req.Missing {
-				at := dottedPath(append(append([]string{}, v.InstanceLocation...), missing))
-				problems = append(problems, s.problem(w, at, "required", fmt.Sprintf("is required by %s but was not given (schema rule \"required\")", s.file)))
-			}
-
-			return
-		}
-
-		problems = append(problems, s.problem(w, path, rule, fmt.Sprintf("%s (schema rule %q of %s)", v.ErrorKind.LocalizedString(printer), rule, s.file)))
+		problems = append(problems, s.problem(w, path, v.rule, fmt.Sprintf("%s (schema rule %q of %s)", v.msg, v.rule, s.file)))
 	}
 
-	walk(ve)
 	if len(problems) == 0 {
 		problems = append(problems, s.problem(w, "", "", fmt.Sprintf("%s: %v", s.file, ve)))
 	}

@@ -227,6 +227,7 @@ var DeploymentConfigKeys = map[string]string{
 	"webhook.retry_max_delay":     "longest wait between retries (duration, default 5m)",
 	"revisions.keep":              "shape revisions kept per shape (integer, default 20); those instances or unfinished rollouts use are always kept",
 	"activity.keep":               "activity log entries kept (integer, default 1000)",
+	"rollouts.keep":               "finished rollouts kept per shape (integer, default 50); those a kept revision or activity entry names are always kept",
 }
 
 // configValueRules check the values of keys that are not free text.
@@ -240,6 +241,7 @@ var configValueRules = map[string]func(string) error{
 	"webhook.retry_max_attempts":  integerBetween(1, 100),
 	"revisions.keep":              integerBetween(1, 10000),
 	"activity.keep":               integerBetween(1, 100000),
+	"rollouts.keep":               integerBetween(1, 10000),
 }
 
 func boolean(value string) error {

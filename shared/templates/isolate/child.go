@@ -78,7 +78,7 @@ func runChild(args []string, in io.Reader, out io.Writer) int {
 		defer cancel()
 	}
 
-	opts := templates.Options{Env: req.Env, Limits: req.Limits}
+	opts := templates.Options{Env: req.Env, Limits: req.Limits, StrictUndefined: req.StrictUndefined}
 	if req.Fetch {
 		opts.Fetch = c
 	}

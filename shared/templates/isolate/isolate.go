@@ -161,7 +161,7 @@ func (r *Runner) talk(ctx context.Context, stdin io.Writer, stdout io.Reader, co
 	dec := json.NewDecoder(stdout)
 	dec.UseNumber()
 
-	err := enc.Encode(request{Config: config, Imports: imports, Env: opts.Env, Limits: opts.Limits, Budget: budget, Fetch: opts.Fetch != nil})
+	err := enc.Encode(request{Config: config, Imports: imports, Env: opts.Env, Limits: opts.Limits, StrictUndefined: opts.StrictUndefined, Budget: budget, Fetch: opts.Fetch != nil})
 	if err != nil {
 		return nil, Stats{}, false, fmt.Errorf("send the request: %w", err)
 	}

@@ -322,3 +322,19 @@ func TestConcurrencyCap(t *testing.T) {
 		t.Fatalf("the slot was not released: %v", err)
 	}
 }
+
+// The child expands with the caller's StrictUndefined: Jinja2's default Undefined without
+// it (a warning), an error with it.
+func TestChildStrictUndefined(t *testing.T) {
+	config := []byte("resources:\n- {name: x, type: t.jinja}\n")
+	imports := map[string][]byte{"t.jinja": []byte("resources: []\n# {{ missing }}\n")}
+	exp, err := (&Runner{}).Expand(context.Background(), config, imports, templates.Options{})
+	if err != nil || len(exp.Warnings) != 1 || !strings.Contains(exp.Warnings[0].String(), "t.jinja:2: missing is undefined") {
+		t.Fatalf("lenient: %v, %v", exp, err)
+	}
+
+	_, err = (&Runner{}).Expand(context.Background(), config, imports, templates.Options{StrictUndefined: true})
+	if err == nil || !strings.Contains(err.Error(), `Unable to evaluate name "missing"`) {
+		t.Fatalf("strict: %v", err)
+	}
+}

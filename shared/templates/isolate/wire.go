@@ -25,6 +25,9 @@ type request struct {
 	Env     templates.Env     `json:"env"`
 	Limits  templates.Limits  `json:"limits"`
 
+	// StrictUndefined is Options.StrictUndefined.
+	StrictUndefined bool `json:"strict_undefined,omitempty"`
+
 	// Budget bounds the whole expansion inside the child too (the parent kills the child
 	// at the same budget, so a template stuck in a builtin cannot outlive it).
 	Budget time.Duration `json:"budget"`

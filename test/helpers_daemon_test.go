@@ -2,12 +2,14 @@ package test
 
 import (
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +17,10 @@ import (
 	"unsafe"
 
 	"github.com/canonical/lxd/shared"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	lxd "github.com/canonical/lxd/client"
 
 	"github.com/lxd-deployd/lxd-deployd/client"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
@@ -158,32 +164,33 @@ func (d *daemon) tryStart(t testing.TB, extraArgs ...string) bool {
 		}
 	}(d.cmd)
 
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	answered := false
+	waitUntil(t, "lxd-deployd answering", 30*time.Second, func() bool {
 		c, err := client.ConnectUnix(d.Socket, nil)
 		if err == nil {
 			server, _, err := c.GetServer()
 			if err == nil && server.Environment != nil {
 				d.ServerCert = server.Environment.Certificate
 				d.Fingerprint = server.Environment.CertificateFingerprint
-				return false
+				answered = true
+				return true
 			}
 		}
 
 		select {
 		case <-exited:
-			_ = d.cmd.Wait()
-			d.cmd = nil
 			return true
 		default:
+			return false
 		}
-
-		if time.Now().After(deadline) {
-			t.Fatalf("lxd-deployd did not answer within 30s:\n%s", d.Log())
-		}
-
-		time.Sleep(50 * time.Millisecond)
+	}, every(50*time.Millisecond), withLog(d.Log))
+	if answered {
+		return false
 	}
+
+	_ = d.cmd.Wait()
+	d.cmd = nil
+	return true
 }
 
 // Stop sends SIGTERM and waits for a clean exit.
@@ -251,6 +258,34 @@ func (d *daemon) HTTPS(t testing.TB, id *identity) *client.Server {
 	return c
 }
 
+// LXDClient returns LXD's own Go client over HTTPS presenting the given identity: the
+// daemon must serve it as LXD would.
+func (d *daemon) LXDClient(t testing.TB, id *identity) lxd.InstanceServer {
+	t.Helper()
+	c, err := lxd.ConnectLXD("https://"+d.HTTPSAddress, &lxd.ConnectionArgs{TLSServerCert: d.ServerCert, TLSClientCert: id.CertPEM, TLSClientKey: id.KeyPEM})
+	must(t, err)
+	return c
+}
+
+// onLifecycle trusts a new client certificate named name and calls handle with every
+// lifecycle event the daemon's /1.0/events shows it, read with LXD's own client, until the
+// test ends.
+func (d *daemon) onLifecycle(t testing.TB, name string, handle func(lxdapi.EventLifecycle)) {
+	t.Helper()
+	id := newIdentity(t)
+	trustIdentity(t, d.Unix(t), id, name, "client")
+	listener, err := d.LXDClient(t, id).GetEvents()
+	must(t, err)
+	t.Cleanup(listener.Disconnect)
+	_, err = listener.AddHandler([]string{"lifecycle"}, func(e lxdapi.Event) {
+		var lifecycle lxdapi.EventLifecycle
+		if json.Unmarshal(e.Metadata, &lifecycle) == nil {
+			handle(lifecycle)
+		}
+	})
+	must(t, err)
+}
+
 // identity is a client key pair.
 type identity struct {
 	CertPEM     string
@@ -287,17 +322,6 @@ func freePort(t testing.TB) int {
 	return listener.Addr().(*net.TCPAddr).Port
 }
 
-// contains reports whether s contains every one of parts, for readable assertions.
-func contains(s string, parts ...string) bool {
-	for _, part := range parts {
-		if !strings.Contains(s, part) {
-			return false
-		}
-	}
-
-	return true
-}
-
 // serverEnvironment returns the daemon's GET /1.0 environment over the unix socket.
 func serverEnvironment(t testing.TB, d *daemon) *api.ServerEnvironment {
 	t.Helper()
@@ -325,4 +349,50 @@ func (d *daemon) Kill(t testing.TB) {
 func (d *daemon) Start(t testing.TB, extraArgs ...string) {
 	t.Helper()
 	d.start(t, extraArgs...)
+}
+
+// trustIdentity adds an identity's certificate to the trust store with a type.
+func trustIdentity(t testing.TB, admin *client.Server, id *identity, name string, certType string) {
+	t.Helper()
+	must(t, admin.CreateCertificate(lxdapi.CertificatesPost{Name: name, Type: certType, Certificate: id.CertPEM}))
+}
+
+func waitLXDOnline(t testing.TB, d *daemon) {
+	t.Helper()
+	waitUntil(t, "the daemon connected to the private LXD", 20*time.Second, func() bool {
+		return serverEnvironment(t, d).LXDStatus == "online"
+	}, every(50*time.Millisecond), withLog(d.Log))
+}
+
+// waitExit waits for a daemon to exit by itself.
+func waitExit(t *testing.T, d *daemon, timeout time.Duration) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- d.cmd.Wait() }()
+	select {
+	case err := <-done:
+		d.cmd = nil
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, d.Log())
+		}
+	case <-time.After(timeout):
+		t.Fatalf("the daemon did not exit within %s\n%s", timeout, d.Log())
+	}
+}
+
+// daemonRSS is the daemon's resident memory in bytes (/proc/PID/status VmRSS).
+func daemonRSS(t testing.TB, d *daemon) int64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(d.cmd.Process.Pid) + "/status")
+	must(t, err)
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			kb, err := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+			must(t, err)
+			return kb << 10
+		}
+	}
+
+	t.Fatal("no VmRSS")
+	return 0
 }

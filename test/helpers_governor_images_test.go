@@ -1,6 +1,7 @@
 package test
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -76,4 +77,31 @@ func (env *governorEnv) requireOnImage(t testing.TB, n int, fingerprint string, 
 			t.Fatalf("instance %s: outdated %v, image %s (want %s)%s", i.Name, i.Outdated, live.Config["volatile.base_image"], fingerprint, why)
 		}
 	}
+}
+
+// publishBigImage makes an image like busybox with 100 MB more in its rootfs, uncompressed
+// so that publishing it stays quick.
+func (env *governorEnv) publishBigImage(b *testing.B, alias string) {
+	b.Helper()
+	name := env.name("bigsrc")
+	defer env.deleteByHand(name)
+	must(b, env.launchByHand(name))
+	var out bytes.Buffer
+	done := make(chan bool)
+	op, err := env.lxdConn.ExecInstance(name, lxdapi.InstanceExecPost{Command: []string{"dd", "if=/dev/urandom", "of=/payload", "bs=1M", "count=100"}, WaitForWS: true}, lxdExecArgs(&out, &out, done))
+	must(b, err)
+	must(b, op.Wait())
+	<-done
+	op, err = env.lxdConn.UpdateInstanceState(name, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, "")
+	must(b, err)
+	must(b, op.Wait())
+	op, err = env.lxdConn.CreateImage(lxdapi.ImagesPost{
+		Source:               &lxdapi.ImagesPostSource{Type: "instance", Name: name},
+		CompressionAlgorithm: "none",
+		ImagePut:             lxdapi.ImagePut{Properties: map[string]string{"description": "busybox with a 100 MB payload (bench)"}},
+	}, nil)
+	must(b, err)
+	must(b, op.Wait())
+	fingerprint, _ := op.Get().Metadata["fingerprint"].(string)
+	must(b, env.lxdConn.CreateImageAlias(lxdapi.ImageAliasesPost{ImageAliasesEntry: lxdapi.ImageAliasesEntry{Name: alias, Type: "container", Target: fingerprint}}))
 }

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+)
+
+// allowInstanceHook guards continue, abandon and heartbeat on an instance's lifecycle hook.
+// Admins and admin keys over TLS control every hook of the deployment; a governor inside
+// an instance (a JWT over its socket or vsock) may end or extend only its own instance's
+// wait: the transport, not the token, says which instance that is. Otherwise any instance
+// holding an admin key's token could cut short another's drain.
+func (a access) allowInstanceHook(r *http.Request) error {
+	err := a.allowDeploymentAdmin(r)
+	if err != nil {
+		return err
+	}
+
+	caller := auth.CallerFromContext(r.Context())
+	if caller.Protocol != auth.ProtocolGovernor {
+		return nil
+	}
+
+	ref, err := instanceFromRequest(r)
+	if err != nil {
+		return err
+	}
+
+	refused := forbidden("a governor inside instance %q may act only on its own lifecycle hook, not on %q: ask an admin, or a governor holding a key over HTTPS", caller.Instance, ref.instance)
+	if caller.Instance == "" || caller.Instance != ref.instance {
+		return refused
+	}
+
+	// Same name is not enough: another project may hold an instance of that name.
+	return a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		if err != nil {
+			return err
+		}
+
+		rows, err := db.GetInstances(ctx, tx, db.InstanceFilter{DeploymentID: deploymentID, Name: ref.instance})
+		if err != nil {
+			return err
+		}
+
+		for _, row := range rows {
+			if row.Project == caller.InstanceProject {
+				return nil
+			}
+		}
+
+		return refused
+	})
+}

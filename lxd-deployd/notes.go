@@ -1,0 +1,14 @@
+package main
+
+import (
+	"net/http"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/validate"
+)
+
+// notesParam returns the ?notes= of a shape change, or a 400 when it passes
+// validate.MaxNotesLength (notes are copied into revisions, rollouts and activity).
+func notesParam(r *http.Request) (string, error) {
+	notes := r.URL.Query().Get("notes")
+	return notes, badRequest(validate.Notes(notes))
+}

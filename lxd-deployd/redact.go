@@ -1,0 +1,67 @@
+package main
+
+import (
+	"net/http"
+
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/redact"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// The response edge of secret redaction (package redact says what is secret): handlers
+// build the whole object, and these hide its secret values when the caller is not an admin
+// (a read-only or admin deployment key, over TLS or as a governor's JWT). Admins see all.
+
+// seesSecrets reports whether the request's caller is shown secret values.
+func seesSecrets(r *http.Request) bool {
+	return auth.CallerFromContext(r.Context()).IsAdmin()
+}
+
+// shapeFor is a shape as the caller may see it.
+func shapeFor(r *http.Request, s api.DeploymentShape) api.DeploymentShape {
+	if seesSecrets(r) {
+		return s
+	}
+
+	return redact.Shape(s)
+}
+
+// revisionFor is a revision as the caller may see it.
+func revisionFor(r *http.Request, rev api.DeploymentShapeRevision) api.DeploymentShapeRevision {
+	if seesSecrets(r) {
+		return rev
+	}
+
+	return redact.Revision(rev)
+}
+
+// changesFor is a diff as the caller may see it.
+func changesFor(r *http.Request, changes []api.DeploymentFieldChange) []api.DeploymentFieldChange {
+	if seesSecrets(r) {
+		return changes
+	}
+
+	return redact.Changes(changes)
+}
+
+// activityFor is an activity log as the caller may see it.
+func activityFor(r *http.Request, entries []api.DeploymentActivity) []api.DeploymentActivity {
+	if seesSecrets(r) {
+		return entries
+	}
+
+	return redact.Activity(entries)
+}
+
+// instanceFor is an instance as the caller may see it: a health check's output may hold
+// whatever the command printed, so only admins get it; others see the verdict.
+func instanceFor(r *http.Request, instance api.DeploymentInstance) api.DeploymentInstance {
+	if seesSecrets(r) || instance.HealthCheck == nil {
+		return instance
+	}
+
+	check := *instance.HealthCheck
+	check.Output = ""
+	instance.HealthCheck = &check
+	return instance
+}

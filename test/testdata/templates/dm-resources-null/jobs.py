@@ -1,0 +1,2 @@
+def GenerateConfig(context):
+  return {'resources': None}
