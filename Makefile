@@ -6,7 +6,7 @@ export CGO_ENABLED ?= 1
 
 RUN_DIR := $(CURDIR)/.run
 BUILD_DEPS := libdqlite-dev libraft-dev pkg-config gcc
-TEST_DEPS := $(BUILD_DEPS) lxd busybox-static prometheus
+TEST_DEPS := $(BUILD_DEPS) lxd busybox-static prometheus chromium
 BENCH_DEPS := $(TEST_DEPS) python3-jinja2 python3-yaml
 
 .PHONY: help
@@ -18,7 +18,7 @@ deps-build: ## install the C libraries the daemon needs (apt, when root and miss
 	@./.ci/apt-install $(BUILD_DEPS)
 
 .PHONY: deps-test
-deps-test: ## install what the tests need: dqlite, LXD, busybox-static, promtool (apt, when root and missing)
+deps-test: ## install what the tests need: dqlite, LXD, busybox-static, promtool, chromium (apt, when root and missing)
 	@./.ci/apt-install $(TEST_DEPS)
 
 .PHONY: build

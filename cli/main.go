@@ -82,6 +82,7 @@ func (a *app) command() *cobra.Command {
 		a.governorCommand(),
 		a.expandCommand(), a.deployCommand(), a.registryCommand(),
 		a.monitorCommand(),
+		a.uiCommand(),
 	)
 
 	return cmd

@@ -25,6 +25,7 @@ var updates = map[int]update{
 	10: updateAddInstanceLifecycle,
 	11: updateAddInstanceSizesRollout,
 	12: updateAddMemberCredentials,
+	13: updateAddUISessions,
 }
 
 // SchemaVersion is the version a fully updated database has.

@@ -25,6 +25,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/ui"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates/registry"
@@ -268,6 +269,7 @@ func (d *daemon) apis() apis {
 		metrics:      metricsAPI{metrics: d.metrics},
 		revisions:    revisionsAPI{db: d.db, lxd: d.lxd, lifecycle: l},
 		rollouts:     rolloutsAPI{db: d.db, lxd: d.lxd, ops: d.ops, engine: d.rollouts, lifecycle: l},
+		ui:           ui.API{DB: d.db, Addresses: d.addresses},
 		access:       access,
 	}
 }
@@ -339,6 +341,16 @@ func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 		name, _ := r.Context().Value(unixPeerKey{}).(string)
 		return &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true, Name: name}, nil
 	case auth.ProtocolTLS:
+		// Browsers attach client certificates and cookies whatever page asks (doc/ui.md).
+		err := auth.CheckBrowserOrigin(r)
+		if err != nil {
+			return nil, err
+		}
+
+		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+			return ui.Authenticate(r, d.db, time.Now())
+		}
+
 		return d.authenticateTLS(r)
 	case auth.ProtocolGovernor:
 		conn, _ := r.Context().Value(governorConnKey{}).(*governor.Conn)

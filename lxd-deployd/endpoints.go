@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/ui"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -20,6 +21,7 @@ type apis struct {
 	metrics      metricsAPI
 	revisions    revisionsAPI
 	rollouts     rolloutsAPI
+	ui           ui.API
 	access       access
 }
 
@@ -232,6 +234,33 @@ func endpoints(a apis) []endpoint {
 		{
 			path: "/1.0/events",
 			get:  governor(with(trusted, a.operations.streamEvents)),
+		},
+
+		// The web view (doc/ui.md): its files are public, sign-in is what its link's
+		// secret proves; everything else it reads from the routes above.
+		{
+			path: "/1.0/ui/links",
+			post: with(trusted, a.ui.CreateLink),
+		},
+		{
+			path: "/ui",
+			get:  action{handler: a.ui.Redirect, public: true},
+		},
+		{
+			path: "/ui/login",
+			post: action{handler: a.ui.Login, public: true},
+		},
+		{
+			path: "/ui/logout",
+			post: action{handler: a.ui.Logout, public: true},
+		},
+		{
+			path: "/ui/session",
+			get:  with(trusted, a.ui.Session),
+		},
+		{
+			path: "/ui/{path:.*}",
+			get:  action{handler: a.ui.Asset, public: true},
 		},
 	}
 }

@@ -1,0 +1,34 @@
+// The /1.0/events websocket: every lifecycle and operation event, reconnecting with backoff.
+
+const listeners = new Set();
+let delay = 500;
+
+export function onEvent(f) {
+  listeners.add(f);
+}
+
+export function connect() {
+  const status = document.getElementById("live");
+  const proto = location.protocol === "https:" ? "wss:" : "ws:";
+  const ws = new WebSocket(`${proto}//${location.host}/1.0/events?type=operation,lifecycle&all-projects=true`);
+  ws.onopen = () => {
+    delay = 500;
+    status.textContent = "live";
+    status.classList.add("on");
+  };
+  ws.onmessage = (msg) => {
+    let event;
+    try {
+      event = JSON.parse(msg.data);
+    } catch {
+      return;
+    }
+    for (const f of listeners) f(event);
+  };
+  ws.onclose = () => {
+    status.textContent = "reconnecting";
+    status.classList.remove("on");
+    setTimeout(connect, delay);
+    delay = Math.min(delay * 2, 10000);
+  };
+}

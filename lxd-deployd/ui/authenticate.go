@@ -1,0 +1,59 @@
+package ui
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+)
+
+// Authenticate turns a request carrying the session cookie (and no trusted certificate)
+// into the caller its session acts as. An unknown or ended session is an untrusted caller,
+// so the web view's own files still load and it can offer to sign in again. A write from a
+// read-only session, or without the session's CSRF token, is refused here, before any
+// route runs.
+func Authenticate(r *http.Request, cluster *db.Cluster, now time.Time) (*auth.Caller, error) {
+	secret := auth.SessionSecretFromRequest(r)
+	untrusted := &auth.Caller{Protocol: auth.ProtocolTLS}
+	if secret == "" {
+		return untrusted, nil
+	}
+
+	// Signing in and out act on the cookie itself, not as its session: a read-only session
+	// must be able to sign out, and a browser with a session to open a new link. Both are
+	// public routes; the origin check still applies to them.
+	if r.URL.Path == "/ui/login" || r.URL.Path == "/ui/logout" {
+		return untrusted, nil
+	}
+
+	var session *db.UISession
+	var cert auth.TrustedCertificate
+	err := cluster.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		session, err = db.GetUISession(ctx, tx, auth.HashSessionSecret(secret), now)
+		if err != nil {
+			return err
+		}
+
+		cert, err = trusted(ctx, tx, session.Fingerprint)
+		return err
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return untrusted, nil
+	}
+
+	if err != nil {
+		return nil, err
+	}
+
+	err = auth.CheckSessionRequest(r, secret, session.ReadOnly)
+	if err != nil {
+		return nil, err
+	}
+
+	return auth.SessionCaller(cert), nil
+}
