@@ -318,7 +318,8 @@ func (a clusterAPI) onlineDatabaseAddresses(ctx context.Context) (map[string]boo
 	return online, err
 }
 
-// deleteMember removes a member from the cluster. An online member is removed cleanly:
+// deleteMember removes a member from the cluster, or revokes the join token of a member
+// yet to join. An online member is removed cleanly:
 // its database role goes to another member first. An offline one needs ?force=1, since
 // it might only be unreachable for a while. This member cannot remove itself, and the
 // last database voter cannot be removed.
@@ -343,12 +344,12 @@ func (a clusterAPI) deleteMember(r *http.Request) response.Response {
 
 		return err
 	})
-	if err != nil || member == nil {
-		if err != nil {
-			return response.SmartError(err)
-		}
+	if err != nil {
+		return response.SmartError(err)
+	}
 
-		return response.EmptySyncResponse()
+	if member == nil {
+		return response.EmptySyncResponse() // a pending member: its join token is revoked
 	}
 
 	online := time.Since(member.HeartbeatAt) < offlineAfter
