@@ -71,8 +71,8 @@ func (s *Server) RevokeClusterJoinToken(name string) error {
 	return err
 }
 
-// UpdateClusterCertificate rotates the cluster certificate and waits (up to half a
-// minute) for every member to move to the new one.
+// UpdateClusterCertificate rotates the cluster certificate and waits (up to 20 seconds)
+// for every member to move to the new one; the answer says which have not yet.
 func (s *Server) UpdateClusterCertificate() (*api.ClusterCertificate, error) {
 	var result api.ClusterCertificate
 	_, err := s.queryStruct(http.MethodPost, path("cluster", "certificate"), nil, "", &result)

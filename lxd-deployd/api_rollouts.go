@@ -121,10 +121,10 @@ func (a rolloutsAPI) list(r *http.Request) response.Response {
 			// Only the active rollout (one at most) gets its counts: finished ones replaced
 			// what they replaced, and reading LXD for each would cost a listing apiece.
 			if ro.Finished() {
-				return ro.DeploymentRollout
+				return rolloutFor(r, ro.DeploymentRollout)
 			}
 
-			return a.withCounts(r.Context(), ro)
+			return rolloutFor(r, a.withCounts(r.Context(), ro))
 		})
 }
 
@@ -134,7 +134,7 @@ func (a rolloutsAPI) get(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	return response.SyncResponse(a.withCounts(r.Context(), *rollout))
+	return response.SyncResponse(rolloutFor(r, a.withCounts(r.Context(), *rollout)))
 }
 
 // create starts a rollout of the shape's latest revision, refusing up front what the bounds

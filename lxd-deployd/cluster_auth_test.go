@@ -171,4 +171,3 @@ func TestMemberAuthentication(t *testing.T) {
 		t.Fatalf("a removed member forwarding: %+v", c)
 	}
 }
-

@@ -44,6 +44,17 @@ func changesFor(r *http.Request, changes []api.DeploymentFieldChange) []api.Depl
 	return redact.Changes(changes)
 }
 
+// rolloutFor is a rollout as the caller may see it: its notes and reason are free text.
+func rolloutFor(r *http.Request, ro api.DeploymentRollout) api.DeploymentRollout {
+	if seesSecrets(r) {
+		return ro
+	}
+
+	ro.Notes = redact.Text(ro.Notes)
+	ro.Reason = redact.Text(ro.Reason)
+	return ro
+}
+
 // activityFor is an activity log as the caller may see it.
 func activityFor(r *http.Request, entries []api.DeploymentActivity) []api.DeploymentActivity {
 	if seesSecrets(r) {

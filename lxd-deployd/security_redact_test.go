@@ -82,7 +82,8 @@ func TestSecretsRedactedForNonAdmins(t *testing.T) {
 	}
 
 	a.expect("POST", "/1.0/deployments/dep1/shapes?notes=environment.DB_PASSWORD%3DSECRET6", `{"name":"web",`+shape("hunter2-SECRET1")[1:], 201, "")
-	a.expect("PUT", "/1.0/deployments/dep1/shapes/web", shape("rotated-SECRET2"), 200, "")
+	a.expect("PUT", "/1.0/deployments/dep1/shapes/web?notes=rotate+user.api_token%3DSECRET7", shape("rotated-SECRET2"), 200, "")
+	a.expect("POST", "/1.0/deployments/dep1/shapes/web/rollouts", `{"notes":"password: SECRET8"}`, 202, "")
 	readOnly, governor, _ := securityFixture(t, a, api.DeploymentKeyRoleReadOnly)
 	admin := a.caller
 
@@ -94,6 +95,8 @@ func TestSecretsRedactedForNonAdmins(t *testing.T) {
 		"/1.0/deployments/dep1/shapes/web/revisions/1",
 		"/1.0/deployments/dep1/shapes/web/revisions/2?diff=1",
 		"/1.0/deployments/dep1/activity",
+		"/1.0/deployments/dep1/shapes/web/rollouts?recursion=1",
+		"/1.0/deployments/dep1/shapes/web/rollouts/1",
 	}
 
 	for _, caller := range []*auth.Caller{readOnly, governor} {
@@ -125,7 +128,7 @@ func TestSecretsRedactedForNonAdmins(t *testing.T) {
 		all += a.body(path)
 	}
 
-	for _, secret := range []string{"hunter2-SECRET1", "rotated-SECRET2", "tok-SECRET3", "SECRET4", "SECRET5", "SECRET6"} {
+	for _, secret := range []string{"hunter2-SECRET1", "rotated-SECRET2", "tok-SECRET3", "SECRET4", "SECRET5", "SECRET6", "SECRET7", "SECRET8"} {
 		if !strings.Contains(all, secret) {
 			t.Errorf("admins must see %s", secret)
 		}

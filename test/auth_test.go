@@ -69,11 +69,19 @@ func managementRoutes(victim string, gov string) []route {
 		{method: "DELETE", path: "/1.0/deployments/dep1/keys/k1b", body: nil},
 		{method: "DELETE", path: "/1.0/deployments/renamed", body: nil},
 		{method: "DELETE", path: "/1.0/certificates/" + victim, body: nil},
+		{method: "GET", path: "/1.0/cluster", body: nil},
+		{method: "GET", path: "/1.0/cluster/members", body: nil},
+		{method: "POST", path: "/1.0/cluster/members", body: map[string]string{"server_name": "newm"}},
+		{method: "GET", path: "/1.0/cluster/tokens", body: nil},
+		{method: "GET", path: "/1.0/cluster/members/newm", body: nil},
+		{method: "DELETE", path: "/1.0/cluster/members/newm", body: nil},
 	}
 }
 
 func TestAuthorizationMatrixOverHTTPS(t *testing.T) {
-	d := startDaemon(t, daemonOptions{})
+	// Clustered, so that the cluster certificate and the member's own certificate exist:
+	// neither may use the management API (doc/security.md).
+	d := startDaemon(t, daemonOptions{Cluster: true})
 	unix := d.Unix(t)
 
 	admin, govWithKey, govWithoutKey, stranger := newIdentity(t), newIdentity(t), newIdentity(t), newIdentity(t)
@@ -106,6 +114,8 @@ func TestAuthorizationMatrixOverHTTPS(t *testing.T) {
 		{"deployments certificate with an admin key", d.HTTPS(t, govWithKey), false, true},
 		{"deployments certificate without a key", d.HTTPS(t, govWithoutKey), false, false},
 		{"untrusted certificate", d.HTTPS(t, stranger), false, false},
+		{"the cluster certificate", d.HTTPS(t, keyPairFiles(t, d, "cluster")), false, false},
+		{"a member's own certificate", d.HTTPS(t, keyPairFiles(t, d, "member")), false, false},
 		{"no certificate", d.HTTPS(t, nil), false, false},
 	}
 
@@ -134,6 +144,23 @@ func TestAuthorizationMatrixOverHTTPS(t *testing.T) {
 	must(t, err)
 	_, _, err = unix.GetCertificate(victim.Fingerprint)
 	must(t, err)
+
+	// Secret values reach admins only: a deployment key (even an admin one) sees them
+	// masked (doc/security.md#secrets).
+	shape, etag, err := unix.GetDeploymentShape("dep1", "web")
+	must(t, err)
+	shape.InstanceTemplate.Config = map[string]string{"environment.DB_PASSWORD": "hunter2", "user.tier": "gold"}
+	must(t, unix.UpdateDeploymentShape("dep1", "web", shape.DeploymentShapePut, etag))
+	for _, c := range []struct {
+		conn *client.Server
+		want string
+	}{{d.HTTPS(t, admin), "hunter2"}, {d.HTTPS(t, govWithKey), "[redacted]"}} {
+		seen, _, err := c.conn.GetDeploymentShape("dep1", "web")
+		must(t, err)
+		if seen.InstanceTemplate.Config["environment.DB_PASSWORD"] != c.want || seen.InstanceTemplate.Config["user.tier"] != "gold" {
+			t.Errorf("shape config seen as %v, want the password as %q", seen.InstanceTemplate.Config, c.want)
+		}
+	}
 }
 
 func TestTrustTokens(t *testing.T) {

@@ -95,10 +95,17 @@ func TestAutohealing(t *testing.T) {
 			t.Errorf("shape health:\n%s", out)
 		}
 
-		one, err := env.readOnly.GetDeploymentShapeInstance("dep1", "web", a)
+		one, err := env.admin.GetDeploymentShapeInstance("dep1", "web", a)
 		must(t, err)
 		if one.HealthCheck == nil || one.HealthCheck.CheckedAt == nil || !strings.Contains(one.HealthCheck.Output, "ok") {
 			t.Fatalf("the instance must report its last check: %+v", one.HealthCheck)
+		}
+
+		// The check's output is for admins: a read-only key sees the verdict and when.
+		one, err = env.readOnly.GetDeploymentShapeInstance("dep1", "web", a)
+		must(t, err)
+		if one.HealthCheck == nil || one.HealthCheck.CheckedAt == nil || one.HealthCheck.Status != api.HealthHealthy || one.HealthCheck.Output != "" {
+			t.Fatalf("a read-only key must see the last check's verdict, not its output: %+v", one.HealthCheck)
 		}
 	})
 

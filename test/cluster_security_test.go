@@ -179,7 +179,9 @@ func TestMemberCredentials(t *testing.T) {
 			writes <- err
 		}()
 
+		started := time.Now()
 		update := newCLIUser(t, m3).run("", "cluster", "update-certificate")
+		t.Logf("update-certificate took %s with writes through two members meanwhile", time.Since(started).Round(time.Millisecond))
 		close(stop)
 		must(t, <-writes)
 		if update.code != 0 || !strings.Contains(update.stdout, "rotated") {

@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"net/http"
+	"path/filepath"
 	"testing"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
@@ -104,6 +105,34 @@ func TestGovernorAuthorizationMatrix(t *testing.T) {
 	if len(names) != 1 || names[0] != fixed || len(env.lxdInstances(t)) != 1 {
 		t.Fatalf("instances after the matrix: %v", names)
 	}
+
+	// Lifecycle hook actions: a governor inside instance X (a token over X's socket) acts
+	// on X's hook only; instance Y's is a 403. Over HTTPS the admin key reaches any hook
+	// (a 409 here: no instance waits in one).
+	inGov := api.DeploymentShapesPost{DeploymentShapePost: api.DeploymentShapePost{Name: "gov"}, DeploymentShapePut: webShape("gov", 0, 1).DeploymentShapePut}
+	inGov.Config = map[string]string{"governor.socket": "true"}
+	must(t, env.admin.CreateDeploymentShape("dep1", inGov))
+	x := env.name("x")
+	op, err := env.admin.CreateDeploymentShapeInstance("dep1", "gov", x)
+	must(t, err)
+	must(t, op.Wait(t.Context()))
+	inInstance := newIdentity(t)
+	trustIdentity(t, env.admin, inInstance, "inst", "deployments")
+	must(t, env.admin.CreateDeploymentKey("dep1", api.DeploymentKeysPost{DeploymentKeyPost: api.DeploymentKeyPost{Name: "inst"}, DeploymentKeyPut: api.DeploymentKeyPut{Role: "admin"}, CertificateFingerprint: inInstance.Fingerprint}))
+	signer, err := client.NewTokenSigner(inInstance.CertPEM, inInstance.KeyPEM, "default", "dep1", x)
+	must(t, err)
+	viaX, err := client.ConnectUnix(filepath.Join(env.d.DataDir, "governor", x+".sock"), &client.ConnectionArgs{TokenSource: signer.Token})
+	must(t, err)
+	for _, action := range []string{"continue", "abandon", "heartbeat"} {
+		expectCode(t, viaX.DeploymentShapeInstanceLifecycle("dep1", "web", fixed, action), 403, "instance X's token on instance Y's hook")
+		expectCode(t, viaX.DeploymentShapeInstanceLifecycle("dep1", "gov", x, action), 409, "instance X's token on its own hook")
+		expectCode(t, env.gov.DeploymentShapeInstanceLifecycle("dep1", "web", fixed, action), 409, "an admin key over HTTPS on any hook")
+		expectCode(t, env.readOnly.DeploymentShapeInstanceLifecycle("dep1", "web", fixed, action), 403, "a read-only key")
+	}
+
+	op, err = env.admin.DeleteDeploymentShapeInstance("dep1", "gov", x)
+	must(t, err)
+	must(t, op.Wait(t.Context()))
 
 	// Deleting the key cuts the governor off at its next request.
 	must(t, env.admin.DeleteDeploymentKey("dep1", "gov"))

@@ -183,6 +183,7 @@ const (
 	siteDefined                   // "is defined"
 	siteUndefined                 // "is undefined"
 	siteBlank                     // before a text filter: an undefined value is "", as Jinja2's str() makes it
+	siteTest                      // "is <test>": an error stays one
 )
 
 // undefinedSite is one place of a template the rewrite made check for undefined values.
@@ -300,6 +301,15 @@ func undefinedFilterFunction(e *exec.Evaluator, in *exec.Value, params *exec.Var
 		return newUndefined(undefinedInfo{hint: fmt.Sprintf("parameter %s was not provided", pyRepr(site.name)), name: site.name, expr: site.name, file: site.file, line: site.line})
 	case siteDefault:
 		return jinjaDefault(in, params)
+	case siteTest:
+		if in.IsError() {
+			return in
+		}
+
+		test := exec.NewVarArgs()
+		test.Args = params.Args[1:]
+		test.KwArgs = params.KwArgs
+		return e.ExecuteTestByName(site.name, in, test)
 	case siteDefined, siteUndefined:
 		if in.IsError() {
 			return in

@@ -245,7 +245,11 @@ func (u *undefinedRewriter) rewrite(n nodes.Node) nodes.Node {
 			u.filters(x)
 		}
 	case *nodes.TestExpression:
-		if x.Test != nil && len(x.Test.Args) == 0 && len(x.Test.Kwargs) == 0 {
+		if x.Test == nil || x.Test.Token == nil {
+			return nil
+		}
+
+		if len(x.Test.Args) == 0 && len(x.Test.Kwargs) == 0 {
 			switch x.Test.Name {
 			case "defined":
 				return u.filtered(x.Expression, &undefinedSite{kind: siteDefined, line: x.Test.Token.Line})
@@ -253,6 +257,12 @@ func (u *undefinedRewriter) rewrite(n nodes.Node) nodes.Node {
 				return u.filtered(x.Expression, &undefinedSite{kind: siteUndefined, line: x.Test.Token.Line})
 			}
 		}
+
+		// Any other test: gonja's tests take an error for a value (false), where Jinja2
+		// raises it (x.y is none, with x undefined).
+		call := u.filterCall(x.Test.Token, &undefinedSite{kind: siteTest, line: x.Test.Token.Line, name: x.Test.Name}, x.Test.Args...)
+		call.Kwargs = x.Test.Kwargs
+		return &nodes.FilteredExpression{Expression: x.Expression, Filters: []*nodes.FilterCall{call}}
 	}
 
 	return nil

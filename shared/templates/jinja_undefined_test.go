@@ -90,6 +90,12 @@ var undefinedCases = []struct{ src, want string }{
 	{"{% set v = d.z %}{{ v.w }}", "ERR 'dict object' has no attribute 'z'"},
 	{"{% if x %}a{% elif d.x %}b{% endif %}", "b"},
 	{"{{ l | selectattr('z') | list }}", "[]"},
+	{"{{ x.y is none }}", "ERR 'x' is undefined"},
+	{"{{ d.z is none }}", "False"},
+	{"{{ n is none }}", "True"},
+	{"{{ d.x is divisibleby(1) }}", "True"},
+	{"{{ 3 is gt(2) }}", "True"},
+	{"{{ d.x is string }}", "False"},
 }
 
 func renderJinja(t *testing.T, src string, strict bool) (string, []Warning, error) {
