@@ -30,7 +30,7 @@ func shapeBar(current int) string {
 // refused by the daemon itself.
 func TestUIBrowser(t *testing.T) {
 	rw := newSession(t, "admin")
-	env := newGovernorEnv(t, 1, 3)
+	env := newRolloutEnv(t, 1, 3) // it rolls web out: replacements are named web-r<rev>-*, outside the env's prefix
 	env.launch(t, env.gov, env.name("a"))
 
 	// The browser acts as a trust store entry: an admin certificate that never touches it.
