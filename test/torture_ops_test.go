@@ -67,11 +67,20 @@ var baseOps = []tortureOp{
 		return strings.Join(out, "; ")
 	}},
 
-	// Template changes of shape roll; a rollout replaces them.
+	// Template changes of shape roll between rollouts (a change during one is
+	// roll-change-mid-rollout's, torture_known_test.go); a rollout replaces them.
 	{name: "roll-put-template", weight: 3, run: func(tt *torture) string {
+		if running := tt.unfinishedRollout(); running != "" {
+			return "skipped: " + running
+		}
+
 		return tt.putTemplateValue("roll", tt.marker(), nil)
 	}},
 	{name: "roll-patch-description", weight: 2, run: func(tt *torture) string {
+		if running := tt.unfinishedRollout(); running != "" {
+			return "skipped: " + running
+		}
+
 		value := tt.marker()
 		return tt.changeShape("roll", "PATCH", revisionMarker{field: "description", value: value}, func(_ api.DeploymentShape, etag string) error {
 			return tt.patchShape("roll", map[string]any{"instance_template": map[string]any{"description": value}}, etag)
@@ -174,9 +183,30 @@ func (tt *torture) marker() string {
 	return fmt.Sprintf("v%d", tt.seq)
 }
 
+// unfinishedRollout names roll's rollout that is not over, or "" when there is none.
+func (tt *torture) unfinishedRollout() string {
+	rollouts, err := tt.admin.GetDeploymentShapeRollouts("dep1", "roll")
+	tt.checkAnswer("GET rollouts", err)
+	if err != nil {
+		return describe(err)
+	}
+
+	for _, r := range rollouts {
+		if !r.Finished() {
+			return fmt.Sprintf("rollout %d is %s", r.Number, r.Status)
+		}
+	}
+
+	return ""
+}
+
 // startRollout sets roll's rollout strategy with a new template value (PUT), then starts
-// a rollout (409 while one runs).
+// a rollout; it does neither while a rollout is unfinished.
 func (tt *torture) startRollout(strategy string) string {
+	if running := tt.unfinishedRollout(); running != "" {
+		return "skipped: " + running
+	}
+
 	settings := api.DeploymentShapeRollout{Strategy: strategy, MaxSurge: "1", MaxUnavailable: "0", MinReady: "1s"}
 	if strategy == api.RolloutCanary {
 		settings.Canary = &api.DeploymentShapeRolloutCanary{Count: 1}
@@ -236,6 +266,12 @@ func (tt *torture) healBusy() string {
 		if i.State != "created" || i.Health == api.HealthUnhealthy {
 			return fmt.Sprintf("%s is %s/%s", i.Name, i.State, i.Health)
 		}
+
+		// Made unhealthy but no verdict yet: a launch now would bring the shape to its
+		// maximum before autohealing acts.
+		if tt.sick[i.Name] {
+			return fmt.Sprintf("%s was made unhealthy and is still there", i.Name)
+		}
 	}
 
 	return ""
@@ -286,7 +322,12 @@ func (tt *torture) sickenHeal(atMax bool) string {
 		return prefix + "skipped: no healthy instance yet"
 	}
 
-	return fmt.Sprintf("%s%s of %d made unhealthy: %s", prefix, name, len(instances), describe(tt.sicken(name)))
+	err = tt.sicken(name)
+	if err == nil {
+		tt.sick[name] = true
+	}
+
+	return fmt.Sprintf("%s%s of %d made unhealthy: %s", prefix, name, len(instances), describe(err))
 }
 
 // endHookWait ends a terminate-hook wait with continue or abandon, and waits for the delete

@@ -57,6 +57,7 @@ func (tt *torture) settle() {
 		unsettled := tt.finishRollouts() + tt.unsettledShapes()
 		if unsettled == "" {
 			tt.logf("settled")
+			tt.checkSettled()
 			return
 		}
 
@@ -107,6 +108,7 @@ type shapeState struct {
 	records []string // name=state[/lifecycle]
 	inFlux  []string // records creating, deleting, or in a hook wait
 	lxd     []string
+	stopped []string // instances LXD holds that do not run, name(status)
 	same    bool
 }
 
@@ -117,9 +119,14 @@ func (tt *torture) shapeStates() (map[string]shapeState, error) {
 	}
 
 	live := map[string][]string{}
+	stopped := map[string][]string{}
 	for _, i := range all {
 		if i.Config[configDeployment] == "dep1" && i.Config[configWarmPool] != "true" {
-			live[i.Config[configShape]] = append(live[i.Config[configShape]], i.Name)
+			shape := i.Config[configShape]
+			live[shape] = append(live[shape], i.Name)
+			if i.Status != "Running" {
+				stopped[shape] = append(stopped[shape], i.Name+"("+i.Status+")")
+			}
 		}
 	}
 
@@ -145,7 +152,7 @@ func (tt *torture) shapeStates() (map[string]shapeState, error) {
 			}
 		}
 
-		s.lxd = live[shape]
+		s.lxd, s.stopped = live[shape], stopped[shape]
 		sort.Strings(s.lxd)
 		sort.Strings(names)
 		s.same = strings.Join(names, ",") == strings.Join(s.lxd, ",")
@@ -192,6 +199,30 @@ func (tt *torture) reportUnsettled() {
 			} else {
 				tt.violate("after settling, nothing is left in flux", "shape %s: %s", shape, state)
 			}
+		}
+	}
+}
+
+// checkSettled holds a settled run to what a launch promises: every instance of a shape,
+// as LXD holds it, runs (a launch that failed to start leaves nothing that counts).
+func (tt *torture) checkSettled() {
+	states, err := tt.shapeStates()
+	if err != nil {
+		tt.violate("after settling, every instance of a shape runs", "cannot read: %v", err)
+		return
+	}
+
+	var shapes []string
+	for shape := range states {
+		shapes = append(shapes, shape)
+	}
+
+	sort.Strings(shapes)
+	for _, shape := range shapes {
+		s := states[shape]
+		tt.logf("settled %s: records %v", shape, s.records)
+		if len(s.stopped) > 0 {
+			tt.violate("after settling, every instance of a shape runs", "shape %s: LXD holds %v, records %v", shape, s.stopped, s.records)
 		}
 	}
 }

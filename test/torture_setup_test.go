@@ -40,18 +40,20 @@ const noInitImage = "noinit"
 func newTorture(t *testing.T, cfg tortureConfig) *torture {
 	private := lxdtest.Start(t)
 	tt := &torture{
-		t:           t,
-		cfg:         cfg,
-		rng:         rand.New(rand.NewSource(cfg.seed)),
-		lxd:         private,
-		lxdConn:     private.Client(t),
-		sampleConn:  private.Client(t),
-		daemonArgs:  []string{"--reconcile-interval", "1s"},
-		shapes:      tortureShapes,
-		violations:  map[string][]string{},
-		opCounts:    map[string]int{},
-		mostSeen:    map[string]int{},
-		pendingHook: map[string]*client.Operation{},
+		t:              t,
+		cfg:            cfg,
+		rng:            rand.New(rand.NewSource(cfg.seed)),
+		lxd:            private,
+		lxdConn:        private.Client(t),
+		sampleConn:     private.Client(t),
+		daemonArgs:     []string{"--reconcile-interval", "1s"},
+		shapes:         tortureShapes,
+		violations:     map[string][]string{},
+		violationCount: map[string]int{},
+		opCounts:       map[string]int{},
+		mostSeen:       map[string]int{},
+		pendingHook:    map[string]*client.Operation{},
+		sick:           map[string]bool{},
 	}
 
 	tt.publishNoInitImage()

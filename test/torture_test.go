@@ -112,18 +112,20 @@ type torture struct {
 	shapes map[string]tortureShape
 	seq    int // makes instance names and template markers unique
 
-	mu          sync.Mutex
-	log         []string
-	violations  map[string][]string // by invariant, in order seen
-	opCounts    map[string]int
-	ops         int
-	samples     atomic.Int64
-	rollChecks  atomic.Int64 // samples with fewer than rollSize of roll running
-	rollSurges  atomic.Int64 // samples with more than rollSize of roll: a replacement in flight
-	lxdFailures atomic.Int64
-	mostSeen    map[string]int // the most instances LXD held per shape
-	markers     []revisionMarker
-	pendingHook map[string]*client.Operation // deletes waiting in terminating:wait
+	mu             sync.Mutex
+	log            []string
+	violations     map[string][]string // distinct details by invariant, in order seen
+	violationCount map[string]int      // every time seen, by invariant
+	opCounts       map[string]int
+	ops            int
+	samples        atomic.Int64
+	rollChecks     atomic.Int64 // samples with fewer than rollSize of roll running
+	rollSurges     atomic.Int64 // samples with more than rollSize of roll: a replacement in flight
+	lxdFailures    atomic.Int64
+	mostSeen       map[string]int // the most instances LXD held per shape
+	markers        []revisionMarker
+	pendingHook    map[string]*client.Operation // deletes waiting in terminating:wait
+	sick           map[string]bool              // heal instances made unhealthy
 }
 
 // revisionMarker is an accepted change whose value a revision must hold.
@@ -144,15 +146,24 @@ func (tt *torture) logf(format string, args ...any) {
 }
 
 // violate records a broken invariant; the run goes on so that one run shows every kind.
+// The same detail seen again (a sample of the same excess 50 ms later) is counted, not
+// repeated.
 func (tt *torture) violate(invariant string, format string, args ...any) {
-	detail := tt.elapsed() + " " + fmt.Sprintf(format, args...)
+	detail := fmt.Sprintf(format, args...)
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
-	if len(tt.violations[invariant]) == 0 {
-		tt.log = append(tt.log, tt.elapsed()+" VIOLATION "+invariant+": "+fmt.Sprintf(format, args...))
+	tt.violationCount[invariant]++
+	for _, seen := range tt.violations[invariant] {
+		if strings.HasSuffix(seen, " "+detail) {
+			return
+		}
 	}
 
-	tt.violations[invariant] = append(tt.violations[invariant], detail)
+	line := tt.elapsed() + " " + detail
+	tt.violations[invariant] = append(tt.violations[invariant], line)
+	if len(tt.violations[invariant]) <= 20 {
+		tt.log = append(tt.log, tt.elapsed()+" VIOLATION "+invariant+": "+detail)
+	}
 }
 
 // nextName returns a fresh instance name in shape.
@@ -198,8 +209,8 @@ func (tt *torture) report() {
 	sort.Strings(invariants)
 	for _, invariant := range invariants {
 		seen := tt.violations[invariant]
-		fmt.Fprintf(&b, "== %s: %d times, first ones:\n", invariant, len(seen))
-		for _, detail := range seen[:min(len(seen), 5)] {
+		fmt.Fprintf(&b, "== %s: %d times, %d distinct, first ones:\n", invariant, tt.violationCount[invariant], len(seen))
+		for _, detail := range seen[:min(len(seen), 8)] {
 			fmt.Fprintf(&b, "   %s\n", detail)
 		}
 	}
