@@ -25,6 +25,20 @@ var openIssues = map[string]string{
 		"makes LXD hold scaling_maximum+1 and drops the running instances below the rollout's size",
 }
 
+// tightRoll reports whether a run tries issue 19.1: then shape roll's scaling_maximum is its
+// size + 1, so that every rolling rollout surges to the maximum, and today LXD holds max+1
+// while a replaced instance is still being deleted. Otherwise it is size + 2: room for the
+// surge instance and one being deleted.
+func tightRoll(ops []tortureOp) bool {
+	for _, op := range ops {
+		if op.issue == "19.1" {
+			return true
+		}
+	}
+
+	return false
+}
+
 // knownIssueOps are the operations that trigger each known issue.
 var knownIssueOps = []tortureOp{
 	// Churn at the maximum: a delete not waited on, and at once a launch retried on 409 as
