@@ -207,6 +207,7 @@ func (tt *torture) startRollout(strategy string) string {
 		return "skipped: " + running
 	}
 
+	resized := tt.rollToSize()
 	settings := api.DeploymentShapeRollout{Strategy: strategy, MaxSurge: "1", MaxUnavailable: "0", MinReady: "1s"}
 	if strategy == api.RolloutCanary {
 		settings.Canary = &api.DeploymentShapeRolloutCanary{Count: 1}
@@ -216,10 +217,48 @@ func (tt *torture) startRollout(strategy string) string {
 	op, err := tt.admin.CreateDeploymentShapeRollout("dep1", "roll", api.DeploymentRolloutsPost{Notes: "torture"})
 	tt.checkAnswer("start a rollout", err)
 	if err != nil {
-		return fmt.Sprintf("%s %s; start: %s", strategy, changed, describe(err))
+		return fmt.Sprintf("%s%s %s; start: %s", resized, strategy, changed, describe(err))
 	}
 
-	return fmt.Sprintf("%s %s; started (%s)", strategy, changed, op.ID)
+	return fmt.Sprintf("%s%s %s; started (%s)", resized, strategy, changed, op.ID)
+}
+
+// rollToSize brings roll back to rollSize instances with governor launches and deletes, as
+// its governor would: a cancelled rolling rollout leaves its surge instance (one more), a
+// cancelled recreate leaves fewer. Each rollout then starts from rollSize, and roll's
+// scaling_maximum leaves room for exactly one surge and one delete.
+func (tt *torture) rollToSize() string {
+	names, err := tt.createdNames("roll")
+	if err != nil {
+		return ""
+	}
+
+	var out []string
+	for len(names) > rollSize {
+		name := tt.pick(names)
+		err := tt.remove("roll", name)
+		out = append(out, "trim "+name+": "+describe(err))
+		if err != nil {
+			break
+		}
+
+		names, _ = tt.createdNames("roll")
+	}
+
+	for i := len(names); i < rollSize; i++ {
+		name := tt.nextName("roll")
+		err := tt.launch("roll", name)
+		out = append(out, "refill "+name+": "+describe(err))
+		if err != nil {
+			break
+		}
+	}
+
+	if len(out) == 0 {
+		return ""
+	}
+
+	return fmt.Sprintf("roll had %d instances (%s); ", len(names), strings.Join(out, ", "))
 }
 
 // rollAct pauses, resumes, cancels, promotes or aborts roll's latest rollout, as its state
