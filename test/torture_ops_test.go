@@ -233,6 +233,7 @@ func (tt *torture) rollToSize() string {
 		return ""
 	}
 
+	before := len(names)
 	var out []string
 	for len(names) > rollSize {
 		name := tt.pick(names)
@@ -258,7 +259,7 @@ func (tt *torture) rollToSize() string {
 		return ""
 	}
 
-	return fmt.Sprintf("roll had %d instances (%s); ", len(names), strings.Join(out, ", "))
+	return fmt.Sprintf("roll had %d instances (%s); ", before, strings.Join(out, ", "))
 }
 
 // rollAct pauses, resumes, cancels, promotes or aborts roll's latest rollout, as its state
