@@ -63,7 +63,12 @@ func (tt *torture) settle() {
 
 		if time.Now().After(deadline) {
 			tt.logf("not settled within %s: %s", settleTimeout, unsettled)
+			if rollouts := tt.finishRollouts(); rollouts != "" {
+				tt.violate("after settling, every rollout is over", "%s", rollouts)
+			}
+
 			tt.reportUnsettled()
+			tt.checkSettled()
 			return
 		}
 
@@ -95,6 +100,13 @@ func (tt *torture) finishRollouts() string {
 			err = tt.admin.DeploymentShapeRolloutAction("dep1", "roll", r.Number, action)
 			tt.checkAnswer(action+" a rollout", err)
 			tt.logf("settle: %s rollout %d: %s", action, r.Number, describe(err))
+			if err != nil {
+				// Neither resume nor promote takes it: it is stranded; cancel ends it.
+				tt.violate("a paused rollout can be resumed or promoted", "rollout %d (%s/%s, strategy %q) refused %s: %v", r.Number, r.Status, r.Phase, r.Strategy.Strategy, action, err)
+				err = tt.admin.DeploymentShapeRolloutAction("dep1", "roll", r.Number, "cancel")
+				tt.checkAnswer("cancel a rollout", err)
+				tt.logf("settle: cancel rollout %d: %s", r.Number, describe(err))
+			}
 		}
 
 		unfinished += fmt.Sprintf("rollout %d is %s/%s; ", r.Number, r.Status, r.Phase)
