@@ -18,7 +18,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/test/lxdtest"
 )
 
-// TestTorture is the randomized invariant suite (doc/testing.md): a seeded, time-bounded run
+// TestTorture is the randomized invariant suite (`make torture`): a seeded, time-bounded run
 // of governor, template, rollout, health, hook, warm-pool, failed-start and crash operations
 // against the real daemon, a private LXD of its own and real dqlite, while a sampler reads
 // LXD's own instance list every 50 ms. TORTURE_TIME bounds the run (default 60s, what `make
