@@ -21,8 +21,11 @@ var openIssues = map[string]string{
 	"19.1": "issue 19 item 1: an instance counts until LXD has deleted it",
 	"19.2": "issue 19 item 2: every write path makes the same revision",
 	"19.3": "issue 19 item 3: a failed start leaves nothing behind and is not counted",
-	"new-1": "found by this suite, not filed yet: a shape change during a rolling rollout with max_unavailable 0 " +
-		"makes LXD hold scaling_maximum+1 and drops the running instances below the rollout's size",
+	"new-1": "found by this suite, not filed yet: a shape change during a rollout is followed by the running " +
+		"rollout. With a strategy change it takes the new strategy's phases while its recorded strategy stays " +
+		"(a rolling or recreate rollout paused in wait-promote refuses promote, resume and abort: only cancel " +
+		"ends it); with roll at size+1, LXD held scaling_maximum+1 and the running instances dropped below " +
+		"the rolling rollout's size",
 }
 
 // tightRoll reports whether a run tries issue 19.1: then shape roll's scaling_maximum is its
