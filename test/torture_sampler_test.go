@@ -1,0 +1,171 @@
+package test
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// The instance config keys lxd-deployd tags its LXD instances with.
+const (
+	configDeployment = "user.lxd-deployd.deployment"
+	configShape      = "user.lxd-deployd.shape"
+	configWarmPool   = "user.lxd-deployd.warm-pool"
+)
+
+// sampleInterval is how often the sampler reads LXD's instance list.
+const sampleInterval = 50 * time.Millisecond
+
+// lxdSample is what LXD held of each shape at one moment: warm-pool instances left out,
+// since they never count as instances of their shape.
+type lxdSample struct {
+	at      time.Time // just before the list was read
+	names   map[string][]string
+	running map[string]int
+}
+
+// sampleLXD reads LXD's own instance list every 50 ms until stop and checks the bound
+// invariants on each sample.
+func (tt *torture) sampleLXD(stop <-chan struct{}) {
+	ticker := time.NewTicker(sampleInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ticker.C:
+		}
+
+		s, err := tt.readLXD()
+		if err != nil {
+			tt.lxdFailures.Add(1)
+			continue
+		}
+
+		tt.checkSample(s)
+		tt.samples.Add(1)
+	}
+}
+
+func (tt *torture) readLXD() (lxdSample, error) {
+	s := lxdSample{at: time.Now(), names: map[string][]string{}, running: map[string]int{}}
+	instances, err := tt.sampleConn.GetInstances(lxdapi.InstanceTypeAny)
+	if err != nil {
+		return s, err
+	}
+
+	for _, i := range instances {
+		if i.Config[configDeployment] != "dep1" || i.Config[configWarmPool] == "true" {
+			continue
+		}
+
+		shape := i.Config[configShape]
+		s.names[shape] = append(s.names[shape], i.Name+"("+i.Status+")")
+		if i.Status == "Running" {
+			s.running[shape]++
+		}
+	}
+
+	return s, nil
+}
+
+// checkSample holds one sample to the invariants: LXD never holds more instances of a
+// shape than its scaling_maximum; while a rolling rollout with max_unavailable 0 runs, the
+// running instances of its shape never drop below the size at its start.
+func (tt *torture) checkSample(s lxdSample) {
+	for shape, names := range s.names {
+		tt.mu.Lock()
+		tt.mostSeen[shape] = max(tt.mostSeen[shape], len(names))
+		tt.mu.Unlock()
+		bound, ok := tt.shapes[shape]
+		if !ok {
+			tt.violate("instance of no shape", "LXD holds instances tagged with unknown shape %q: %v", shape, names)
+			continue
+		}
+
+		if len(names) > bound.max {
+			sort.Strings(names)
+			tt.violate("LXD holds at most scaling_maximum", "LXD held %d instances of shape %s (scaling_maximum %d): %s", len(names), shape, bound.max, strings.Join(names, " "))
+		}
+	}
+
+	if len(s.names["roll"]) > rollSize {
+		tt.rollSurges.Add(1)
+	}
+
+	// Shape roll keeps rollSize instances; only fewer running can break the rollout rule.
+	if s.running["roll"] >= rollSize {
+		return
+	}
+
+	tt.rollChecks.Add(1)
+	rollouts, err := tt.watcher.GetDeploymentShapeRollouts("dep1", "roll")
+	tt.checkAnswer("GET roll's rollouts", err)
+	if err != nil {
+		return
+	}
+
+	for _, r := range rollouts {
+		// Read after the sample: a rollout still unfinished now that had started before
+		// the sample was running when it was taken.
+		if r.Finished() || !r.CreatedAt.Before(s.at) || !rollingWithoutUnavailable(r.Strategy) {
+			continue
+		}
+
+		if s.running["roll"] < r.Size {
+			names := s.names["roll"]
+			sort.Strings(names)
+			tt.violate("rolling rollout with max_unavailable 0 keeps its size running", "rollout %d (%s, size %d, revision %d) ran with %d instances running: %s", r.Number, r.Status, r.Size, r.Revision, s.running["roll"], strings.Join(names, " "))
+		}
+	}
+}
+
+// rollingWithoutUnavailable reports whether a rollout's settings are a rolling rollout with
+// max_unavailable 0 (the defaults of both).
+func rollingWithoutUnavailable(s api.DeploymentShapeRollout) bool {
+	if s.Strategy != "" && s.Strategy != api.RolloutRolling {
+		return false
+	}
+
+	switch s.MaxUnavailable {
+	case "", "0", "0%":
+		return true
+	}
+
+	return false
+}
+
+// checkAnswer records an API answer that is a 5xx: the daemon never answers one.
+func (tt *torture) checkAnswer(what string, err error) {
+	if err == nil {
+		return
+	}
+
+	code, ok := lxdapi.StatusErrorMatch(err)
+	if ok && code >= 500 {
+		tt.violate("no API answer is a 5xx", "%s: HTTP %d: %v", what, code, err)
+	}
+
+	// An answer that is not LXD's envelope reaches us only as the client's text.
+	if !ok && strings.Contains(err.Error(), "bad answer (HTTP 5") {
+		tt.violate("no API answer is a 5xx", "%s: %v", what, err)
+	}
+}
+
+// describe is a short form of an API error for the operation log.
+func describe(err error) string {
+	if err == nil {
+		return "ok"
+	}
+
+	if code, ok := lxdapi.StatusErrorMatch(err); ok {
+		return fmt.Sprintf("%d %v", code, err)
+	}
+
+	return err.Error()
+}
