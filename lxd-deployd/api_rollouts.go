@@ -70,7 +70,7 @@ func (a rolloutsAPI) withCounts(ctx context.Context, r db.Rollout) api.Deploymen
 
 		checks = shape.Health
 
-		settings, err := shapes.ResolveRollout(shape.Rollout, r.Size)
+		settings, err := shapes.ResolveRollout(r.Strategy, r.Size)
 		if err == nil {
 			minReady = settings.MinReady
 		}

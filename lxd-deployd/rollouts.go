@@ -197,7 +197,10 @@ func (e *rolloutEngine) observe(ctx context.Context, client lxd.InstanceServer, 
 		return nil, err
 	}
 
-	v.settings, err = shapes.ResolveRollout(v.shape.Rollout, r.Size)
+	// The strategy is the one recorded when the rollout started: a settings change made
+	// during it (a new strategy, surge or canary count) is for the next rollout, so the
+	// rollout never takes phases its record does not name (promote and abort check it).
+	v.settings, err = shapes.ResolveRollout(r.Strategy, r.Size)
 	if err != nil {
 		return nil, err
 	}
