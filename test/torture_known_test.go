@@ -18,9 +18,6 @@ import (
 // When an issue's fix lands, delete its line from openIssues: `make test` then runs its
 // operations too, and keeps the fix honest.
 var openIssues = map[string]string{
-	"19.1": "issue 19 item 1: an instance counts until LXD has deleted it",
-	"19.2": "issue 19 item 2: every write path makes the same revision",
-	"19.3": "issue 19 item 3: a failed start leaves nothing behind and is not counted",
 	"new-1": "found by this suite, not filed yet: a shape change during a rollout is followed by the running " +
 		"rollout. With a strategy change it takes the new strategy's phases while its recorded strategy stays " +
 		"(a rolling or recreate rollout paused in wait-promote refuses promote, resume and abort: only cancel " +
