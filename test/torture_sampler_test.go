@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
@@ -98,6 +99,8 @@ func (tt *torture) checkSample(s lxdSample) {
 		tt.rollSurges.Add(1)
 	}
 
+	tt.rememberRollRunning(s)
+
 	// Shape roll keeps rollSize instances; only fewer running can break the rollout rule.
 	if s.running["roll"] >= rollSize {
 		return
@@ -117,10 +120,13 @@ func (tt *torture) checkSample(s lxdSample) {
 			continue
 		}
 
-		if s.running["roll"] < r.Size {
+		// The rollout keeps running what ran when it started: its size, or fewer when
+		// instances were still starting then (after a kill -9, say), which it did not cause.
+		floor := min(r.Size, tt.rollRunningBefore(r.CreatedAt))
+		if s.running["roll"] < floor {
 			names := s.names["roll"]
 			sort.Strings(names)
-			tt.violate("rolling rollout with max_unavailable 0 keeps its size running", "rollout %d (%s, size %d, revision %d) ran with %d instances running: %s", r.Number, r.Status, r.Size, r.Revision, s.running["roll"], strings.Join(names, " "))
+			tt.violate("rolling rollout with max_unavailable 0 keeps its size running", "rollout %d (%s, size %d, %d running at its start, revision %d) ran with %d instances running: %s", r.Number, r.Status, r.Size, floor, r.Revision, s.running["roll"], strings.Join(names, " "))
 		}
 	}
 }
@@ -168,4 +174,42 @@ func describe(err error) string {
 	}
 
 	return err.Error()
+}
+
+// rollHistory keeps how many of shape roll LXD ran in the samples of the last 30 s, so the
+// rollout rule can ask how many ran when a rollout started.
+type rollHistory struct {
+	mu      sync.Mutex
+	samples []rollRunning
+}
+
+type rollRunning struct {
+	at      time.Time
+	running int
+}
+
+// rememberRollRunning records a sample's count of running roll instances.
+func (tt *torture) rememberRollRunning(s lxdSample) {
+	h := &tt.rollHistory
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.samples = append(h.samples, rollRunning{at: s.at, running: s.running["roll"]})
+	for len(h.samples) > 0 && s.at.Sub(h.samples[0].at) > 30*time.Second {
+		h.samples = h.samples[1:]
+	}
+}
+
+// rollRunningBefore is how many of roll ran in the last sample taken before t (a rollout's
+// start); with no such sample kept, as many as roll keeps.
+func (tt *torture) rollRunningBefore(t time.Time) int {
+	h := &tt.rollHistory
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := len(h.samples) - 1; i >= 0; i-- {
+		if h.samples[i].at.Before(t) {
+			return h.samples[i].running
+		}
+	}
+
+	return rollSize
 }

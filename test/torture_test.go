@@ -124,6 +124,7 @@ type torture struct {
 	lxdFailures    atomic.Int64
 	mostSeen       map[string]int // the most instances LXD held per shape
 	markers        []revisionMarker
+	rollHistory    rollHistory                  // roll's running count in recent samples
 	pendingHook    map[string]*client.Operation // deletes waiting in terminating:wait
 	sick           map[string]bool              // heal instances made unhealthy
 }
