@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"time"
 
@@ -88,6 +89,7 @@ func (c *Checker) round(ctx context.Context, wg *sync.WaitGroup) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	seen := map[int64]bool{}
+	var due []target
 	for _, t := range targets {
 		id := t.row.ID
 		seen[id] = true
@@ -98,17 +100,23 @@ func (c *Checker) round(ctx context.Context, wg *sync.WaitGroup) error {
 			continue
 		}
 
-		if now.Before(next) || c.running[id] {
-			continue
+		if !now.Before(next) && !c.running[id] {
+			due = append(due, t)
 		}
+	}
 
+	// The longest overdue go first: when the slots cannot keep up, every instance still
+	// has its turn, instead of the first in the listing taking every free slot.
+	sort.Slice(due, func(i, j int) bool { return c.due[due[i].row.ID].Before(c.due[due[j].row.ID]) })
+	for _, t := range due {
 		select {
 		case c.slots <- struct{}{}:
 		default:
+			c.forget(seen)
 			return nil // every slot is busy: the rest wait for the next tick
 		}
 
-		c.running[id] = true
+		c.running[t.row.ID] = true
 		wg.Add(1)
 		go func(t target) {
 			defer wg.Done()
@@ -123,13 +131,17 @@ func (c *Checker) round(ctx context.Context, wg *sync.WaitGroup) error {
 		}(t)
 	}
 
+	c.forget(seen)
+	return nil
+}
+
+// forget drops the schedule of instances no longer listed (c.mu held).
+func (c *Checker) forget(seen map[int64]bool) {
 	for id := range c.due {
 		if !seen[id] && !c.running[id] {
 			delete(c.due, id)
 		}
 	}
-
-	return nil
 }
 
 // targets lists the created instances of shapes that have health checks.
