@@ -28,7 +28,10 @@ func BenchmarkHealthChecks(b *testing.B) {
 	})
 
 	env.scaleTo(b, n)
-	env.waitUntil(b, "every instance healthy", time.Duration(n)*time.Second+time.Minute, func() bool {
+	// A checker that cannot keep up never gets there: the window is measured anyway, and
+	// the instances left without a verdict are counted.
+	deadline := time.Now().Add(time.Duration(n)*time.Second + time.Minute)
+	for time.Now().Before(deadline) {
 		healthy := 0
 		for _, i := range env.instancesByName(b) {
 			if i.Health == api.HealthHealthy {
@@ -36,8 +39,12 @@ func BenchmarkHealthChecks(b *testing.B) {
 			}
 		}
 
-		return healthy == n
-	})
+		if healthy == n {
+			break
+		}
+
+		time.Sleep(time.Second)
+	}
 
 	lxdPid := lxdDaemonPid(b, env.lxd.Dir)
 	pid := env.d.cmd.Process.Pid
