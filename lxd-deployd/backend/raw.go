@@ -9,9 +9,14 @@ import (
 	"net/url"
 	"strings"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 )
+
+// DoHTTPer is the one method of an LXD client the raw requests use (an lxd.InstanceServer,
+// or a fake in tests).
+type DoHTTPer interface {
+	DoHTTP(req *http.Request) (*http.Response, error)
+}
 
 // rawBase is any host: the daemon reaches LXD over its unix socket, whose transport
 // ignores it.
@@ -20,7 +25,7 @@ const rawBase = "http://lxd"
 // rawDo sends one request to LXD with ctx and decodes the envelope. The client's
 // RawQuery takes no context, and its GetOperationWait rewrites the shared transport's
 // timeout under concurrent calls.
-func rawDo(ctx context.Context, c lxd.InstanceServer, method string, p string, project string, query url.Values, body any) (*lxdapi.Response, error) {
+func rawDo(ctx context.Context, c DoHTTPer, method string, p string, project string, query url.Values, body any) (*lxdapi.Response, error) {
 	if query == nil {
 		query = url.Values{}
 	}
@@ -73,7 +78,7 @@ func rawDo(ctx context.Context, c lxd.InstanceServer, method string, p string, p
 }
 
 // rawGetText reads at most limit bytes of a file LXD serves as is (an exec output log).
-func rawGetText(ctx context.Context, c lxd.InstanceServer, p string, project string, limit int) (string, error) {
+func rawGetText(ctx context.Context, c DoHTTPer, p string, project string, limit int) (string, error) {
 	if limit <= 0 {
 		return "", nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // Change is a verdict that moved: an instance became healthy or unhealthy.
@@ -36,6 +37,8 @@ type Checker struct {
 
 	// OnChange is told of verdicts that moved, after they are recorded.
 	OnChange func(ctx context.Context, c Change)
+
+	addresses addressCache
 
 	mu      sync.Mutex
 	due     map[int64]time.Time // instance row id -> next check
@@ -185,10 +188,54 @@ func (c *Checker) targets(ctx context.Context) ([]target, error) {
 
 // check runs one instance's check and records the verdict.
 func (c *Checker) check(ctx context.Context, t target) {
+	var result Result
+	switch t.settings.Kind {
+	case api.HealthKindTTL:
+		// The instance reports itself; only a missed report is the daemon's to record.
+		last := t.row.Health.CheckedAt
+		if last != nil && time.Since(*last) < t.settings.TTL {
+			return
+		}
+
+		result = Result{At: time.Now(), ExitCode: -1, Expiry: true, Output: fmt.Sprintf("no report within the ttl (%s)", t.settings.TTL)}
+	case api.HealthKindHTTP, api.HealthKindTCP:
+		result = c.probe(ctx, t)
+	default:
+		var ok bool
+		result, ok = c.exec(ctx, t)
+		if !ok {
+			return
+		}
+	}
+
+	if ctx.Err() != nil {
+		return
+	}
+
+	var change *Change
+	err := c.DB.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		change, err = Record(ctx, tx, t.row, t.settings, result)
+		return err
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			c.Logger.Debug("record health", "instance", t.row.Name, "err", err)
+		}
+
+		return
+	}
+
+	c.Notify(ctx, change)
+}
+
+// exec runs an exec check; ok is false when there is no verdict to record (LXD is down,
+// or the daemon stops).
+func (c *Checker) exec(ctx context.Context, t target) (Result, bool) {
 	result := Result{At: time.Now()}
 	client, err := c.LXD.Client()
 	if err != nil {
-		return // LXD is down: no verdict on the instance
+		return result, false // LXD is down: no verdict on the instance
 	}
 
 	// A check's output is recorded (four more requests to LXD, and files LXD writes) on an
@@ -207,7 +254,7 @@ func (c *Checker) check(ctx context.Context, t target) {
 	}
 
 	if ctx.Err() != nil {
-		return
+		return result, false
 	}
 
 	switch {
@@ -231,54 +278,7 @@ func (c *Checker) check(ctx context.Context, t target) {
 		result.Output = out.Output
 	}
 
-	var change *Change
-	err = c.DB.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		change = nil
-		row, err := db.GetInstance(ctx, tx, t.row.ShapeID, t.row.Name)
-		if err != nil {
-			return err
-		}
-
-		if row.ID != t.row.ID || row.State != db.InstanceCreated {
-			return nil // deleted or replaced meanwhile: nothing to record
-		}
-
-		next := Next(row.Health, t.settings, row.StateChangedAt, result)
-		err = db.SetInstanceHealth(ctx, tx, row.ID, next)
-		if err != nil {
-			return err
-		}
-
-		// A replacement that became healthy ends a run of failed replacements.
-		if row.Health.Replacement && !next.Replacement {
-			err = db.SetShapeReplaceFailures(ctx, tx, row.ShapeID, 0, "")
-			if err != nil {
-				return err
-			}
-		}
-
-		if next.Status != row.Health.Status && (next.Status == "healthy" || next.Status == "unhealthy") {
-			change = &Change{Instance: *row, Before: row.Health, After: next}
-		}
-
-		return nil
-	})
-	if err != nil {
-		if ctx.Err() == nil {
-			c.Logger.Debug("record health", "instance", t.row.Name, "err", err)
-		}
-
-		return
-	}
-
-	if change != nil {
-		// The output may hold secrets the command printed: debug only.
-		c.Logger.Info("instance health changed", "instance", t.row.Name, "project", t.row.Project, "health", change.After.Status, "exit_code", change.After.ExitCode)
-		c.Logger.Debug("instance health check output", "instance", t.row.Name, "project", t.row.Project, "output", change.After.Output)
-		if c.OnChange != nil {
-			c.OnChange(ctx, *change)
-		}
-	}
+	return result, true
 }
 
 // newMarker is a value unique to one check run (see backend.KillCheck).
