@@ -123,4 +123,11 @@ func runInNetns(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
 		t.Fatalf("inside network namespace %s: %v\n%s", name, err, out)
 	}
+
+	// The phases as they passed inside, without the daemon's logs.
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "--- ") {
+			t.Log(strings.TrimSpace(line))
+		}
+	}
 }
