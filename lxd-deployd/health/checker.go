@@ -44,6 +44,9 @@ type Checker struct {
 	due     map[int64]time.Time // instance row id -> next check
 	running map[int64]bool
 	slots   chan struct{}
+
+	pendingMu sync.Mutex
+	pending   []pendingResult
 }
 
 // Run checks until ctx ends, looking for due checks every tick.
@@ -63,6 +66,7 @@ func (c *Checker) Run(ctx context.Context, tick time.Duration) {
 		case <-ticker.C:
 		}
 
+		c.flush(ctx)
 		err := c.round(ctx, &wg)
 		if err != nil && ctx.Err() == nil {
 			c.Logger.Debug("health round", "err", err)
@@ -212,21 +216,56 @@ func (c *Checker) check(ctx context.Context, t target) {
 		return
 	}
 
-	var change *Change
+	c.pendingMu.Lock()
+	c.pending = append(c.pending, pendingResult{target: t, result: result})
+	c.pendingMu.Unlock()
+}
+
+// pendingResult is a check's result waiting for the next flush.
+type pendingResult struct {
+	target target
+	result Result
+}
+
+// flush records the results of the checks that ended since the last tick in one
+// transaction: a dqlite commit per check was most of what an exec check cost the daemon,
+// and a verdict waits at most one tick longer.
+func (c *Checker) flush(ctx context.Context) {
+	c.pendingMu.Lock()
+	results := c.pending
+	c.pending = nil
+	c.pendingMu.Unlock()
+	if len(results) == 0 {
+		return
+	}
+
+	var changes []*Change
 	err := c.DB.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var err error
-		change, err = Record(ctx, tx, t.row, t.settings, result)
-		return err
+		changes = changes[:0]
+		for _, p := range results {
+			change, err := Record(ctx, tx, p.target.row, p.target.settings, p.result)
+			if err != nil {
+				return fmt.Errorf("instance %s: %w", p.target.row.Name, err)
+			}
+
+			if change != nil {
+				changes = append(changes, change)
+			}
+		}
+
+		return nil
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			c.Logger.Debug("record health", "instance", t.row.Name, "err", err)
+			c.Logger.Debug("record health", "results", len(results), "err", err)
 		}
 
 		return
 	}
 
-	c.Notify(ctx, change)
+	for _, change := range changes {
+		c.Notify(ctx, change)
+	}
 }
 
 // exec runs an exec check; ok is false when there is no verdict to record (LXD is down,
