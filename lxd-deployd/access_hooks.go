@@ -15,6 +15,12 @@ import (
 // wait: the transport, not the token, says which instance that is. Otherwise any instance
 // holding an admin key's token could cut short another's drain.
 func (a access) allowInstanceHook(r *http.Request) error {
+	return a.allowOwnInstance(r, "act only on its own lifecycle hook")
+}
+
+// allowOwnInstance is allowInstanceHook's rule for any action on one instance: a deployment
+// admin, or a governor inside that very instance; may says what the refused one may do.
+func (a access) allowOwnInstance(r *http.Request, may string) error {
 	err := a.allowDeploymentAdmin(r)
 	if err != nil {
 		return err
@@ -30,7 +36,7 @@ func (a access) allowInstanceHook(r *http.Request) error {
 		return err
 	}
 
-	refused := forbidden("a governor inside instance %q may act only on its own lifecycle hook, not on %q: ask an admin, or a governor holding a key over HTTPS", caller.Instance, ref.instance)
+	refused := forbidden("a governor inside instance %q may %s, not %q's: ask an admin, or a governor holding a key over HTTPS", caller.Instance, may, ref.instance)
 	if caller.Instance == "" || caller.Instance != ref.instance {
 		return refused
 	}

@@ -16,6 +16,7 @@ type apis struct {
 	keys         keysAPI
 	shapes       shapesAPI
 	instances    instancesAPI
+	health       instanceHealthAPI
 	operations   operationsAPI
 	webhooks     webhooksAPI
 	metrics      metricsAPI
@@ -211,6 +212,10 @@ func endpoints(a apis) []endpoint {
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/instances/{instance}/lifecycle",
 			post: governor(action{handler: a.instances.lifecycleAction, access: a.access.allowInstanceHook}),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/instances/{instance}/health",
+			put:  governor(action{handler: a.health.report, access: a.access.allowInstanceHealth}),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/warm-pool",

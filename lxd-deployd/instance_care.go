@@ -29,8 +29,9 @@ const (
 	hooksInterval    = time.Second
 	warmPoolInterval = 5 * time.Second
 
-	// healthConcurrency bounds the checks running at once across all shapes.
-	healthConcurrency = 8
+	// healthConcurrency bounds the checks running at once across all shapes (an exec
+	// check waits on LXD most of its time: 100 checks a second need about 8 in flight).
+	healthConcurrency = 16
 )
 
 // startInstanceCare runs the parts wire built until ctx ends, on the holder of the

@@ -19,6 +19,7 @@ var accessLabels = map[string]string{
 	"allowDeploymentRead":  "deployment key (read)",
 	"allowDeploymentAdmin": "deployment key (admin)",
 	"allowInstanceHook":    "deployment key (admin); in-instance: own instance only",
+	"allowInstanceHealth":  "deployment key (admin); in-instance: own instance only",
 	"allowMember":          "member",
 }
 

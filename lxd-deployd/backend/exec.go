@@ -1,94 +1,103 @@
 package backend
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
-	"sync"
-	"syscall"
+	"net/url"
+	"path"
+	"strings"
+	"time"
 
 	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
-	"github.com/gorilla/websocket"
 )
 
 // ExecResult is what one command run inside an instance gave.
 type ExecResult struct {
 	ExitCode int
 
-	// Output is stdout then stderr, at most the limit Exec was given.
+	// Output is stdout then stderr, at most the limit ExecCheck was given.
 	Output string
 }
 
-// Exec runs a command inside an instance through LXD exec (no shell, no terminal) and
-// returns its exit code and the start of its output. When ctx ends first the process is
-// killed (LXD cannot cancel an exec operation, but forwards signals) and the error says so.
-func Exec(ctx context.Context, c lxd.InstanceServer, project string, name string, command []string, limit int) (*ExecResult, error) {
-	out := &limitedBuffer{limit: limit}
-	done := make(chan bool)
-	control := make(chan *websocket.Conn, 1)
-	op, err := c.UseProject(project).ExecInstance(name, lxdapi.InstanceExecPost{Command: command, WaitForWS: true}, &lxd.InstanceExecArgs{
-		Stdin:    bytes.NewReader(nil),
-		Stdout:   out,
-		Stderr:   out,
-		DataDone: done,
-		Control:  func(conn *websocket.Conn) { control <- conn },
-	})
+// ExecCheck runs a health check command inside an instance through LXD exec without
+// websockets: one POST, then one long-poll of the operation's /wait, over the client's
+// kept-alive connections. The websocket exec (lxc exec's way) costs four websocket upgrades plus an
+// /1.0/events listener per call, on both sides; this is what made 1,000 checked instances
+// saturate the daemon (doc/health.md has the figures).
+//
+// With recordOutput, LXD writes stdout and stderr to log files that are read (at most
+// limit bytes) and deleted after the command ends: four more plain requests, so callers
+// ask for output only when they keep it. Without it the output goes to /dev/null.
+//
+// LXD cannot cancel such an exec (its operation is not cancellable): when ctx ends first
+// the error says so, and the caller kills the process by its marker (KillCheck).
+func ExecCheck(ctx context.Context, c lxd.InstanceServer, project string, name string, command []string, env map[string]string, recordOutput bool, limit int) (*ExecResult, error) {
+	post := lxdapi.InstanceExecPost{Command: command, Environment: env, WaitForWS: false, RecordOutput: recordOutput}
+	resp, err := rawDo(ctx, c, "POST", "/1.0/instances/"+url.PathEscape(name)+"/exec", project, nil, post)
 	if err != nil {
 		return nil, err
 	}
 
-	waited := make(chan error, 1)
-	go func() {
-		err := op.Wait()
-		if err == nil {
-			<-done // all output copied
-		}
-
-		waited <- err
-	}()
-
-	select {
-	case <-ctx.Done():
-		select {
-		case conn := <-control:
-			_ = conn.WriteJSON(lxdapi.InstanceExecControl{Command: "signal", Signal: int(syscall.SIGKILL)})
-		default:
-		}
-
-		return nil, fmt.Errorf("no answer within the check's timeout (the command was killed): %w", ctx.Err())
-	case err = <-waited:
+	opID := path.Base(resp.Operation)
+	if resp.Operation == "" {
+		return nil, fmt.Errorf("LXD started no operation for the exec")
 	}
 
+	// The wait's own timeout is a backstop; ctx ends the request first.
+	timeout := 30
+	deadline, ok := ctx.Deadline()
+	if ok {
+		timeout = max(int(time.Until(deadline).Seconds())+1, 1)
+	}
+
+	resp, err = rawDo(ctx, c, "GET", "/1.0/operations/"+url.PathEscape(opID)+"/wait", project, url.Values{"timeout": {fmt.Sprint(timeout)}}, nil)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("no answer within the check's timeout: %w", ctx.Err())
+		}
+
 		return nil, err
 	}
 
-	code, _ := op.Get().Metadata["return"].(float64)
-	return &ExecResult{ExitCode: int(code), Output: out.String()}, nil
-}
-
-// limitedBuffer keeps the first limit bytes written to it and drops the rest, so that a
-// chatty check cannot fill the database.
-type limitedBuffer struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	limit int
-}
-
-func (b *limitedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	room := b.limit - b.buf.Len()
-	if room > 0 {
-		b.buf.Write(p[:min(room, len(p))])
+	var op lxdapi.Operation
+	err = json.Unmarshal(resp.Metadata, &op)
+	if err != nil {
+		return nil, fmt.Errorf("decode LXD's exec operation: %w", err)
 	}
 
-	return len(p), nil
-}
+	if op.StatusCode == lxdapi.Running {
+		return nil, fmt.Errorf("no answer within the check's timeout: %w", context.DeadlineExceeded)
+	}
 
-func (b *limitedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	if op.Err != "" {
+		return nil, fmt.Errorf("%s", op.Err)
+	}
+
+	code, _ := op.Metadata["return"].(float64)
+	result := &ExecResult{ExitCode: int(code)}
+	if recordOutput {
+		outputs, _ := op.Metadata["output"].(map[string]any)
+		var out strings.Builder
+		for _, fd := range []string{"1", "2"} {
+			file, _ := outputs[fd].(string)
+			if file == "" {
+				continue
+			}
+
+			logPath := "/1.0/instances/" + url.PathEscape(name) + "/logs/" + url.PathEscape(path.Base(file))
+			text, err := rawGetText(ctx, c, logPath, project, limit-out.Len())
+			if err == nil {
+				out.WriteString(text)
+			}
+
+			// Deleted even when unread, or they pile up in LXD's log directory.
+			_, _ = rawDo(context.WithoutCancel(ctx), c, "DELETE", logPath, project, nil, nil)
+		}
+
+		result.Output = out.String()
+	}
+
+	return result, nil
 }

@@ -2,15 +2,19 @@ package health
 
 import (
 	"context"
+	crand "crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sort"
 	"sync"
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // Change is a verdict that moved: an instance became healthy or unhealthy.
@@ -34,10 +38,15 @@ type Checker struct {
 	// OnChange is told of verdicts that moved, after they are recorded.
 	OnChange func(ctx context.Context, c Change)
 
+	addresses addressCache
+
 	mu      sync.Mutex
 	due     map[int64]time.Time // instance row id -> next check
 	running map[int64]bool
 	slots   chan struct{}
+
+	pendingMu sync.Mutex
+	pending   []pendingResult
 }
 
 // Run checks until ctx ends, looking for due checks every tick.
@@ -57,6 +66,7 @@ func (c *Checker) Run(ctx context.Context, tick time.Duration) {
 		case <-ticker.C:
 		}
 
+		c.flush(ctx)
 		err := c.round(ctx, &wg)
 		if err != nil && ctx.Err() == nil {
 			c.Logger.Debug("health round", "err", err)
@@ -86,6 +96,7 @@ func (c *Checker) round(ctx context.Context, wg *sync.WaitGroup) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	seen := map[int64]bool{}
+	var due []target
 	for _, t := range targets {
 		id := t.row.ID
 		seen[id] = true
@@ -96,17 +107,23 @@ func (c *Checker) round(ctx context.Context, wg *sync.WaitGroup) error {
 			continue
 		}
 
-		if now.Before(next) || c.running[id] {
-			continue
+		if !now.Before(next) && !c.running[id] {
+			due = append(due, t)
 		}
+	}
 
+	// The longest overdue go first: when the slots cannot keep up, every instance still
+	// has its turn, instead of the first in the listing taking every free slot.
+	sort.Slice(due, func(i, j int) bool { return c.due[due[i].row.ID].Before(c.due[due[j].row.ID]) })
+	for _, t := range due {
 		select {
 		case c.slots <- struct{}{}:
 		default:
+			c.forget(seen)
 			return nil // every slot is busy: the rest wait for the next tick
 		}
 
-		c.running[id] = true
+		c.running[t.row.ID] = true
 		wg.Add(1)
 		go func(t target) {
 			defer wg.Done()
@@ -121,13 +138,17 @@ func (c *Checker) round(ctx context.Context, wg *sync.WaitGroup) error {
 		}(t)
 	}
 
+	c.forget(seen)
+	return nil
+}
+
+// forget drops the schedule of instances no longer listed (c.mu held).
+func (c *Checker) forget(seen map[int64]bool) {
 	for id := range c.due {
 		if !seen[id] && !c.running[id] {
 			delete(c.due, id)
 		}
 	}
-
-	return nil
 }
 
 // targets lists the created instances of shapes that have health checks.
@@ -171,79 +192,139 @@ func (c *Checker) targets(ctx context.Context) ([]target, error) {
 
 // check runs one instance's check and records the verdict.
 func (c *Checker) check(ctx context.Context, t target) {
-	result := Result{At: time.Now()}
-	client, err := c.LXD.Client()
-	if err != nil {
-		return // LXD is down: no verdict on the instance
+	var result Result
+	switch t.settings.Kind {
+	case api.HealthKindTTL:
+		// The instance reports itself; only a missed report is the daemon's to record.
+		last := t.row.Health.CheckedAt
+		if last != nil && time.Since(*last) < t.settings.TTL {
+			return
+		}
+
+		result = Result{At: time.Now(), ExitCode: -1, Expiry: true, Output: fmt.Sprintf("no report within the ttl (%s)", t.settings.TTL)}
+	case api.HealthKindHTTP, api.HealthKindTCP:
+		result = c.probe(ctx, t)
+	default:
+		var ok bool
+		result, ok = c.exec(ctx, t)
+		if !ok {
+			return
+		}
 	}
 
-	checkCtx, cancel := context.WithTimeout(ctx, t.settings.Timeout)
-	out, err := backend.Exec(checkCtx, client, t.row.Project, t.row.Name, t.settings.Command, OutputLimit)
-	cancel()
 	if ctx.Err() != nil {
 		return
 	}
 
-	switch {
-	case err != nil:
-		result.ExitCode = -1
-		result.Output = truncate(fmt.Sprintf("check did not run: %v", err))
-	case out.ExitCode != 0:
-		result.ExitCode = out.ExitCode
-		result.Output = truncate(fmt.Sprintf("exit status %d: %s", out.ExitCode, out.Output))
-	default:
-		result.Passed = true
-		result.Output = out.Output
+	c.pendingMu.Lock()
+	c.pending = append(c.pending, pendingResult{target: t, result: result})
+	c.pendingMu.Unlock()
+}
+
+// pendingResult is a check's result waiting for the next flush.
+type pendingResult struct {
+	target target
+	result Result
+}
+
+// flush records the results of the checks that ended since the last tick in one
+// transaction: a dqlite commit per check was most of what an exec check cost the daemon,
+// and a verdict waits at most one tick longer.
+func (c *Checker) flush(ctx context.Context) {
+	c.pendingMu.Lock()
+	results := c.pending
+	c.pending = nil
+	c.pendingMu.Unlock()
+	if len(results) == 0 {
+		return
 	}
 
-	var change *Change
-	err = c.DB.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		change = nil
-		row, err := db.GetInstance(ctx, tx, t.row.ShapeID, t.row.Name)
-		if err != nil {
-			return err
-		}
-
-		if row.ID != t.row.ID || row.State != db.InstanceCreated {
-			return nil // deleted or replaced meanwhile: nothing to record
-		}
-
-		next := Next(row.Health, t.settings, row.StateChangedAt, result)
-		err = db.SetInstanceHealth(ctx, tx, row.ID, next)
-		if err != nil {
-			return err
-		}
-
-		// A replacement that became healthy ends a run of failed replacements.
-		if row.Health.Replacement && !next.Replacement {
-			err = db.SetShapeReplaceFailures(ctx, tx, row.ShapeID, 0, "")
+	var changes []*Change
+	err := c.DB.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		changes = changes[:0]
+		for _, p := range results {
+			change, err := Record(ctx, tx, p.target.row, p.target.settings, p.result)
 			if err != nil {
-				return err
+				return fmt.Errorf("instance %s: %w", p.target.row.Name, err)
 			}
-		}
 
-		if next.Status != row.Health.Status && (next.Status == "healthy" || next.Status == "unhealthy") {
-			change = &Change{Instance: *row, Before: row.Health, After: next}
+			if change != nil {
+				changes = append(changes, change)
+			}
 		}
 
 		return nil
 	})
 	if err != nil {
 		if ctx.Err() == nil {
-			c.Logger.Debug("record health", "instance", t.row.Name, "err", err)
+			c.Logger.Debug("record health", "results", len(results), "err", err)
 		}
 
 		return
 	}
 
-	if change != nil {
-		// The output may hold secrets the command printed: debug only.
-		c.Logger.Info("instance health changed", "instance", t.row.Name, "project", t.row.Project, "health", change.After.Status, "exit_code", change.After.ExitCode)
-		c.Logger.Debug("instance health check output", "instance", t.row.Name, "project", t.row.Project, "output", change.After.Output)
-		if c.OnChange != nil {
-			c.OnChange(ctx, *change)
-		}
+	for _, change := range changes {
+		c.Notify(ctx, change)
 	}
+}
+
+// exec runs an exec check; ok is false when there is no verdict to record (LXD is down,
+// or the daemon stops).
+func (c *Checker) exec(ctx context.Context, t target) (Result, bool) {
+	result := Result{At: time.Now()}
+	client, err := c.LXD.Client()
+	if err != nil {
+		return result, false // LXD is down: no verdict on the instance
+	}
+
+	// A check's output is recorded (four more requests to LXD, and files LXD writes) on an
+	// instance's first check and after a failure; a passing check after a pass keeps the
+	// output recorded last. Most checks of a healthy fleet are then one exec and one wait.
+	record := t.row.Health.CheckedAt == nil || t.row.Health.ExitCode != 0
+	marker := newMarker()
+	checkCtx, cancel := context.WithTimeout(ctx, t.settings.Timeout)
+	out, err := backend.ExecCheck(checkCtx, client, t.row.Project, t.row.Name, t.settings.Command, map[string]string{backend.CheckMarkerEnv: marker}, record, OutputLimit)
+	timedOut := checkCtx.Err() != nil
+	cancel()
+	if timedOut {
+		// LXD cannot cancel an exec without websockets: the run is killed from the host.
+		killed := backend.KillCheck(marker)
+		c.Logger.Debug("health check timed out", "instance", t.row.Name, "killed", killed)
+	}
+
+	if ctx.Err() != nil {
+		return result, false
+	}
+
+	switch {
+	case err != nil && timedOut:
+		result.ExitCode = -1
+		result.Output = truncate(fmt.Sprintf("check did not run: no answer within the check's timeout (%s, the command was killed)", t.settings.Timeout))
+	case err != nil:
+		result.ExitCode = -1
+		result.Output = truncate(fmt.Sprintf("check did not run: %v", err))
+	case out.ExitCode != 0 && !record:
+		result.ExitCode = out.ExitCode
+		result.Output = fmt.Sprintf("exit status %d (output not recorded: the next check records it)", out.ExitCode)
+	case out.ExitCode != 0:
+		result.ExitCode = out.ExitCode
+		result.Output = truncate(fmt.Sprintf("exit status %d: %s", out.ExitCode, out.Output))
+	case !record:
+		result.Passed = true
+		result.Output = t.row.Health.Output
+	default:
+		result.Passed = true
+		result.Output = out.Output
+	}
+
+	return result, true
+}
+
+// newMarker is a value unique to one check run (see backend.KillCheck).
+func newMarker() string {
+	var b [8]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func truncate(s string) string {

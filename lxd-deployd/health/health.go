@@ -26,7 +26,12 @@ const (
 
 // Settings is a health object with its defaults filled in and durations parsed.
 type Settings struct {
+	// Kind is api.HealthKindExec, ttl, http or tcp; the fields of the others are zero.
+	Kind               string
 	Command            []string
+	TTL                time.Duration
+	Port               int
+	Path               string
 	Interval           time.Duration
 	Timeout            time.Duration
 	Grace              time.Duration
@@ -38,7 +43,7 @@ type Settings struct {
 
 // Parse fills in the defaults of a validated health object; ok is false when there is none.
 func Parse(h *api.DeploymentShapeHealth) (Settings, bool) {
-	if h == nil || len(h.Command) == 0 {
+	if h == nil {
 		return Settings{}, false
 	}
 
@@ -51,6 +56,28 @@ func Parse(h *api.DeploymentShapeHealth) (Settings, bool) {
 		UnhealthyThreshold: orDefault(h.UnhealthyThreshold, DefaultUnhealthyThreshold),
 		Replace:            h.Replace,
 		MaxUnavailable:     orDefault(h.MaxUnavailable, DefaultMaxUnavailable),
+	}
+
+	switch {
+	case len(h.Command) > 0:
+		s.Kind = api.HealthKindExec
+	case h.TTL != "":
+		s.Kind = api.HealthKindTTL
+		s.TTL = duration(h.TTL, DefaultInterval)
+		// The daemon looks for missed reports every ttl: a report due in ttl is late then.
+		s.Interval = s.TTL
+	case h.HTTP != nil:
+		s.Kind = api.HealthKindHTTP
+		s.Port = h.HTTP.Port
+		s.Path = h.HTTP.Path
+		if s.Path == "" {
+			s.Path = "/"
+		}
+	case h.TCP != nil:
+		s.Kind = api.HealthKindTCP
+		s.Port = h.TCP.Port
+	default:
+		return Settings{}, false
 	}
 
 	return s, true
@@ -81,6 +108,10 @@ type Result struct {
 
 	// ExitCode of the command; -1 when it could not run.
 	ExitCode int
+
+	// Expiry: a ttl check's instance sent no report in time (recorded only if none
+	// arrived meanwhile).
+	Expiry bool
 }
 
 // Summary is what may leave the API about a health record: the verdict and the check's

@@ -58,3 +58,29 @@ func TestNextCountsResultsInARow(t *testing.T) {
 		t.Fatalf("a healthy verdict ends the replacement flag and records the check: %+v", h)
 	}
 }
+
+func TestParseKinds(t *testing.T) {
+	cases := map[string]*api.DeploymentShapeHealth{
+		api.HealthKindExec: {Command: []string{"true"}},
+		api.HealthKindTTL:  {TTL: "30s"},
+		api.HealthKindHTTP: {HTTP: &api.DeploymentShapeHealthHTTP{Port: 8080}},
+		api.HealthKindTCP:  {TCP: &api.DeploymentShapeHealthTCP{Port: 5432}},
+	}
+
+	for kind, h := range cases {
+		s, ok := Parse(h)
+		if !ok || s.Kind != kind {
+			t.Errorf("%s: got %+v %v", kind, s, ok)
+		}
+	}
+
+	s, _ := Parse(cases[api.HealthKindTTL])
+	if s.TTL != 30*time.Second || s.Interval != s.TTL {
+		t.Errorf("a ttl check looks for missed reports every ttl: %+v", s)
+	}
+
+	s, _ = Parse(cases[api.HealthKindHTTP])
+	if s.Path != "/" || s.Port != 8080 {
+		t.Errorf("an http check's path defaults to /: %+v", s)
+	}
+}

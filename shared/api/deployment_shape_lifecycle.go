@@ -5,12 +5,23 @@ import (
 )
 
 // DeploymentShapeHealth is how the daemon checks a shape's instances and what it does with
-// those that fail. Only exec checks exist today; http and tcp checks would be siblings of
-// Command, exactly one of them set.
+// those that fail. Exactly one of command (exec), ttl, http and tcp is set: doc/health.md
+// says what each costs.
 type DeploymentShapeHealth struct {
 	// Command run inside the instance through LXD exec (argv, no shell); healthy on exit 0
 	// Example: ["test", "-f", "/run/ready"]
 	Command []string `json:"command" yaml:"command"`
+
+	// The instance reports its own health (PUT .../instances/{instance}/health) at least
+	// this often, or a check fails (duration)
+	// Example: 30s
+	TTL string `json:"ttl,omitempty" yaml:"ttl,omitempty"`
+
+	// An HTTP GET the daemon sends to the instance's address; healthy on a 2xx or 3xx
+	HTTP *DeploymentShapeHealthHTTP `json:"http,omitempty" yaml:"http,omitempty"`
+
+	// A TCP connection the daemon opens to the instance's address; healthy when accepted
+	TCP *DeploymentShapeHealthTCP `json:"tcp,omitempty" yaml:"tcp,omitempty"`
 
 	// Time between two checks of an instance (duration, default 10s)
 	// Example: 10s
@@ -40,6 +51,50 @@ type DeploymentShapeHealth struct {
 	// Example: 1
 	MaxUnavailable int `json:"max_unavailable,omitempty" yaml:"max_unavailable,omitempty"`
 }
+
+// DeploymentShapeHealthHTTP is an http health check.
+type DeploymentShapeHealthHTTP struct {
+	// Port on the instance's address
+	// Example: 8080
+	Port int `json:"port" yaml:"port"`
+
+	// Path of the GET (default /)
+	// Example: /healthz
+	Path string `json:"path,omitempty" yaml:"path,omitempty"`
+}
+
+// DeploymentShapeHealthTCP is a tcp health check.
+type DeploymentShapeHealthTCP struct {
+	// Port on the instance's address
+	// Example: 5432
+	Port int `json:"port" yaml:"port"`
+}
+
+// Health check kinds, as the health object sets them.
+const (
+	HealthKindExec = "exec"
+	HealthKindTTL  = "ttl"
+	HealthKindHTTP = "http"
+	HealthKindTCP  = "tcp"
+)
+
+// DeploymentInstanceHealthPut is the body of PUT .../instances/{instance}/health: an
+// instance of a shape with a ttl check reports its own health.
+type DeploymentInstanceHealthPut struct {
+	// passing or failing
+	// Example: passing
+	Status string `json:"status" yaml:"status"`
+
+	// What the instance has to say (at most 1 KiB; admins see it as the check's output)
+	// Example: queue depth 3
+	Output string `json:"output,omitempty" yaml:"output,omitempty"`
+}
+
+// Values of DeploymentInstanceHealthPut.Status.
+const (
+	HealthReportPassing = "passing"
+	HealthReportFailing = "failing"
+)
 
 // DeploymentShapeHooks holds an instance before it counts as ready (launch) and before it
 // goes (terminate), until its governor, or the instance itself, says it may go on.

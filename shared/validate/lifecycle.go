@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -17,6 +18,9 @@ const (
 	healthThresholdMax = 100
 	hookTimeoutMax     = 48 * time.Hour
 	warmPoolMax        = 100
+
+	// healthReportOutputMax is what the daemon keeps of a check's output (health.OutputLimit).
+	healthReportOutputMax = 1024
 )
 
 // ShapeLifecycle checks a shape's health, hooks and warm_pool objects (each may be absent).
@@ -41,8 +45,9 @@ func ShapeHealth(h *api.DeploymentShapeHealth) error {
 		return nil
 	}
 
-	if len(h.Command) == 0 || h.Command[0] == "" {
-		return fmt.Errorf("health.command must name the program to run inside the instance, e.g. [\"test\", \"-f\", \"/run/ready\"]")
+	err := healthKind(h)
+	if err != nil {
+		return err
 	}
 
 	checks := []struct {
@@ -54,6 +59,7 @@ func ShapeHealth(h *api.DeploymentShapeHealth) error {
 		{"health.interval", h.Interval, healthIntervalMin, healthIntervalMax},
 		{"health.timeout", h.Timeout, healthTimeoutMin, healthIntervalMax},
 		{"health.grace", h.Grace, 0, healthGraceMax},
+		{"health.ttl", h.TTL, healthIntervalMin, healthIntervalMax},
 	}
 
 	for _, c := range checks {
@@ -124,6 +130,56 @@ func optionalDuration(field string, value string, low time.Duration, high time.D
 	d, err := time.ParseDuration(value)
 	if err != nil || d < low || d > high {
 		return fmt.Errorf("%s must be a duration such as 10s or 5m, from %s to %s, got %q", field, low, high, value)
+	}
+
+	return nil
+}
+
+// healthKind checks that exactly one kind of check is set, and that one.
+func healthKind(h *api.DeploymentShapeHealth) error {
+	kinds := 0
+	for _, set := range []bool{len(h.Command) > 0, h.TTL != "", h.HTTP != nil, h.TCP != nil} {
+		if set {
+			kinds++
+		}
+	}
+
+	if kinds != 1 {
+		return fmt.Errorf("health must set exactly one of health.command (exec), health.ttl, health.http and health.tcp, got %d, e.g. health.command [\"test\", \"-f\", \"/run/ready\"]", kinds)
+	}
+
+	switch {
+	case len(h.Command) > 0 && h.Command[0] == "":
+		return fmt.Errorf("health.command must name the program to run inside the instance, e.g. [\"test\", \"-f\", \"/run/ready\"]")
+	case h.HTTP != nil:
+		if h.HTTP.Path != "" && (!strings.HasPrefix(h.HTTP.Path, "/") || strings.ContainsAny(h.HTTP.Path, " \t\r\n#")) {
+			return fmt.Errorf("health.http.path must be an absolute path such as /healthz, got %q", h.HTTP.Path)
+		}
+
+		return healthPort("health.http.port", h.HTTP.Port)
+	case h.TCP != nil:
+		return healthPort("health.tcp.port", h.TCP.Port)
+	}
+
+	return nil
+}
+
+func healthPort(field string, port int) error {
+	if port < 1 || port > 65535 {
+		return fmt.Errorf("%s must be from 1 to 65535, got %d", field, port)
+	}
+
+	return nil
+}
+
+// HealthReport checks the body of PUT .../instances/{instance}/health.
+func HealthReport(put api.DeploymentInstanceHealthPut) error {
+	if put.Status != api.HealthReportPassing && put.Status != api.HealthReportFailing {
+		return fmt.Errorf("status must be passing or failing, got %q", put.Status)
+	}
+
+	if len(put.Output) > healthReportOutputMax {
+		return fmt.Errorf("output must be at most %d bytes, got %d: keep the detail elsewhere", healthReportOutputMax, len(put.Output))
 	}
 
 	return nil

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/validate"
+)
+
+// instanceHealthAPI serves PUT .../instances/{instance}/health: the report of an instance
+// of a shape with a ttl check. A report costs one small transaction, nothing in LXD.
+type instanceHealthAPI struct {
+	db *db.Cluster
+
+	// checker tells the daemon of verdicts that moved (autohealing, events, webhooks).
+	checker *health.Checker
+}
+
+// report records an instance's own report as the result of its ttl check.
+func (a instanceHealthAPI) report(r *http.Request) response.Response {
+	ref, err := instanceFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	var req api.DeploymentInstanceHealthPut
+	err = decodeBody(r, &req)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	err = validate.HealthReport(req)
+	if err != nil {
+		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "%v", err))
+	}
+
+	result := health.Result{At: time.Now(), Passed: req.Status == api.HealthReportPassing, Output: req.Output}
+	if !result.Passed {
+		result.ExitCode = 1
+	}
+
+	var change *health.Change
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		_, shape, err := shapeInTx(ctx, tx, ref.shapeRef)
+		if err != nil {
+			return err
+		}
+
+		settings, ok := health.Parse(shape.Health)
+		if !ok || settings.Kind != api.HealthKindTTL {
+			return lxdapi.StatusErrorf(http.StatusConflict, "shape %s has no ttl health check: set health.ttl on the shape for its instances to report their own health", shape.Name)
+		}
+
+		row, err := db.GetInstance(ctx, tx, shape.ID, ref.instance)
+		if err != nil {
+			return err
+		}
+
+		if row.State != db.InstanceCreated {
+			return lxdapi.StatusErrorf(http.StatusConflict, "instance %s is %s: only a created instance reports its health", row.Name, row.State)
+		}
+
+		change, err = health.Record(ctx, tx, *row, settings, result)
+		return err
+	})
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	if a.checker != nil {
+		a.checker.Notify(context.WithoutCancel(r.Context()), change)
+	}
+
+	return response.EmptySyncResponse()
+}
+
+// allowInstanceHealth guards an instance's health report: admins and admin keys over TLS
+// may report for any instance of the deployment; a governor inside an instance (its JWT
+// over its socket or vsock) only for its own instance, as with lifecycle hooks.
+func (a access) allowInstanceHealth(r *http.Request) error {
+	return a.allowOwnInstance(r, "report only its own health")
+}

@@ -1,0 +1,131 @@
+package health
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// addressAge is how long one listing of a project's instance addresses serves the http and
+// tcp checks of all its instances: one LXD request a few seconds, not one per check.
+const addressAge = 3 * time.Second
+
+// addressCache holds the last listing of instance addresses of each project.
+type addressCache struct {
+	mu       sync.Mutex
+	projects map[string]addressListing
+}
+
+type addressListing struct {
+	at        time.Time
+	addresses map[string]netip.Addr
+	err       error
+}
+
+// lookup returns the instance's address as LXD reports it, listing the project's
+// instances when the last listing is too old (concurrent lookups wait for one listing).
+func (a *addressCache) lookup(ctx context.Context, c backend.DoHTTPer, project string, name string) (netip.Addr, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.projects == nil {
+		a.projects = map[string]addressListing{}
+	}
+
+	listing, ok := a.projects[project]
+	if !ok || time.Since(listing.at) > addressAge {
+		listCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		addresses, err := backend.ListInstanceAddresses(listCtx, c, project)
+		cancel()
+		listing = addressListing{at: time.Now(), addresses: addresses, err: err}
+		a.projects[project] = listing
+	}
+
+	if listing.err != nil {
+		return netip.Addr{}, fmt.Errorf("cannot list instance addresses: %w", listing.err)
+	}
+
+	addr, ok := listing.addresses[name]
+	if !ok {
+		return netip.Addr{}, fmt.Errorf("LXD reports no global address for the instance: give it a network, or use an exec or ttl check")
+	}
+
+	return addr, nil
+}
+
+// probeClient is the one HTTP client of every http check: no proxy from the environment,
+// no redirects followed (a 3xx passes), no connections kept (a thousand instances would
+// hold a thousand idle sockets).
+var probeClient = &http.Client{
+	Transport: &http.Transport{
+		Proxy:             nil,
+		DisableKeepAlives: true,
+		DialContext:       (&net.Dialer{}).DialContext,
+	},
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+// Probe runs an http or tcp check against addr within the settings' timeout.
+func Probe(ctx context.Context, s Settings, addr netip.Addr) Result {
+	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
+	defer cancel()
+	target := net.JoinHostPort(addr.String(), strconv.Itoa(s.Port))
+	result := Result{At: time.Now(), ExitCode: -1}
+	if s.Kind == api.HealthKindTCP {
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", target)
+		if err != nil {
+			result.Output = truncate(fmt.Sprintf("cannot connect to %s: %v", target, err))
+			return result
+		}
+
+		_ = conn.Close()
+		result.Passed, result.ExitCode, result.Output = true, 0, "connected to "+target
+		return result
+	}
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+target+s.Path, nil)
+	if err != nil {
+		result.Output = truncate(fmt.Sprintf("bad check request: %v", err))
+		return result
+	}
+
+	req.Header.Set("User-Agent", "lxd-deployd-health-check")
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		result.Output = truncate(fmt.Sprintf("GET %s: %v", req.URL, err))
+		return result
+	}
+
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, OutputLimit))
+	result.ExitCode = resp.StatusCode
+	result.Output = truncate(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, body))
+	if resp.StatusCode >= 200 && resp.StatusCode < 400 {
+		result.Passed, result.ExitCode = true, 0
+	}
+
+	return result
+}
+
+// probe finds the instance's address and runs its http or tcp check.
+func (c *Checker) probe(ctx context.Context, t target) Result {
+	client, err := c.LXD.Client()
+	if err != nil {
+		return Result{At: time.Now(), ExitCode: -1, Output: truncate(fmt.Sprintf("check did not run: %v", err))}
+	}
+
+	addr, err := c.addresses.lookup(ctx, client, t.row.Project, t.row.Name)
+	if err != nil {
+		return Result{At: time.Now(), ExitCode: -1, Output: truncate(fmt.Sprintf("check did not run: %v", err))}
+	}
+
+	return Probe(ctx, t.settings, addr)
+}

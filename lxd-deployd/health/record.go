@@ -1,0 +1,63 @@
+package health
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// Record applies one result to the health record of the instance listed as listed, in tx,
+// and returns the change of verdict it made, if any. Checks the daemon runs and reports an
+// instance sends (ttl checks) both land here.
+func Record(ctx context.Context, tx *sql.Tx, listed db.Instance, s Settings, r Result) (*Change, error) {
+	row, err := db.GetInstance(ctx, tx, listed.ShapeID, listed.Name)
+	if err != nil {
+		return nil, err
+	}
+
+	if row.ID != listed.ID || row.State != db.InstanceCreated {
+		return nil, nil // deleted or replaced meanwhile: nothing to record
+	}
+
+	// A report that arrived since the expiry was decided wins.
+	if r.Expiry && row.Health.CheckedAt != nil && r.At.Sub(*row.Health.CheckedAt) < s.TTL {
+		return nil, nil
+	}
+
+	next := Next(row.Health, s, row.StateChangedAt, r)
+	err = db.SetInstanceHealth(ctx, tx, row.ID, next)
+	if err != nil {
+		return nil, err
+	}
+
+	// A replacement that became healthy ends a run of failed replacements.
+	if row.Health.Replacement && !next.Replacement {
+		err = db.SetShapeReplaceFailures(ctx, tx, row.ShapeID, 0, "")
+		if err != nil {
+			return nil, err
+		}
+	}
+
+	if next.Status != row.Health.Status && (next.Status == api.HealthHealthy || next.Status == api.HealthUnhealthy) {
+		return &Change{Instance: *row, Before: row.Health, After: next}, nil
+	}
+
+	return nil, nil
+}
+
+// Notify logs a change of verdict and tells OnChange; nil changes nothing.
+func (c *Checker) Notify(ctx context.Context, change *Change) {
+	if change == nil {
+		return
+	}
+
+	row := change.Instance
+	// The output may hold secrets the command printed: debug only.
+	c.Logger.Info("instance health changed", "instance", row.Name, "project", row.Project, "health", change.After.Status, "exit_code", change.After.ExitCode)
+	c.Logger.Debug("instance health check output", "instance", row.Name, "project", row.Project, "output", change.After.Output)
+	if c.OnChange != nil {
+		c.OnChange(ctx, *change)
+	}
+}
