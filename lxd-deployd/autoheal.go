@@ -16,6 +16,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -86,7 +87,7 @@ var errGiveUp = errors.New("too many failed replacements in a row")
 // lease.
 type autohealer struct {
 	db        *db.Cluster
-	fleet     *fleet
+	fleet     *instanceFleet
 	budget    unavailabilityBudget
 	lifecycle lifecycle
 	logger    *slog.Logger
@@ -98,7 +99,7 @@ type autohealer struct {
 	wg     sync.WaitGroup
 }
 
-func newAutohealer(cluster *db.Cluster, f *fleet, l lifecycle, logger *slog.Logger, owner string) *autohealer {
+func newAutohealer(cluster *db.Cluster, f *instanceFleet, l lifecycle, logger *slog.Logger, owner string) *autohealer {
 	return &autohealer{db: cluster, fleet: f, budget: replacingBudget{}, lifecycle: l, logger: logger, owner: owner, loop: newLoop(), active: map[int64]bool{}}
 }
 
@@ -155,13 +156,13 @@ func (h *autohealer) round(ctx context.Context) error {
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, step := range planHealing(shapes, rows, h.active, h.owner, time.Now()) {
-		if step.finish {
-			h.start(step.row, func(ctx context.Context) { _ = h.removeOld(ctx, step.row) })
+	for _, step := range fleet.PlanHealing(shapes, rows, h.active, h.owner, time.Now()) {
+		if step.Finish {
+			h.start(step.Row, func(ctx context.Context) { _ = h.removeOld(ctx, step.Row) })
 			continue
 		}
 
-		h.start(step.row, func(ctx context.Context) { h.replace(ctx, step.shape, step.row, step.cause) })
+		h.start(step.Row, func(ctx context.Context) { h.replace(ctx, step.Shape, step.Row, step.Cause) })
 	}
 
 	return nil

@@ -83,7 +83,7 @@ func (l lifecycle) waiting(ctx context.Context, by api.DeploymentRequestor, ref 
 // check and the wait in one transaction (the instance counts on, but no second delete may
 // count it), then an operation that ends when the instance is gone or the drain abandoned.
 // draining is false when the shape has no terminate hook: the caller deletes at once.
-func (f *fleet) startDrain(ctx context.Context, ref instanceRef, c change) (*operations.Operation, bool, error) {
+func (f *instanceFleet) startDrain(ctx context.Context, ref instanceRef, c change) (*operations.Operation, bool, error) {
 	var deploymentID int64
 	var deadline time.Time
 	var row *db.Instance
@@ -146,7 +146,7 @@ func (f *fleet) startDrain(ctx context.Context, ref instanceRef, c change) (*ope
 
 // waitDrained waits until the hook keeper has deleted the instance (success) or the drain
 // was abandoned (the instance stays: an error says so).
-func (f *fleet) waitDrained(ctx context.Context, ref instanceRef, rowID int64) error {
+func (f *instanceFleet) waitDrained(ctx context.Context, ref instanceRef, rowID int64) error {
 	ticker := time.NewTicker(200 * time.Millisecond)
 	defer ticker.Stop()
 	for {
@@ -245,13 +245,13 @@ func (a instancesAPI) lifecycleAction(r *http.Request) response.Response {
 // of the instances lease; every change it makes is a compare-and-set on the record it read.
 type hookKeeper struct {
 	db        *db.Cluster
-	fleet     *fleet
+	fleet     *instanceFleet
 	lifecycle lifecycle
 	logger    *slog.Logger
 	loop
 }
 
-func newHookKeeper(cluster *db.Cluster, f *fleet, l lifecycle, logger *slog.Logger) *hookKeeper {
+func newHookKeeper(cluster *db.Cluster, f *instanceFleet, l lifecycle, logger *slog.Logger) *hookKeeper {
 	return &hookKeeper{db: cluster, fleet: f, lifecycle: l, logger: logger, loop: newLoop()}
 }
 

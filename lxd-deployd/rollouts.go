@@ -96,7 +96,7 @@ func replacementName(shape string, revision int) string {
 type rolloutEngine struct {
 	db        *db.Cluster
 	lxd       *backend.LXD
-	fleet     *fleet
+	fleet     *instanceFleet
 	lifecycle lifecycle
 	logger    *slog.Logger
 	claim     rolloutClaim
@@ -106,7 +106,7 @@ type rolloutEngine struct {
 	loop
 }
 
-func newRolloutEngine(cluster *db.Cluster, l *backend.LXD, f *fleet, lc lifecycle, logger *slog.Logger, owner string) *rolloutEngine {
+func newRolloutEngine(cluster *db.Cluster, l *backend.LXD, f *instanceFleet, lc lifecycle, logger *slog.Logger, owner string) *rolloutEngine {
 	e := &rolloutEngine{db: cluster, lxd: l, fleet: f, lifecycle: lc, logger: logger, claim: columnClaim{owner: owner, ttl: 15 * time.Second}, loop: newLoop()}
 	e.images = &imageWatcher{engine: e, loop: newLoop()}
 	return e
