@@ -196,7 +196,7 @@ func TestForcedDeleteRecordsActivity(t *testing.T) {
 	before := len(a.activity())
 	by := api.DeploymentRequestor{Protocol: auth.ProtocolUnix, Name: "alice"}
 	for _, name := range []string{"web1", "web2", "web3"} {
-		err := dropForcedInstance(context.Background(), a.db, a.instanceRow(name), by, `shape "web" deleted with force`)
+		err := fleet.DropForcedInstance(context.Background(), a.db, a.instanceRow(name), by, `shape "web" deleted with force`)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -12,6 +12,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
@@ -322,7 +323,7 @@ func (k *hookKeeper) round(ctx context.Context) error {
 func (k *hookKeeper) end(ctx context.Context, row db.Instance, action string) {
 	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: row.Project, name: row.Deployment}, shape: row.Shape}, instance: row.Name}
 	source := api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name)
-	by := internalRequestor("lifecycle-hooks")
+	by := fleet.InternalRequestor("lifecycle-hooks")
 	clear := func() error {
 		return k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			return db.SetInstanceHook(ctx, tx, row.ID, "", nil)

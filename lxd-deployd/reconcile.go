@@ -174,7 +174,7 @@ func (rc *reconciler) recordOrphans(ctx context.Context, plan fleet.ReconcilePla
 		for _, url := range urls {
 			instance := plan.Tagged[url]
 			rc.logger.Warn("orphaned instance: tagged for a deployment but not recorded; not deleting it", "instance", instance.Name, "project", instance.Project, "deployment", instance.Config[backend.ConfigDeployment])
-			rc.lifecycle.emit(internalRequestor("reconcile"), instance.Project, id, lifecycleInstanceOrphaned, url)
+			rc.lifecycle.emit(fleet.InternalRequestor("reconcile"), instance.Project, id, lifecycleInstanceOrphaned, url)
 			rc.lifecycle.instanceChanged(ctx, id, lifecycleInstanceOrphaned, instance.Config[backend.ConfigShape], instance.Name)
 		}
 	}
@@ -192,7 +192,7 @@ func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, ste
 	case fleet.RepairDropLaunch:
 		// Undo what the reservation recorded, as a launch LXD refused does (launchDropped).
 		rc.logger.Info("reconcile: removing row of an instance whose creation never finished", "instance", row.Name)
-		rc.removeRecord(ctx, row, staleLaunchDropped(row))
+		rc.removeRecord(ctx, row, fleet.StaleLaunchDropped(row))
 	case fleet.RepairFinishDelete:
 		// The bound check passed before the crash: finish the delete.
 		rc.deleteThenRemove(ctx, client, row, "finish interrupted delete")
@@ -200,13 +200,13 @@ func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, ste
 		rc.removeRecord(ctx, row)
 	case fleet.RepairMissing:
 		rc.logger.Warn("reconcile: instance missing from LXD", "instance", row.Name, "project", row.Project)
-		rc.setState(ctx, row, db.InstanceMissing, reconcileActivity(row, -1, "instance "+row.Name+" is missing from LXD"))
+		rc.setState(ctx, row, db.InstanceMissing, fleet.ReconcileActivity(row, -1, "instance "+row.Name+" is missing from LXD"))
 		source := api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name)
-		rc.lifecycle.emit(internalRequestor("reconcile"), row.Project, row.DeploymentID, lifecycleInstanceMissing, source)
+		rc.lifecycle.emit(fleet.InternalRequestor("reconcile"), row.Project, row.DeploymentID, lifecycleInstanceMissing, source)
 		rc.lifecycle.instanceChanged(ctx, row.DeploymentID, lifecycleInstanceMissing, row.Shape, row.Name)
 		rc.askReplacement(ctx, row)
 	case fleet.RepairBack:
-		rc.setState(ctx, row, db.InstanceCreated, reconcileActivity(row, +1, "instance "+row.Name+" is back in LXD"))
+		rc.setState(ctx, row, db.InstanceCreated, fleet.ReconcileActivity(row, +1, "instance "+row.Name+" is back in LXD"))
 	}
 }
 
@@ -221,7 +221,7 @@ func (rc *reconciler) adopt(ctx context.Context, client lxd.InstanceServer, row 
 		rc.lifecycle.metrics.LXDCall("state", time.Since(callStart), err)
 		if err != nil {
 			rc.logger.Warn("reconcile: adopted instance does not start: deleting it", "instance", row.Name, "err", err)
-			rc.deleteThenRemove(ctx, client, row, "delete instance of an unfinished launch", staleLaunchDropped(row))
+			rc.deleteThenRemove(ctx, client, row, "delete instance of an unfinished launch", fleet.StaleLaunchDropped(row))
 			return
 		}
 	}

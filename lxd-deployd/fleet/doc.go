@@ -11,8 +11,11 @@
 //     are another member's work in progress.
 //   - PoolHash and Reusable: which warm pool instances a launch may take or a delete may
 //     give back.
+//   - Forced deletes (DeleteWithInstances), seeing the governor sockets through Sockets.
+//   - The activity log entries every instance change writes in its own transaction
+//     (RecordActivity, UndoLaunch, ReconcileActivity, WithKey).
 //
 // The acting parts (the reservation and the LXD calls in package main's fleet.go,
-// warmpool.go, autoheal.go, reconcile.go, hooks.go, force_delete.go) call these; they move
-// here next, behind interfaces this package declares for the reporter and the wakers.
+// warmpool.go, autoheal.go, reconcile.go, hooks.go) call these; they move here next,
+// behind interfaces this package declares for the reporter and the wakers.
 package fleet
