@@ -46,10 +46,10 @@ func ActivityWho(by api.DeploymentRequestor) string {
 	}
 }
 
-// StaleLaunchDropped is package main's launchDropped for reconcile, in the transaction that removes the
-// record of a launch a crash cut short before LXD made the instance: the reservation moved
-// a running rollout's size when the record says so (a rollout would otherwise make one
-// instance too many).
+// StaleLaunchDropped is package main's launchDropped for reconcile, in the transaction
+// that removes the record of a launch a crash cut short before LXD made the instance: the
+// reservation moved a running rollout's size when the record says so (a rollout would
+// otherwise make one instance too many).
 func StaleLaunchDropped(row db.Instance) func(ctx context.Context, tx *sql.Tx) error {
 	return func(ctx context.Context, tx *sql.Tx) error {
 		why := "launch of " + row.Name + " never finished (the daemon stopped before LXD made it)"
