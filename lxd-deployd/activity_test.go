@@ -11,6 +11,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -116,7 +117,7 @@ func TestReconcileUndoesStaleLaunchReservation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rc := newReconciler(a.db, backend.NewLXD("/nonexistent", logger), newInflight(), sockets, lifecycle{}, logger, "restarted")
+	rc := newReconciler(a.db, backend.NewLXD("/nonexistent", logger), fleet.NewInflight(), sockets, lifecycle{}, logger, "restarted")
 	before := len(a.activity())
 	for _, name := range []string{"web3", "web-r1-abcdef"} {
 		row := a.instanceRow(name)
@@ -124,7 +125,7 @@ func TestReconcileUndoesStaleLaunchReservation(t *testing.T) {
 			t.Fatalf("%s: state %s, want creating", name, row.State)
 		}
 
-		rc.repair(context.Background(), nil, repairStep{row: row, action: planRepair(row, false)})
+		rc.repair(context.Background(), nil, fleet.RepairStep{Row: row, Action: fleet.PlanRepair(row, false)})
 	}
 
 	var left []db.Instance
@@ -154,7 +155,7 @@ func TestReconcileUndoesStaleLaunchReservation(t *testing.T) {
 
 	// A second pass finds nothing to undo twice.
 	gone := db.Instance{ID: 999, DeploymentID: deploymentID, Shape: "web", Name: "web3", State: db.InstanceCreating, SizesRollout: true}
-	rc.repair(context.Background(), nil, repairStep{row: gone, action: planRepair(gone, false)})
+	rc.repair(context.Background(), nil, fleet.RepairStep{Row: gone, Action: fleet.PlanRepair(gone, false)})
 	if got := rolloutSize(); got != 2 || len(a.activity()) != before+2 {
 		t.Fatalf("removing a record already gone must change nothing: size %d, %d entries", got, len(a.activity())-before)
 	}
@@ -195,7 +196,7 @@ func TestForcedDeleteRecordsActivity(t *testing.T) {
 	before := len(a.activity())
 	by := api.DeploymentRequestor{Protocol: auth.ProtocolUnix, Name: "alice"}
 	for _, name := range []string{"web1", "web2", "web3"} {
-		err := dropForcedInstance(context.Background(), a.db, a.instanceRow(name), by, `shape "web" deleted with force`)
+		err := fleet.DropForcedInstance(context.Background(), a.db, a.instanceRow(name), by, `shape "web" deleted with force`)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/redact"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
@@ -308,7 +309,7 @@ func (a deploymentsAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = deleteWithInstances(r.Context(), a.db, a.lxd, a.sockets, fmt.Sprintf("deployment %q", ref.name), forceParam(r),
+	err = fleet.DeleteWithInstances(r.Context(), a.db, a.lxd, a.sockets, requestorFromContext(r.Context()), fmt.Sprintf("deployment %q", ref.name), forceParam(r),
 		func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error) {
 			return db.GetInstances(ctx, tx, db.InstanceFilter{DeploymentID: id})
 		},

@@ -26,7 +26,7 @@ type instancesAPI struct {
 	db        *db.Cluster
 	lxd       *backend.LXD
 	ops       *operations.Manager
-	fleet     *fleet
+	fleet     *instanceFleet
 	lifecycle lifecycle
 	hooks     *hookKeeper
 }

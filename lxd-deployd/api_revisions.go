@@ -12,6 +12,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -149,7 +150,7 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 			return err
 		}
 
-		return recordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: ref.shape, Action: "rollback", From: shape.Revision, To: out.revision, Requestor: by, Why: fmt.Sprintf("rollback to revision %d", req.Revision)})
+		return fleet.RecordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: ref.shape, Action: "rollback", From: shape.Revision, To: out.revision, Requestor: by, Why: fmt.Sprintf("rollback to revision %d", req.Revision)})
 	})
 	if err != nil {
 		return response.SmartError(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
@@ -166,7 +167,7 @@ func (a rolloutsAPI) create(r *http.Request) response.Response {
 			return err
 		}
 
-		by, err = withKey(ctx, tx, by, deploymentID)
+		by, err = fleet.WithKey(ctx, tx, by, deploymentID)
 		if err != nil {
 			return err
 		}
@@ -322,7 +323,7 @@ func (a rolloutsAPI) promote(ctx context.Context, ro db.Rollout, by api.Deployme
 			return err
 		}
 
-		return recordActivity(ctx, tx, ro.DeploymentID, api.DeploymentActivity{Shape: ro.Shape, Action: "rollout-promoted", Requestor: by, Why: fmt.Sprintf("rollout %d: %s", ro.Number, reason)})
+		return fleet.RecordActivity(ctx, tx, ro.DeploymentID, api.DeploymentActivity{Shape: ro.Shape, Action: "rollout-promoted", Requestor: by, Why: fmt.Sprintf("rollout %d: %s", ro.Number, reason)})
 	})
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -289,7 +290,7 @@ func (a shapesAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = deleteWithInstances(r.Context(), a.db, a.lxd, a.sockets, fmt.Sprintf("shape %q", ref.shape), forceParam(r),
+	err = fleet.DeleteWithInstances(r.Context(), a.db, a.lxd, a.sockets, requestorFromContext(r.Context()), fmt.Sprintf("shape %q", ref.shape), forceParam(r),
 		func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error) {
 			return db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: shape.ID})
 		},

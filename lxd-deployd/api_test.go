@@ -14,6 +14,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
@@ -50,7 +51,7 @@ func newTestAPI(t *testing.T) *testAPI {
 	access := access{db: cluster}
 
 	// The engines are wired as the daemon wires them: one fleet, one reporter.
-	d := &daemon{db: cluster, lxd: lxdConn, ops: ops, inflight: newInflight(), governors: sockets, logger: logger}
+	d := &daemon{db: cluster, lxd: lxdConn, ops: ops, inflight: fleet.NewInflight(), governors: sockets, logger: logger}
 	d.wire()
 	handlers := apis{
 		server:       serverAPI{lxd: lxdConn, addresses: addresses},

@@ -14,6 +14,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -509,7 +510,7 @@ func (a deploymentsAPI) prepareTemplate(r *http.Request, ref deploymentRef, t *t
 		}
 
 		shapeID := d.id
-		err = deleteWithInstances(r.Context(), a.db, a.lxd, a.sockets, fmt.Sprintf("shape %q", d.name), true,
+		err = fleet.DeleteWithInstances(r.Context(), a.db, a.lxd, a.sockets, requestorFromContext(r.Context()), fmt.Sprintf("shape %q", d.name), true,
 			func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error) {
 				return db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: shapeID})
 			},

@@ -16,6 +16,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -86,7 +87,7 @@ var errGiveUp = errors.New("too many failed replacements in a row")
 // lease.
 type autohealer struct {
 	db        *db.Cluster
-	fleet     *fleet
+	fleet     *instanceFleet
 	budget    unavailabilityBudget
 	lifecycle lifecycle
 	logger    *slog.Logger
@@ -98,7 +99,7 @@ type autohealer struct {
 	wg     sync.WaitGroup
 }
 
-func newAutohealer(cluster *db.Cluster, f *fleet, l lifecycle, logger *slog.Logger, owner string) *autohealer {
+func newAutohealer(cluster *db.Cluster, f *instanceFleet, l lifecycle, logger *slog.Logger, owner string) *autohealer {
 	return &autohealer{db: cluster, fleet: f, budget: replacingBudget{}, lifecycle: l, logger: logger, owner: owner, loop: newLoop(), active: map[int64]bool{}}
 }
 
@@ -119,7 +120,7 @@ func (h *autohealer) healthChanged(ctx context.Context, c health.Change) {
 		h.poke()
 	}
 
-	h.lifecycle.emit(internalRequestor("health"), row.Project, row.DeploymentID, action, api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name))
+	h.lifecycle.emit(fleet.InternalRequestor("health"), row.Project, row.DeploymentID, action, api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name))
 	h.lifecycle.notify(ctx, row.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: row.Shape, Instance: row.Name, Reason: health.Summary(c.After)})
 }
 
@@ -155,13 +156,13 @@ func (h *autohealer) round(ctx context.Context) error {
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, step := range planHealing(shapes, rows, h.active, h.owner, time.Now()) {
-		if step.finish {
-			h.start(step.row, func(ctx context.Context) { _ = h.removeOld(ctx, step.row) })
+	for _, step := range fleet.PlanHealing(shapes, rows, h.active, h.owner, time.Now()) {
+		if step.Finish {
+			h.start(step.Row, func(ctx context.Context) { _ = h.removeOld(ctx, step.Row) })
 			continue
 		}
 
-		h.start(step.row, func(ctx context.Context) { h.replace(ctx, step.shape, step.row, step.cause) })
+		h.start(step.Row, func(ctx context.Context) { h.replace(ctx, step.Shape, step.Row, step.Cause) })
 	}
 
 	return nil
@@ -185,7 +186,7 @@ func (h *autohealer) start(row db.Instance, f func(ctx context.Context)) {
 // replace launches a replacement for old and deletes old: the replacement first below the
 // maximum, old first at it (so that LXD never holds more than the maximum).
 func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instance, cause string) {
-	by := internalRequestor("autoheal")
+	by := fleet.InternalRequestor("autoheal")
 	r, err := h.reserveReplacement(ctx, old, cause)
 	if errors.Is(err, errGiveUp) {
 		h.lifecycle.countReplacement(old, replacementGaveUp)
@@ -245,7 +246,7 @@ func (h *autohealer) reserveReplacement(ctx context.Context, old db.Instance, ca
 	r := &replacement{}
 	var err error
 	r.launch, err = h.fleet.reserveLaunch(ctx, ref, change{
-		by:       internalRequestor("autoheal"),
+		by:       fleet.InternalRequestor("autoheal"),
 		why:      cause,
 		replaces: old.Name,
 		before: func(ctx context.Context, tx *sql.Tx, s *db.Shape) error {
@@ -317,7 +318,7 @@ func (h *autohealer) launchFailed(ctx context.Context, shape db.Shape, old db.In
 // size, and against the maximum only until LXD has deleted it.
 func (h *autohealer) removeOld(ctx context.Context, old db.Instance) error {
 	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: old.Project, name: old.Deployment}, shape: old.Shape}, instance: old.Name}
-	p, err := h.fleet.reserveDelete(ctx, ref, change{by: internalRequestor("autoheal"), why: "replaced"})
+	p, err := h.fleet.reserveDelete(ctx, ref, change{by: fleet.InternalRequestor("autoheal"), why: "replaced"})
 	if err == nil {
 		err = h.fleet.finishDelete(ctx, p)
 	}
@@ -352,7 +353,7 @@ func (h *autohealer) degrade(ctx context.Context, shape db.Shape, last db.Instan
 	}
 
 	h.logger.Warn("autohealing: shape degraded", "shape", shape.Name, "reason", reason)
-	h.lifecycle.emit(internalRequestor("autoheal"), last.Project, shape.DeploymentID, lifecycleShapeDegraded, api.DeploymentShapeURL(last.Project, last.Deployment, shape.Name))
+	h.lifecycle.emit(fleet.InternalRequestor("autoheal"), last.Project, shape.DeploymentID, lifecycleShapeDegraded, api.DeploymentShapeURL(last.Project, last.Deployment, shape.Name))
 	h.lifecycle.notify(ctx, shape.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: lifecycleShapeDegraded, Shape: shape.Name, Instance: last.Name, Reason: reason})
 }
 

@@ -32,7 +32,7 @@ const (
 // still be running it: the member is absent from members (removed), or has not heartbeat
 // for lostMemberGrace.
 //
-// It agrees with reconcile (othersInFlux), which repairs the launch or delete record of a
+// It agrees with reconcile (fleet.OthersInFlux), which repairs the launch or delete record of a
 // member offline past offlineAfter, or removed, at its next round: the message says what
 // that repair does rather than promise the work was or was not done.
 func lostOperationError(op db.Operation, members []db.Member, now time.Time) (string, bool) {

@@ -21,6 +21,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
@@ -71,10 +72,10 @@ type daemon struct {
 	cert       *shared.CertInfo
 	events     *events.Server
 	ops        *operations.Manager
-	inflight   *inflight
+	inflight   *fleet.Inflight
 	reconciler *reconciler
 	rollouts   *rolloutEngine
-	fleet      *fleet
+	fleet      *instanceFleet
 	wake       *wakers
 	governors  *governor.Listener
 	tokens     *auth.TokenVerifier
@@ -167,7 +168,7 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 
-	d.inflight = newInflight()
+	d.inflight = fleet.NewInflight()
 	d.tokens = auth.NewSharedTokenVerifier(replayStore{db: d.db})
 	d.governors, err = governor.NewListener(filepath.Join(d.config.dataDir, "governor"))
 	if err != nil {

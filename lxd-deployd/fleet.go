@@ -13,20 +13,21 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
-// fleet makes and removes the instances of shapes: the one place where the bound check, the
+// instanceFleet makes and removes the instances of shapes: the one place where the bound check, the
 // instance record and LXD meet. The governor API, rollouts and autohealing all go through
 // it, so the bounds hold whoever asks. Each change is two steps: a reservation (one
 // transaction: the bound check, the record, the activity entry) and the LXD work.
-type fleet struct {
+type instanceFleet struct {
 	db        *db.Cluster
 	lxd       *backend.LXD
 	ops       *operations.Manager
-	inflight  *inflight
+	inflight  *fleet.Inflight
 	sockets   governorSockets
 	lifecycle lifecycle
 
@@ -87,7 +88,7 @@ type pendingLaunch struct {
 }
 
 // reserveLaunch checks the bounds and records the new instance in one transaction.
-func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (p *pendingLaunch, err error) {
+func (f *instanceFleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (p *pendingLaunch, err error) {
 	var outcome reservation
 	defer func() { f.launchReserved(ref, outcome, err) }()
 	client, err := f.lxd.Client()
@@ -118,7 +119,7 @@ func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (p
 			return err
 		}
 
-		p.shapeID, p.templateHash, p.poolHash = shape.ID, backend.TemplateHash(shape.InstanceTemplate), poolHash(shape)
+		p.shapeID, p.templateHash, p.poolHash = shape.ID, backend.TemplateHash(shape.InstanceTemplate), fleet.PoolHash(shape)
 		p.launchHook = hookTimeout(shape.Hooks, false)
 		p.row, err = db.CreateInstance(ctx, tx, ref.project, shape.ID, ref.instance, p.templateHash, shape.Revision, f.owner, time.Now())
 		if err != nil {
@@ -167,11 +168,11 @@ func (f *fleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (p
 		withGovernorSocket(&p.req, hostPath)
 	}
 
-	f.inflight.add(ref.project, ref.instance)
+	f.inflight.Add(ref.project, ref.instance)
 	return p, nil
 }
 
-func (f *fleet) dropReservation(ctx context.Context, p *pendingLaunch) {
+func (f *instanceFleet) dropReservation(ctx context.Context, p *pendingLaunch) {
 	_ = f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
 		err := db.DeleteInstance(ctx, tx, p.row, db.InstanceCreating)
 		if err != nil {
@@ -185,8 +186,8 @@ func (f *fleet) dropReservation(ctx context.Context, p *pendingLaunch) {
 // abandonLaunch gives up a reserved launch before LXD was asked to make anything (an
 // autohealing replacement whose old instance could not be deleted first): its record goes,
 // as that of a failed create does.
-func (f *fleet) abandonLaunch(ctx context.Context, p *pendingLaunch, cause error) {
-	defer f.inflight.remove(p.ref.project, p.ref.instance)
+func (f *instanceFleet) abandonLaunch(ctx context.Context, p *pendingLaunch, cause error) {
+	defer f.inflight.Remove(p.ref.project, p.ref.instance)
 	f.launchFinished(p, cause)
 	if p.socket {
 		f.sockets.RemoveInstance(p.ref.project, p.ref.instance)
@@ -198,9 +199,9 @@ func (f *fleet) abandonLaunch(ctx context.Context, p *pendingLaunch, cause error
 // finishLaunch makes the reserved instance in LXD and settles its record: created on
 // success, removed when LXD has nothing left of it, kept as creating for reconcile when a
 // failed create could not be cleaned up.
-func (f *fleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) {
+func (f *instanceFleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) {
 	ref := p.ref
-	defer f.inflight.remove(ref.project, ref.instance)
+	defer f.inflight.Remove(ref.project, ref.instance)
 	defer func() { f.launchFinished(p, err) }()
 	callStart := time.Now()
 	err = f.create(ctx, p)
@@ -252,7 +253,7 @@ func (f *fleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) 
 // count as capacity, so its record moves to deleting, which no longer counts toward the
 // size but still against the maximum while LXD holds the instance, and reconcile deletes
 // it at its next round. The caller hears what was left and what happens to it.
-func (f *fleet) launchLeftBehind(ctx context.Context, p *pendingLaunch, err error) error {
+func (f *instanceFleet) launchLeftBehind(ctx context.Context, p *pendingLaunch, err error) error {
 	txErr := f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
 		err := db.SetInstanceState(ctx, tx, p.row, db.InstanceCreating, db.InstanceDeleting, f.owner, time.Now())
 		if err != nil {
@@ -270,7 +271,7 @@ func (f *fleet) launchLeftBehind(ctx context.Context, p *pendingLaunch, err erro
 
 // startLaunch reserves an instance and makes it in LXD as a background operation.
 // Launches cannot be cancelled half way: that left unrecorded instances behind.
-func (f *fleet) startLaunch(ctx context.Context, ref instanceRef, c change) (*operations.Operation, error) {
+func (f *instanceFleet) startLaunch(ctx context.Context, ref instanceRef, c change) (*operations.Operation, error) {
 	p, err := f.reserveLaunch(ctx, ref, c)
 	if err != nil {
 		return nil, err
@@ -291,12 +292,12 @@ type pendingDelete struct {
 	started      time.Time
 
 	// reuse, when set, returns the instance to the shape's warm pool instead of deleting it.
-	reuse *poolReturn
+	reuse *fleet.PoolReturn
 }
 
 // reserveDelete checks the bounds and marks the instance as deleting in one transaction;
 // from then on it no longer counts.
-func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (p *pendingDelete, err error) {
+func (f *instanceFleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (p *pendingDelete, err error) {
 	var outcome reservation
 	defer func() { f.deleteReserved(ref, outcome, err) }()
 	client, err := f.lxd.Client()
@@ -340,7 +341,7 @@ func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (p
 		}
 
 		p.row = *row
-		p.reuse = reusable(shape, row)
+		p.reuse = fleet.Reusable(shape, row)
 		err = db.SetInstanceState(ctx, tx, row.ID, row.State, db.InstanceDeleting, f.owner, time.Now())
 		if err != nil {
 			return err
@@ -365,15 +366,15 @@ func (f *fleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (p
 		return nil, err
 	}
 
-	f.inflight.add(ref.project, ref.instance)
+	f.inflight.Add(ref.project, ref.instance)
 	return p, nil
 }
 
 // finishDelete deletes the instance in LXD and then its record. If LXD refuses, the
 // instance is still there and counts again.
-func (f *fleet) finishDelete(ctx context.Context, p *pendingDelete) (err error) {
+func (f *instanceFleet) finishDelete(ctx context.Context, p *pendingDelete) (err error) {
 	ref, row := p.ref, p.row
-	defer f.inflight.remove(ref.project, ref.instance)
+	defer f.inflight.Remove(ref.project, ref.instance)
 	defer func() { f.deleteFinished(p, err) }()
 	callStart := time.Now()
 	err = f.remove(ctx, p)
@@ -400,7 +401,7 @@ func (f *fleet) finishDelete(ctx context.Context, p *pendingDelete) (err error) 
 }
 
 // startDelete marks an instance as going and deletes it as a background operation.
-func (f *fleet) startDelete(ctx context.Context, ref instanceRef, c change) (*operations.Operation, error) {
+func (f *instanceFleet) startDelete(ctx context.Context, ref instanceRef, c change) (*operations.Operation, error) {
 	op, draining, err := f.startDrain(ctx, ref, c)
 	if draining || err != nil {
 		return op, err
@@ -419,7 +420,7 @@ func (f *fleet) startDelete(ctx context.Context, ref instanceRef, c change) (*op
 // instanceOperation runs the LXD half of a reserved launch or delete (finish) as a
 // background operation. It cannot be cancelled half way: that left unrecorded instances
 // behind, or records of instances LXD no longer has.
-func (f *fleet) instanceOperation(ctx context.Context, ref instanceRef, deploymentID int64, verb string, finish func(ctx context.Context) error) *operations.Operation {
+func (f *instanceFleet) instanceOperation(ctx context.Context, ref instanceRef, deploymentID int64, verb string, finish func(ctx context.Context) error) *operations.Operation {
 	return f.ops.Start(operations.Args{
 		Description:   fmt.Sprintf("%s instance %s of shape %s", verb, ref.instance, ref.shape),
 		Project:       ref.project,

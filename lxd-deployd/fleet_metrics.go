@@ -17,7 +17,7 @@ type reservation struct {
 
 // launchReserved counts a launch whose reservation failed; a reserved launch is counted
 // when it finishes.
-func (f *fleet) launchReserved(ref instanceRef, r reservation, err error) {
+func (f *instanceFleet) launchReserved(ref instanceRef, r reservation, err error) {
 	if err == nil || !r.shapeFound {
 		return
 	}
@@ -26,12 +26,12 @@ func (f *fleet) launchReserved(ref instanceRef, r reservation, err error) {
 }
 
 // launchFinished counts a launch that LXD worked on, and its duration from the reservation.
-func (f *fleet) launchFinished(p *pendingLaunch, err error) {
+func (f *instanceFleet) launchFinished(p *pendingLaunch, err error) {
 	f.lifecycle.metrics.Launch(p.ref.project, p.ref.name, p.ref.shape, okOrFailed(err), time.Since(p.started))
 }
 
 // deleteReserved counts a delete whose reservation failed.
-func (f *fleet) deleteReserved(ref instanceRef, r reservation, err error) {
+func (f *instanceFleet) deleteReserved(ref instanceRef, r reservation, err error) {
 	if err == nil || !r.shapeFound {
 		return
 	}
@@ -40,7 +40,7 @@ func (f *fleet) deleteReserved(ref instanceRef, r reservation, err error) {
 }
 
 // deleteFinished counts a delete that LXD worked on.
-func (f *fleet) deleteFinished(p *pendingDelete, err error) {
+func (f *instanceFleet) deleteFinished(p *pendingDelete, err error) {
 	f.lifecycle.metrics.Delete(p.ref.project, p.ref.name, p.ref.shape, okOrFailed(err), time.Since(p.started))
 }
 

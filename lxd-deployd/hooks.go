@@ -12,6 +12,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
@@ -83,7 +84,7 @@ func (l lifecycle) waiting(ctx context.Context, by api.DeploymentRequestor, ref 
 // check and the wait in one transaction (the instance counts on, but no second delete may
 // count it), then an operation that ends when the instance is gone or the drain abandoned.
 // draining is false when the shape has no terminate hook: the caller deletes at once.
-func (f *fleet) startDrain(ctx context.Context, ref instanceRef, c change) (*operations.Operation, bool, error) {
+func (f *instanceFleet) startDrain(ctx context.Context, ref instanceRef, c change) (*operations.Operation, bool, error) {
 	var deploymentID int64
 	var deadline time.Time
 	var row *db.Instance
@@ -146,7 +147,7 @@ func (f *fleet) startDrain(ctx context.Context, ref instanceRef, c change) (*ope
 
 // waitDrained waits until the hook keeper has deleted the instance (success) or the drain
 // was abandoned (the instance stays: an error says so).
-func (f *fleet) waitDrained(ctx context.Context, ref instanceRef, rowID int64) error {
+func (f *instanceFleet) waitDrained(ctx context.Context, ref instanceRef, rowID int64) error {
 	ticker := time.NewTicker(200 * time.Millisecond)
 	defer ticker.Stop()
 	for {
@@ -245,13 +246,13 @@ func (a instancesAPI) lifecycleAction(r *http.Request) response.Response {
 // of the instances lease; every change it makes is a compare-and-set on the record it read.
 type hookKeeper struct {
 	db        *db.Cluster
-	fleet     *fleet
+	fleet     *instanceFleet
 	lifecycle lifecycle
 	logger    *slog.Logger
 	loop
 }
 
-func newHookKeeper(cluster *db.Cluster, f *fleet, l lifecycle, logger *slog.Logger) *hookKeeper {
+func newHookKeeper(cluster *db.Cluster, f *instanceFleet, l lifecycle, logger *slog.Logger) *hookKeeper {
 	return &hookKeeper{db: cluster, fleet: f, lifecycle: l, logger: logger, loop: newLoop()}
 }
 
@@ -322,7 +323,7 @@ func (k *hookKeeper) round(ctx context.Context) error {
 func (k *hookKeeper) end(ctx context.Context, row db.Instance, action string) {
 	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: row.Project, name: row.Deployment}, shape: row.Shape}, instance: row.Name}
 	source := api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name)
-	by := internalRequestor("lifecycle-hooks")
+	by := fleet.InternalRequestor("lifecycle-hooks")
 	clear := func() error {
 		return k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			return db.SetInstanceHook(ctx, tx, row.ID, "", nil)

@@ -10,6 +10,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -183,7 +184,7 @@ func (w *imageWatcher) check(ctx context.Context) error {
 // revise records that a shape's alias now names fingerprint. The first sighting only
 // records it; a change makes a revision (cause image-change), which starts the rollout.
 func (w *imageWatcher) revise(ctx context.Context, s db.Shape, project string, fingerprint string) error {
-	by := internalRequestor("image-change")
+	by := fleet.InternalRequestor("image-change")
 	var out shapeRevised
 	var deployment string
 	err := w.engine.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -27,7 +28,7 @@ import (
 type reconciler struct {
 	db        *db.Cluster
 	lxd       *backend.LXD
-	inflight  *inflight
+	inflight  *fleet.Inflight
 	sockets   governorSockets
 	lifecycle lifecycle
 	logger    *slog.Logger
@@ -44,7 +45,7 @@ type reconciler struct {
 	fence func(ctx context.Context, tx *sql.Tx) error
 }
 
-func newReconciler(cluster *db.Cluster, lxd *backend.LXD, flight *inflight, sockets governorSockets, l lifecycle, logger *slog.Logger, owner string) *reconciler {
+func newReconciler(cluster *db.Cluster, lxd *backend.LXD, flight *fleet.Inflight, sockets governorSockets, l lifecycle, logger *slog.Logger, owner string) *reconciler {
 	return &reconciler{db: cluster, lxd: lxd, inflight: flight, sockets: sockets, lifecycle: l, logger: logger, owner: owner}
 }
 
@@ -85,7 +86,7 @@ func (rc *reconciler) run(ctx context.Context, interval time.Duration) {
 }
 
 // reconcile makes one pass: observe (the records and one LXD listing per project), plan
-// (planReconcile), act.
+// (fleet.PlanReconcile), act.
 func (rc *reconciler) reconcile(ctx context.Context) error {
 	client, err := rc.lxd.Client()
 	if err != nil {
@@ -97,8 +98,8 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 		return err
 	}
 
-	plan := planReconcile(view, rc.owner, time.Now())
-	for _, step := range plan.repairs {
+	plan := fleet.PlanReconcile(view, rc.owner, time.Now())
+	for _, step := range plan.Repairs {
 		rc.repair(ctx, client, step)
 	}
 
@@ -106,12 +107,12 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 }
 
 // observe reads the records and what LXD holds, for one pass.
-func (rc *reconciler) observe(ctx context.Context, client lxd.InstanceServer) (reconcileView, error) {
-	v := reconcileView{deployments: map[string]int64{}, inflight: rc.inflight.has}
+func (rc *reconciler) observe(ctx context.Context, client lxd.InstanceServer) (fleet.ReconcileView, error) {
+	v := fleet.ReconcileView{Deployments: map[string]int64{}, Inflight: rc.inflight.Has, OfflineAfter: offlineAfter}
 	var projects []string
 	err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		v.rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
+		v.Rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
 		if err != nil {
 			return err
 		}
@@ -122,10 +123,10 @@ func (rc *reconciler) observe(ctx context.Context, client lxd.InstanceServer) (r
 		}
 
 		for _, d := range all {
-			v.deployments[d.Project+"/"+d.Name] = d.ID
+			v.Deployments[d.Project+"/"+d.Name] = d.ID
 		}
 
-		v.members, err = db.GetMembers(ctx, tx)
+		v.Members, err = db.GetMembers(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -137,21 +138,21 @@ func (rc *reconciler) observe(ctx context.Context, client lxd.InstanceServer) (r
 		return v, err
 	}
 
-	v.live, err = takeSnapshot(client, projects, rc.lifecycle.metrics)
+	v.Live, err = fleet.TakeSnapshot(client, projects, rc.lifecycle.metrics)
 	if err != nil {
 		return v, err
 	}
 
 	// An instance LXD is still working on (an operation our crashed predecessor started)
 	// is left alone until LXD is done with it.
-	v.busy, err = busyInstances(client, projects)
+	v.Busy, err = busyInstances(client, projects)
 	return v, err
 }
 
 // recordOrphans stores the orphans a pass found and announces the new ones. The list lives
 // in dqlite so that every member answers with it; the write is fenced by the reconcile
 // lease, so a member that lost it cannot overwrite the new holder's.
-func (rc *reconciler) recordOrphans(ctx context.Context, plan reconcilePlan) error {
+func (rc *reconciler) recordOrphans(ctx context.Context, plan fleet.ReconcilePlan) error {
 	var added map[int64][]string
 	err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if rc.fence != nil {
@@ -162,7 +163,7 @@ func (rc *reconciler) recordOrphans(ctx context.Context, plan reconcilePlan) err
 		}
 
 		var err error
-		added, err = db.ReplaceOrphans(ctx, tx, plan.orphans, time.Now())
+		added, err = db.ReplaceOrphans(ctx, tx, plan.Orphans, time.Now())
 		return err
 	})
 	if err != nil {
@@ -171,9 +172,9 @@ func (rc *reconciler) recordOrphans(ctx context.Context, plan reconcilePlan) err
 
 	for id, urls := range added {
 		for _, url := range urls {
-			instance := plan.tagged[url]
+			instance := plan.Tagged[url]
 			rc.logger.Warn("orphaned instance: tagged for a deployment but not recorded; not deleting it", "instance", instance.Name, "project", instance.Project, "deployment", instance.Config[backend.ConfigDeployment])
-			rc.lifecycle.emit(internalRequestor("reconcile"), instance.Project, id, lifecycleInstanceOrphaned, url)
+			rc.lifecycle.emit(fleet.InternalRequestor("reconcile"), instance.Project, id, lifecycleInstanceOrphaned, url)
 			rc.lifecycle.instanceChanged(ctx, id, lifecycleInstanceOrphaned, instance.Config[backend.ConfigShape], instance.Name)
 		}
 	}
@@ -181,55 +182,31 @@ func (rc *reconciler) recordOrphans(ctx context.Context, plan reconcilePlan) err
 	return nil
 }
 
-// othersGrace is how long a record another daemon left creating or deleting is assumed to
-// be that daemon's work in progress.
-const othersGrace = 10 * time.Minute
-
-// othersInFlux reports whether a record is another member's launch or delete that may
-// still be running: the member that changed it (owner) is online and has not restarted
-// since, within the grace period. A dead or restarted member's work died with its process,
-// so its records are repaired at once by whichever member reconciles.
-func othersInFlux(row db.Instance, owner string, members []db.Member, now time.Time) bool {
-	inFlux := row.State == db.InstanceCreating || row.State == db.InstanceDeleting
-	if !inFlux || row.Owner == owner || now.Sub(row.StateChangedAt) >= othersGrace {
-		return false
-	}
-
-	for _, m := range members {
-		if m.DatabaseAddress == row.Owner {
-			return now.Sub(m.HeartbeatAt) < offlineAfter && !m.StartedAt.After(row.StateChangedAt)
-		}
-	}
-
-	// No member by that address: it was removed from the cluster, and stopped.
-	return false
-}
-
 // repair applies one planned repair to a record no operation is working on. Every write
 // is a compare-and-set on the state the plan saw, so a concurrent change wins.
-func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, step repairStep) {
-	row := step.row
-	switch step.action {
-	case repairAdopt:
-		rc.adopt(ctx, client, row, step.status)
-	case repairDropLaunch:
+func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, step fleet.RepairStep) {
+	row := step.Row
+	switch step.Action {
+	case fleet.RepairAdopt:
+		rc.adopt(ctx, client, row, step.Status)
+	case fleet.RepairDropLaunch:
 		// Undo what the reservation recorded, as a launch LXD refused does (launchDropped).
 		rc.logger.Info("reconcile: removing row of an instance whose creation never finished", "instance", row.Name)
-		rc.removeRecord(ctx, row, staleLaunchDropped(row))
-	case repairFinishDelete:
+		rc.removeRecord(ctx, row, fleet.StaleLaunchDropped(row))
+	case fleet.RepairFinishDelete:
 		// The bound check passed before the crash: finish the delete.
 		rc.deleteThenRemove(ctx, client, row, "finish interrupted delete")
-	case repairRemoveRecord:
+	case fleet.RepairRemoveRecord:
 		rc.removeRecord(ctx, row)
-	case repairMissing:
+	case fleet.RepairMissing:
 		rc.logger.Warn("reconcile: instance missing from LXD", "instance", row.Name, "project", row.Project)
-		rc.setState(ctx, row, db.InstanceMissing, reconcileActivity(row, -1, "instance "+row.Name+" is missing from LXD"))
+		rc.setState(ctx, row, db.InstanceMissing, fleet.ReconcileActivity(row, -1, "instance "+row.Name+" is missing from LXD"))
 		source := api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name)
-		rc.lifecycle.emit(internalRequestor("reconcile"), row.Project, row.DeploymentID, lifecycleInstanceMissing, source)
+		rc.lifecycle.emit(fleet.InternalRequestor("reconcile"), row.Project, row.DeploymentID, lifecycleInstanceMissing, source)
 		rc.lifecycle.instanceChanged(ctx, row.DeploymentID, lifecycleInstanceMissing, row.Shape, row.Name)
 		rc.askReplacement(ctx, row)
-	case repairBack:
-		rc.setState(ctx, row, db.InstanceCreated, reconcileActivity(row, +1, "instance "+row.Name+" is back in LXD"))
+	case fleet.RepairBack:
+		rc.setState(ctx, row, db.InstanceCreated, fleet.ReconcileActivity(row, +1, "instance "+row.Name+" is back in LXD"))
 	}
 }
 
@@ -244,7 +221,7 @@ func (rc *reconciler) adopt(ctx context.Context, client lxd.InstanceServer, row 
 		rc.lifecycle.metrics.LXDCall("state", time.Since(callStart), err)
 		if err != nil {
 			rc.logger.Warn("reconcile: adopted instance does not start: deleting it", "instance", row.Name, "err", err)
-			rc.deleteThenRemove(ctx, client, row, "delete instance of an unfinished launch", staleLaunchDropped(row))
+			rc.deleteThenRemove(ctx, client, row, "delete instance of an unfinished launch", fleet.StaleLaunchDropped(row))
 			return
 		}
 	}

@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"net"
 	"os/user"
 	"strconv"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -19,7 +18,7 @@ import (
 func requestorFromContext(ctx context.Context) api.DeploymentRequestor {
 	caller := auth.CallerFromContext(ctx)
 	if caller == nil {
-		return internalRequestor("unknown")
+		return fleet.InternalRequestor("unknown")
 	}
 
 	by := api.DeploymentRequestor{Protocol: caller.Protocol, Name: caller.Name, Fingerprint: caller.Fingerprint}
@@ -28,30 +27,6 @@ func requestorFromContext(ctx context.Context) api.DeploymentRequestor {
 	}
 
 	return by
-}
-
-// internalRequestor names a part of the daemon acting on its own (reconcile, a rollout).
-func internalRequestor(component string) api.DeploymentRequestor {
-	return api.DeploymentRequestor{Protocol: api.RequestorInternal, Name: component}
-}
-
-// withKey adds the deployment key a deployments certificate acts through on a deployment:
-// certificates are shared across deployments, keys say which grant was used.
-func withKey(ctx context.Context, tx *sql.Tx, by api.DeploymentRequestor, deploymentID int64) (api.DeploymentRequestor, error) {
-	if by.Fingerprint == "" || by.Key != "" {
-		return by, nil
-	}
-
-	keys, err := db.GetKeys(ctx, tx, db.KeyFilter{Fingerprint: by.Fingerprint, DeploymentID: deploymentID})
-	if err != nil {
-		return by, err
-	}
-
-	if len(keys) > 0 {
-		by.Key = keys[0].Name
-	}
-
-	return by, nil
 }
 
 // unixPeerName names the local user at the other end of a unix socket connection (its

@@ -4,10 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -29,11 +29,8 @@ const (
 func causeApplyManifest(manifest string) string { return "apply " + manifest }
 func causeRollbackTo(revision int) string       { return fmt.Sprintf("rollback to %d", revision) }
 
-// Defaults of the deployment config keys revisions.keep and activity.keep.
-const (
-	defaultRevisionsKeep = 20
-	defaultActivityKeep  = 1000
-)
+// defaultRevisionsKeep is the default of the deployment config key revisions.keep.
+const defaultRevisionsKeep = 20
 
 // revisionArgs says why and by whom a shape changes.
 type revisionArgs struct {
@@ -70,7 +67,7 @@ func recordRevision(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeID
 		}
 	}
 
-	by, err := withKey(ctx, tx, args.by, deploymentID)
+	by, err := fleet.WithKey(ctx, tx, args.by, deploymentID)
 	if err != nil {
 		return out, err
 	}
@@ -82,7 +79,7 @@ func recordRevision(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeID
 		return out, err
 	}
 
-	keep, err := deploymentConfigInt(ctx, tx, deploymentID, "revisions.keep", defaultRevisionsKeep)
+	keep, err := fleet.DeploymentConfigInt(ctx, tx, deploymentID, "revisions.keep", defaultRevisionsKeep)
 	if err != nil {
 		return out, err
 	}
@@ -102,7 +99,7 @@ func recordRevision(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeID
 		why += ": " + args.notes
 	}
 
-	err = recordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: shape.Name, Action: "revision", From: previous, To: out.revision, Requestor: by, Why: why})
+	err = fleet.RecordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: shape.Name, Action: "revision", From: previous, To: out.revision, Requestor: by, Why: why})
 	if err != nil {
 		return out, err
 	}
@@ -143,21 +140,6 @@ func shapeByID(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeID int6
 	}
 
 	return nil, fmt.Errorf("shape %d is gone", shapeID)
-}
-
-// deploymentConfigInt reads a whole-number deployment config key (validated on write).
-func deploymentConfigInt(ctx context.Context, tx *sql.Tx, deploymentID int64, key string, def int) (int, error) {
-	value, err := db.GetDeploymentConfigValue(ctx, tx, deploymentID, key)
-	if err != nil || value == "" {
-		return def, err
-	}
-
-	n, err := strconv.Atoi(value)
-	if err != nil {
-		return def, nil
-	}
-
-	return n, nil
 }
 
 // relabelEquivalent moves instances made from a revision that makes the same instances as

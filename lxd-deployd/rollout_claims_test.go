@@ -12,6 +12,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -87,7 +88,7 @@ func TestRolloutClaimFencesTheEngine(t *testing.T) {
 	}
 
 	// A user's pause is not the engine's decision: it applies through any member.
-	err = stalled.transition(ctx, r, api.RolloutRunning, api.RolloutPaused, "paused", "paused by test", lifecycleRolloutPaused, internalRequestor("test"))
+	err = stalled.transition(ctx, r, api.RolloutRunning, api.RolloutPaused, "paused", "paused by test", lifecycleRolloutPaused, fleet.InternalRequestor("test"))
 	if err != nil {
 		t.Fatalf("a user's pause through the stalled member: %v", err)
 	}

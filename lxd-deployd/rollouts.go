@@ -16,6 +16,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -45,7 +46,7 @@ const (
 )
 
 // rolloutRequestor is who the engine's launches and deletes are by.
-var rolloutRequestor = internalRequestor("rollout")
+var rolloutRequestor = fleet.InternalRequestor("rollout")
 
 // rolloutClaim decides which daemon of a cluster works on a rollout: a
 // claimed_by/claimed_until pair on the rollout row, taken or renewed in each tick's
@@ -96,7 +97,7 @@ func replacementName(shape string, revision int) string {
 type rolloutEngine struct {
 	db        *db.Cluster
 	lxd       *backend.LXD
-	fleet     *fleet
+	fleet     *instanceFleet
 	lifecycle lifecycle
 	logger    *slog.Logger
 	claim     rolloutClaim
@@ -106,7 +107,7 @@ type rolloutEngine struct {
 	loop
 }
 
-func newRolloutEngine(cluster *db.Cluster, l *backend.LXD, f *fleet, lc lifecycle, logger *slog.Logger, owner string) *rolloutEngine {
+func newRolloutEngine(cluster *db.Cluster, l *backend.LXD, f *instanceFleet, lc lifecycle, logger *slog.Logger, owner string) *rolloutEngine {
 	e := &rolloutEngine{db: cluster, lxd: l, fleet: f, lifecycle: lc, logger: logger, claim: columnClaim{owner: owner, ttl: 15 * time.Second}, loop: newLoop()}
 	e.images = &imageWatcher{engine: e, loop: newLoop()}
 	return e
@@ -269,7 +270,7 @@ func (e *rolloutEngine) step(ctx context.Context, client lxd.InstanceServer, r d
 		}
 
 		if v.progress {
-			return recordActivity(ctx, tx, r.DeploymentID, api.DeploymentActivity{Shape: r.Shape, Action: "rollout-step", Requestor: rolloutRequestor,
+			return fleet.RecordActivity(ctx, tx, r.DeploymentID, api.DeploymentActivity{Shape: r.Shape, Action: "rollout-step", Requestor: rolloutRequestor,
 				Why: fmt.Sprintf("rollout %d: %d of %d instances at revision %d, %d ready", r.Number, p.Updated, p.Updated+p.Outdated, revision, p.Ready)})
 		}
 
@@ -376,7 +377,7 @@ func (e *rolloutEngine) transition(ctx context.Context, r db.Rollout, from strin
 			return err
 		}
 
-		return recordActivity(ctx, tx, r.DeploymentID, api.DeploymentActivity{Shape: r.Shape, Action: "rollout-" + to, Requestor: by, Why: fmt.Sprintf("rollout %d: %s", r.Number, reason)})
+		return fleet.RecordActivity(ctx, tx, r.DeploymentID, api.DeploymentActivity{Shape: r.Shape, Action: "rollout-" + to, Requestor: by, Why: fmt.Sprintf("rollout %d: %s", r.Number, reason)})
 	})
 	if err != nil {
 		return err
@@ -443,7 +444,7 @@ func (e *rolloutEngine) revert(ctx context.Context, r db.Rollout, from string, c
 			return err
 		}
 
-		err = recordActivity(ctx, tx, r.DeploymentID, api.DeploymentActivity{Shape: r.Shape, Action: "rollout-reverted", Requestor: by, Why: fmt.Sprintf("rollout %d: %s", r.Number, text)})
+		err = fleet.RecordActivity(ctx, tx, r.DeploymentID, api.DeploymentActivity{Shape: r.Shape, Action: "rollout-reverted", Requestor: by, Why: fmt.Sprintf("rollout %d: %s", r.Number, text)})
 		if err != nil {
 			return err
 		}
@@ -541,7 +542,7 @@ func createRollout(ctx context.Context, tx *sql.Tx, shape *db.Shape, cause strin
 		why += ": " + notes
 	}
 
-	return number, recordActivity(ctx, tx, shape.DeploymentID, api.DeploymentActivity{Shape: shape.Name, Action: "rollout-started", From: from, To: shape.Revision, Requestor: by, Why: why})
+	return number, fleet.RecordActivity(ctx, tx, shape.DeploymentID, api.DeploymentActivity{Shape: shape.Name, Action: "rollout-started", From: from, To: shape.Revision, Requestor: by, Why: why})
 }
 
 // rolloutEvent tells /1.0/events and the governor's webhook about a rollout's step.

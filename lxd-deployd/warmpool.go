@@ -14,8 +14,8 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -29,19 +29,19 @@ import (
 type warmPool struct {
 	db       *db.Cluster
 	lxd      *backend.LXD
-	inflight *inflight
+	inflight *fleet.Inflight
 	logger   *slog.Logger
 	owner    string
 	loop
 }
 
-func newWarmPool(cluster *db.Cluster, lxd *backend.LXD, flight *inflight, logger *slog.Logger, owner string) *warmPool {
+func newWarmPool(cluster *db.Cluster, lxd *backend.LXD, flight *fleet.Inflight, logger *slog.Logger, owner string) *warmPool {
 	return &warmPool{db: cluster, lxd: lxd, inflight: flight, logger: logger, owner: owner, loop: newLoop()}
 }
 
 // create makes a reserved instance in LXD: from the warm pool when it has one of the
 // shape's current template, else from the image.
-func (f *fleet) create(ctx context.Context, p *pendingLaunch) error {
+func (f *instanceFleet) create(ctx context.Context, p *pendingLaunch) error {
 	if f.pool != nil {
 		taken, err := f.pool.take(ctx, p)
 		if taken || err != nil {
@@ -59,7 +59,7 @@ func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
 	var pooled *db.PoolInstance
 	err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if pooled != nil {
-			w.inflight.remove(p.ref.project, pooled.Name) // a retried transaction
+			w.inflight.Remove(p.ref.project, pooled.Name) // a retried transaction
 		}
 
 		var err error
@@ -67,20 +67,20 @@ func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
 		if pooled != nil {
 			// Before the commit, so that this daemon's pool round never sees the claim
 			// without the work behind it.
-			w.inflight.add(p.ref.project, pooled.Name)
+			w.inflight.Add(p.ref.project, pooled.Name)
 		}
 
 		return err
 	})
 	if err != nil && pooled != nil {
-		w.inflight.remove(p.ref.project, pooled.Name)
+		w.inflight.Remove(p.ref.project, pooled.Name)
 	}
 
 	if err != nil || pooled == nil {
 		return false, nil
 	}
 
-	defer w.inflight.remove(p.ref.project, pooled.Name)
+	defer w.inflight.Remove(p.ref.project, pooled.Name)
 	defer w.poke() // refill
 	// The row goes last: until then every daemon's sweep knows the instance is spoken for.
 	defer func() {
@@ -118,7 +118,7 @@ func (w *warmPool) run(ctx context.Context, interval time.Duration) {
 }
 
 // round brings every pool to its size (on the holder of the instances lease): observe,
-// plan (planPools), act.
+// plan (fleet.PlanPools), act.
 func (w *warmPool) round(ctx context.Context) error {
 	if !w.lxd.Status().Online {
 		return nil
@@ -134,21 +134,21 @@ func (w *warmPool) round(ctx context.Context) error {
 		return err
 	}
 
-	plan := planPools(v, w.owner, time.Now())
-	for _, instance := range plan.unrecorded {
+	plan := fleet.PlanPools(v, w.owner, time.Now())
+	for _, instance := range plan.Unrecorded {
 		w.logger.Info("warm pool: removing unrecorded pool instance", "instance", instance.Name, "project", instance.Project)
 		_ = backend.DeleteInstance(ctx, client, instance.Project, instance.Name)
 	}
 
-	for _, row := range plan.remove {
+	for _, row := range plan.Remove {
 		w.remove(ctx, row)
 	}
 
-	for _, f := range plan.fill {
-		for i := 0; i < f.count && ctx.Err() == nil; i++ {
-			err = w.fill(ctx, f.shape, f.project, f.deployment, f.hash)
+	for _, f := range plan.Fill {
+		for i := 0; i < f.Count && ctx.Err() == nil; i++ {
+			err = w.fill(ctx, f.Shape, f.Project, f.Deployment, f.Hash)
 			if err != nil {
-				w.logger.Warn("warm pool: make pool instance", "shape", f.shape.Name, "err", err)
+				w.logger.Warn("warm pool: make pool instance", "shape", f.Shape.Name, "err", err)
 				break
 			}
 		}
@@ -158,22 +158,22 @@ func (w *warmPool) round(ctx context.Context) error {
 }
 
 // observe reads the shapes, pool and instance records, and what LXD holds.
-func (w *warmPool) observe(ctx context.Context, client lxd.InstanceServer) (poolView, error) {
-	v := poolView{deployments: map[int64][2]string{}, inflight: w.inflight.has}
+func (w *warmPool) observe(ctx context.Context, client lxd.InstanceServer) (fleet.PoolView, error) {
+	v := fleet.PoolView{Deployments: map[int64][2]string{}, Inflight: w.inflight.Has}
 	var projects []string
 	err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		v.shapes, err = db.GetShapes(ctx, tx, db.ShapeFilter{})
+		v.Shapes, err = db.GetShapes(ctx, tx, db.ShapeFilter{})
 		if err != nil {
 			return err
 		}
 
-		v.pool, err = db.GetPoolInstances(ctx, tx, 0)
+		v.Pool, err = db.GetPoolInstances(ctx, tx, 0)
 		if err != nil {
 			return err
 		}
 
-		v.instances, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
+		v.Instances, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
 		if err != nil {
 			return err
 		}
@@ -184,7 +184,7 @@ func (w *warmPool) observe(ctx context.Context, client lxd.InstanceServer) (pool
 		}
 
 		for _, d := range deployments {
-			v.deployments[d.ID] = [2]string{d.Project, d.Name}
+			v.Deployments[d.ID] = [2]string{d.Project, d.Name}
 		}
 
 		projects, err = db.GetProjects(ctx, tx)
@@ -194,7 +194,7 @@ func (w *warmPool) observe(ctx context.Context, client lxd.InstanceServer) (pool
 		return v, err
 	}
 
-	v.live, err = takeSnapshot(client, projects, nil)
+	v.Live, err = fleet.TakeSnapshot(client, projects, nil)
 	return v, err
 }
 
@@ -215,8 +215,8 @@ func (w *warmPool) fill(ctx context.Context, shape db.Shape, project string, dep
 		return err
 	}
 
-	w.inflight.add(project, name)
-	defer w.inflight.remove(project, name)
+	w.inflight.Add(project, name)
+	defer w.inflight.Remove(project, name)
 	err = backend.CreatePoolInstance(ctx, client, project, backend.InstanceRequest(shape.InstanceTemplate, name, deployment, shape.Name))
 	var leftBehind *backend.LeftBehindError
 	if errors.As(err, &leftBehind) {
@@ -262,22 +262,6 @@ func (w *warmPool) remove(ctx context.Context, row db.PoolInstance) {
 	})
 }
 
-// poolHash is what a pool instance is made from, as the pool records it (template_hash of
-// its rows): the shape's instance template and, when the template names an image alias
-// the image-change trigger watches, the image that alias last named. A launch takes only a
-// pool instance of its reservation's poolHash, so never one made from an older revision.
-// The image matters because an image-change revision keeps the template as it was: without
-// it, the pool made from the old image would be handed to the very rollout meant to
-// replace that image, and never be remade.
-func poolHash(shape *db.Shape) string {
-	template := shape.InstanceTemplate
-	if shape.ImageFingerprint != "" && template.Source.Type == "image" && template.Source.Alias != "" && template.Source.Fingerprint == "" {
-		template.Source.Fingerprint = shape.ImageFingerprint
-	}
-
-	return backend.TemplateHash(template)
-}
-
 // refillPools has the warm pool look at the shapes now rather than at its next round: a
 // revised shape's pool is outdated (or resized), and the rollout a revision starts should
 // find it remade at the new revision rather than launch cold. Every path that records a
@@ -288,7 +272,7 @@ func (l lifecycle) refillPools() {
 }
 
 // refillPools pokes the warm pool, if there is one.
-func (f *fleet) refillPools() {
+func (f *instanceFleet) refillPools() {
 	if f != nil && f.pool != nil {
 		f.pool.poke()
 	}
@@ -334,39 +318,9 @@ func (a shapesAPI) warmPoolList(r *http.Request) response.Response {
 	return response.SyncResponse(result)
 }
 
-// poolReturn is a scale-in that returns its instance to the shape's warm pool.
-type poolReturn struct {
-	shapeID int64
-	shape   string
-	hash    string
-
-	// image, when set, is the image the returned instance must run (poolHash's image): an
-	// instance made before the alias moved is deleted, not pooled.
-	image string
-}
-
-// reusable says whether a deleted instance goes back to its shape's warm pool: the shape
-// asks for it, its pool is short, and the instance is a plain running member of the latest
-// revision and the current template (a governor socket is bound to the instance's name, so
-// those go). An outdated instance is never pooled: a rollout deletes those, and its
-// replacements must not be handed them back.
-func reusable(shape *db.Shape, row *db.Instance) *poolReturn {
-	pool := shape.WarmPool
-	if pool == nil || !pool.ReuseOnScaleIn || shape.WarmPoolReady >= pool.Size || row.State != db.InstanceCreated || shapes.Outdated(*row, shape.Revision) || row.TemplateHash != backend.TemplateHash(shape.InstanceTemplate) || row.GovernorSocket {
-		return nil
-	}
-
-	hash := poolHash(shape)
-	if hash == row.TemplateHash {
-		return &poolReturn{shapeID: shape.ID, shape: shape.Name, hash: hash}
-	}
-
-	return &poolReturn{shapeID: shape.ID, shape: shape.Name, hash: hash, image: shape.ImageFingerprint}
-}
-
 // remove takes a deleted instance out of LXD: back to the warm pool when the delete
 // allows it and that works, else deleted.
-func (f *fleet) remove(ctx context.Context, p *pendingDelete) error {
+func (f *instanceFleet) remove(ctx context.Context, p *pendingDelete) error {
 	if p.reuse != nil && f.pool != nil && f.pool.giveBack(ctx, p) {
 		return nil
 	}
@@ -381,20 +335,20 @@ const poolStopTimeout = 30
 // nothing of the pool stays and the caller deletes the instance (under whichever name).
 func (w *warmPool) giveBack(ctx context.Context, p *pendingDelete) bool {
 	project := p.ref.project
-	if p.reuse.image != "" {
+	if p.reuse.Image != "" {
 		live, _, err := p.client.UseProject(project).GetInstance(p.row.Name)
-		if err != nil || live.Config["volatile.base_image"] != p.reuse.image {
+		if err != nil || live.Config["volatile.base_image"] != p.reuse.Image {
 			return false // made from another image than the pool's: deleted
 		}
 	}
 
-	name := poolInstanceName(p.reuse.shape)
-	w.inflight.add(project, name)
-	defer w.inflight.remove(project, name)
+	name := poolInstanceName(p.reuse.Shape)
+	w.inflight.Add(project, name)
+	defer w.inflight.Remove(project, name)
 	var row int64
 	err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		row, err = db.CreatePoolInstance(ctx, tx, p.reuse.shapeID, name, p.reuse.hash, w.owner, time.Now())
+		row, err = db.CreatePoolInstance(ctx, tx, p.reuse.ShapeID, name, p.reuse.Hash, w.owner, time.Now())
 		return err
 	})
 	if err != nil {

@@ -13,7 +13,7 @@ func (d *daemon) wire() {
 	l := d.lifecycle()
 	owner := d.db.Address()
 	d.life = &instanceCare{pool: newWarmPool(d.db, d.lxd, d.inflight, d.logger, owner), stopping: make(chan struct{})}
-	d.fleet = &fleet{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: l, pool: d.life.pool, stopping: d.life.stopping, owner: owner}
+	d.fleet = &instanceFleet{db: d.db, lxd: d.lxd, ops: d.ops, inflight: d.inflight, sockets: d.governors, lifecycle: l, pool: d.life.pool, stopping: d.life.stopping, owner: owner}
 	d.life.hooks = newHookKeeper(d.db, d.fleet, l, d.logger)
 	d.life.healer = newAutohealer(d.db, d.fleet, l, d.logger, owner)
 	d.life.checker = &health.Checker{DB: d.db, LXD: d.lxd, Logger: d.logger, Concurrency: healthConcurrency, OnChange: d.life.healer.healthChanged}

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"context"
@@ -16,10 +16,16 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
+// Sockets is what the fleet needs of the governor sockets: an instance it deletes loses
+// its socket.
+type Sockets interface {
+	RemoveInstance(project string, instance string)
+}
+
 // deleteInstances deletes every given instance in LXD, a few at a time, then their rows,
 // each with its activity entry (by, why). Forced shape and deployment deletes use it before
 // removing the records.
-func deleteInstances(ctx context.Context, cluster *db.Cluster, client lxd.InstanceServer, sockets governorSockets, rows []db.Instance, by api.DeploymentRequestor, why string) error {
+func deleteInstances(ctx context.Context, cluster *db.Cluster, client lxd.InstanceServer, sockets Sockets, rows []db.Instance, by api.DeploymentRequestor, why string) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -33,7 +39,7 @@ func deleteInstances(ctx context.Context, cluster *db.Cluster, client lxd.Instan
 			err := backend.DeleteInstance(ctx, client, row.Project, row.Name)
 			if err == nil {
 				sockets.RemoveInstance(row.Project, row.Name)
-				err = dropForcedInstance(ctx, cluster, row, by, why)
+				err = DropForcedInstance(ctx, cluster, row, by, why)
 				if errors.Is(err, db.ErrInstanceChanged) {
 					err = nil
 				}
@@ -58,10 +64,10 @@ func deleteInstances(ctx context.Context, cluster *db.Cluster, client lxd.Instan
 	return first
 }
 
-// dropForcedInstance removes the record of an instance a forced delete removed from LXD,
+// DropForcedInstance removes the record of an instance a forced delete removed from LXD,
 // with its activity entry, in one transaction: the shape still exists then, and a forced
 // delete that stops half way leaves a log that explains the instances it took.
-func dropForcedInstance(ctx context.Context, cluster *db.Cluster, row db.Instance, by api.DeploymentRequestor, why string) error {
+func DropForcedInstance(ctx context.Context, cluster *db.Cluster, row db.Instance, by api.DeploymentRequestor, why string) error {
 	return cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := db.DeleteInstance(ctx, tx, row.ID, row.State)
 		if err != nil {
@@ -72,12 +78,11 @@ func dropForcedInstance(ctx context.Context, cluster *db.Cluster, row db.Instanc
 	})
 }
 
-// deleteWithInstances deletes a shape or deployment record. While it has instances that is
-// a 409, unless force: then the instances go first, in LXD and as rows, and the record
-// last. An instance launched in between makes the final step a 409 rather than leave an
-// LXD instance behind without a record.
-func deleteWithInstances(ctx context.Context, cluster *db.Cluster, lxdConn *backend.LXD, sockets governorSockets, what string, force bool, instances func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error), deleteRecord func(ctx context.Context, tx *sql.Tx) error) error {
-	by := requestorFromContext(ctx)
+// DeleteWithInstances deletes a shape or deployment record for by. While it has instances
+// that is a 409, unless force: then the instances go first, in LXD and as rows, and the
+// record last. An instance launched in between makes the final step a 409 rather than leave
+// an LXD instance behind without a record.
+func DeleteWithInstances(ctx context.Context, cluster *db.Cluster, lxdConn *backend.LXD, sockets Sockets, by api.DeploymentRequestor, what string, force bool, instances func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error), deleteRecord func(ctx context.Context, tx *sql.Tx) error) error {
 	var rows []db.Instance
 	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"testing"
@@ -19,15 +19,15 @@ func TestPoolHash(t *testing.T) {
 		WarmPool:         &api.DeploymentShapeWarmPool{Size: 2, ReuseOnScaleIn: true},
 	}}}
 
-	plain := poolHash(shape)
+	plain := PoolHash(shape)
 	if plain != backend.TemplateHash(shape.InstanceTemplate) {
 		t.Fatal("without a known image the pool hash is the template hash")
 	}
 
 	shape.ImageFingerprint = "aaaa"
-	first := poolHash(shape)
+	first := PoolHash(shape)
 	shape.ImageFingerprint = "bbbb"
-	second := poolHash(shape)
+	second := PoolHash(shape)
 	if first == plain || first == second {
 		t.Fatalf("the image must change the pool hash: %s %s %s", plain, first, second)
 	}
@@ -35,15 +35,15 @@ func TestPoolHash(t *testing.T) {
 	// A running instance of the current template goes back to the pool, and must run the
 	// pool's image to be kept.
 	row := &db.Instance{State: db.InstanceCreated, TemplateHash: plain}
-	back := reusable(shape, row)
-	if back == nil || back.hash != second || back.image != "bbbb" {
+	back := Reusable(shape, row)
+	if back == nil || back.Hash != second || back.Image != "bbbb" {
 		t.Fatalf("reusable: %+v", back)
 	}
 
 	// An outdated instance (a rollout's delete) is never pooled, though its template matches.
 	shape.Revision = 4
 	row.Revision = 3
-	if reusable(shape, row) != nil {
+	if Reusable(shape, row) != nil {
 		t.Fatal("an outdated instance is never returned to the pool")
 	}
 
@@ -51,12 +51,12 @@ func TestPoolHash(t *testing.T) {
 
 	// A fingerprint-pinned template names its image itself.
 	shape.InstanceTemplate.Source = lxdapi.InstanceSource{Type: "image", Fingerprint: "cccc"}
-	if poolHash(shape) != backend.TemplateHash(shape.InstanceTemplate) {
+	if PoolHash(shape) != backend.TemplateHash(shape.InstanceTemplate) {
 		t.Fatal("a template naming a fingerprint is hashed as it is")
 	}
 
 	row.TemplateHash = "other"
-	if reusable(shape, row) != nil {
+	if Reusable(shape, row) != nil {
 		t.Fatal("an instance of another template is never returned to the pool")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"fmt"
@@ -9,22 +9,22 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
-// An autohealing round observes (the shapes and instance records), plans (planHealing, a
+// An autohealing round observes (the shapes and instance records), plans (PlanHealing, a
 // pure function with table tests) and acts (autohealer.round starts each step).
 
-// healStep is one instance autohealing acts on: a replacement to start (cause says why),
+// HealStep is one instance autohealing acts on: a replacement to start (cause says why),
 // or, with finish, a replaced instance whose delete a crash cut short.
-type healStep struct {
-	shape  db.Shape
-	row    db.Instance
-	cause  string
-	finish bool
+type HealStep struct {
+	Shape  db.Shape
+	Row    db.Instance
+	Cause  string
+	Finish bool
 }
 
-// planHealing decides which instances to replace. active says which old instances this
+// PlanHealing decides which instances to replace. active says which old instances this
 // daemon is already replacing; the budget, checked in each reservation, holds the rest
 // back.
-func planHealing(shapes []db.Shape, rows []db.Instance, active map[int64]bool, owner string, now time.Time) []healStep {
+func PlanHealing(shapes []db.Shape, rows []db.Instance, active map[int64]bool, owner string, now time.Time) []HealStep {
 	byID := map[int64]db.Shape{}
 	for _, s := range shapes {
 		settings, ok := health.Parse(s.Health)
@@ -33,7 +33,7 @@ func planHealing(shapes []db.Shape, rows []db.Instance, active map[int64]bool, o
 		}
 	}
 
-	var steps []healStep
+	var steps []HealStep
 	for _, row := range rows {
 		shape, ok := byID[row.ShapeID]
 		if !ok || active[row.ID] {
@@ -41,15 +41,15 @@ func planHealing(shapes []db.Shape, rows []db.Instance, active map[int64]bool, o
 		}
 
 		switch {
-		case row.State == db.InstanceReplacing && (row.Owner == owner || now.Sub(row.StateChangedAt) > othersGrace):
+		case row.State == db.InstanceReplacing && (row.Owner == owner || now.Sub(row.StateChangedAt) > OthersGrace):
 			// A crash came between the replacement's launch and the old instance's delete.
-			steps = append(steps, healStep{shape: shape, row: row, finish: true})
+			steps = append(steps, HealStep{Shape: shape, Row: row, Finish: true})
 		case shape.StatusReason != "" || shape.Health == nil || !shape.Health.Replace:
 			// Degraded (autohealing stopped until someone changes the shape), or off.
 		case row.State == db.InstanceMissing:
-			steps = append(steps, healStep{shape: shape, row: row, cause: fmt.Sprintf("instance %s is missing from LXD", row.Name)})
+			steps = append(steps, HealStep{Shape: shape, Row: row, Cause: fmt.Sprintf("instance %s is missing from LXD", row.Name)})
 		case row.State == db.InstanceCreated && row.Health.Status == api.HealthUnhealthy && row.Hook.Hook == "":
-			steps = append(steps, healStep{shape: shape, row: row, cause: fmt.Sprintf("instance %s is unhealthy: %s", row.Name, health.Summary(row.Health))})
+			steps = append(steps, HealStep{Shape: shape, Row: row, Cause: fmt.Sprintf("instance %s is unhealthy: %s", row.Name, health.Summary(row.Health))})
 		}
 	}
 

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"net/http"
@@ -11,19 +11,19 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 )
 
-// lxdSnapshot is what LXD holds in the projects that have deployments, by project/name,
-// from one listing per project: what reconcile and the warm pools observe before they plan.
-type lxdSnapshot map[string]lxdapi.Instance
+// Snapshot is what LXD holds in the projects that have deployments, by project/name,
+// from one listing per Project: what reconcile and the warm pools observe before they plan.
+type Snapshot map[string]lxdapi.Instance
 
-// snapshotKey is the key of an instance in an lxdSnapshot.
-func snapshotKey(project string, name string) string {
+// SnapshotKey is the key of an instance in an Snapshot.
+func SnapshotKey(project string, name string) string {
 	return project + "/" + name
 }
 
-// takeSnapshot lists the instances of every project; a project LXD does not have (yet) has
+// TakeSnapshot lists the instances of every project; a project LXD does not have (yet) has
 // none. Each listing is counted as an LXD call.
-func takeSnapshot(client lxd.InstanceServer, projects []string, m *metrics.Metrics) (lxdSnapshot, error) {
-	live := lxdSnapshot{}
+func TakeSnapshot(client lxd.InstanceServer, projects []string, m *metrics.Metrics) (Snapshot, error) {
+	live := Snapshot{}
 	for _, project := range projects {
 		callStart := time.Now()
 		instances, err := backend.ListInstances(client, project)
@@ -37,7 +37,7 @@ func takeSnapshot(client lxd.InstanceServer, projects []string, m *metrics.Metri
 		}
 
 		for name, instance := range instances {
-			live[snapshotKey(project, name)] = instance
+			live[SnapshotKey(project, name)] = instance
 		}
 	}
 
@@ -45,7 +45,7 @@ func takeSnapshot(client lxd.InstanceServer, projects []string, m *metrics.Metri
 }
 
 // has says whether LXD holds an instance.
-func (s lxdSnapshot) has(project string, name string) bool {
-	_, ok := s[snapshotKey(project, name)]
+func (s Snapshot) Has(project string, name string) bool {
+	_, ok := s[SnapshotKey(project, name)]
 	return ok
 }

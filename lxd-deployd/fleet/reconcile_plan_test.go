@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"testing"
@@ -12,17 +12,17 @@ import (
 
 // TestPlanRepair walks every instance state with LXD holding the instance or not.
 func TestPlanRepair(t *testing.T) {
-	want := map[string][2]repairAction{ // state -> {LXD has it, LXD does not}
-		db.InstanceCreating:  {repairAdopt, repairDropLaunch},
-		db.InstanceCreated:   {repairNone, repairMissing},
-		db.InstanceDeleting:  {repairFinishDelete, repairRemoveRecord},
-		db.InstanceMissing:   {repairBack, repairNone},
-		db.InstanceReplacing: {repairNone, repairNone},
+	want := map[string][2]RepairAction{ // state -> {LXD has it, LXD does not}
+		db.InstanceCreating:  {RepairAdopt, RepairDropLaunch},
+		db.InstanceCreated:   {RepairNone, RepairMissing},
+		db.InstanceDeleting:  {RepairFinishDelete, RepairRemoveRecord},
+		db.InstanceMissing:   {RepairBack, RepairNone},
+		db.InstanceReplacing: {RepairNone, RepairNone},
 	}
 
 	for _, state := range db.InstanceStates {
 		for i, exists := range []bool{true, false} {
-			got := planRepair(db.Instance{State: state}, exists)
+			got := PlanRepair(db.Instance{State: state}, exists)
 			if got != want[state][i] {
 				t.Errorf("%s, in LXD %v: %v, want %v", state, exists, got, want[state][i])
 			}
@@ -45,8 +45,8 @@ func TestPlanReconcile(t *testing.T) {
 		return db.Instance{Project: "default", Name: name, State: state, Owner: "me", StateChangedAt: now}
 	}
 
-	v := reconcileView{
-		rows: []db.Instance{
+	v := ReconcileView{
+		Rows: []db.Instance{
 			row("gone", db.InstanceCreated),       // missing from LXD
 			row("flying", db.InstanceCreating),    // this daemon launches it now
 			row("busy", db.InstanceDeleting),      // LXD works on it
@@ -55,8 +55,8 @@ func TestPlanReconcile(t *testing.T) {
 			row("fine", db.InstanceCreated),       // nothing to do
 			row("undeleted", db.InstanceDeleting), // LXD deleted it, the record stayed
 		},
-		deployments: map[string]int64{"default/dep1": 7},
-		live: lxdSnapshot{
+		Deployments: map[string]int64{"default/dep1": 7},
+		Live: Snapshot{
 			"default/busy":    ours("busy", "dep1"),
 			"default/foreign": {Name: "foreign", Project: "default", Config: map[string]string{}},
 			"default/half":    ours("half", "dep1"),
@@ -66,17 +66,17 @@ func TestPlanReconcile(t *testing.T) {
 			"default/other":   ours("other", "nodeployment"),
 			"default/busy2":   ours("busy2", "dep1"),
 		},
-		busy:     map[string]bool{"default/busy": true, "default/busy2": true},
-		inflight: func(project string, name string) bool { return name == "flying" },
+		Busy:     map[string]bool{"default/busy": true, "default/busy2": true},
+		Inflight: func(project string, name string) bool { return name == "flying" },
 	}
 
-	p := planReconcile(v, "me", now)
-	got := map[string]repairAction{}
-	for _, step := range p.repairs {
-		got[step.row.Name] = step.action
+	p := PlanReconcile(v, "me", now)
+	got := map[string]RepairAction{}
+	for _, step := range p.Repairs {
+		got[step.Row.Name] = step.Action
 	}
 
-	want := map[string]repairAction{"gone": repairMissing, "foreign": repairMissing, "half": repairAdopt, "undeleted": repairRemoveRecord}
+	want := map[string]RepairAction{"gone": RepairMissing, "foreign": RepairMissing, "half": RepairAdopt, "undeleted": RepairRemoveRecord}
 	if len(got) != len(want) {
 		t.Fatalf("repairs %v, want %v", got, want)
 	}
@@ -87,7 +87,7 @@ func TestPlanReconcile(t *testing.T) {
 		}
 	}
 
-	if len(p.orphans) != 1 || len(p.orphans[7]) != 1 || p.orphans[7][0] != "/1.0/instances/orphan" {
-		t.Fatalf("orphans %v, want dep1's orphan only", p.orphans)
+	if len(p.Orphans) != 1 || len(p.Orphans[7]) != 1 || p.Orphans[7][0] != "/1.0/instances/orphan" {
+		t.Fatalf("orphans %v, want dep1's orphan only", p.Orphans)
 	}
 }

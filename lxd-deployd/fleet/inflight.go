@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"sync"
@@ -6,32 +6,32 @@ import (
 
 // inflight tracks the instances this daemon is creating or deleting right now, so that
 // reconcile leaves their rows alone and only repairs those a crash left behind.
-type inflight struct {
+type Inflight struct {
 	mu    sync.Mutex
 	names map[string]bool
 }
 
-func newInflight() *inflight {
-	return &inflight{names: map[string]bool{}}
+func NewInflight() *Inflight {
+	return &Inflight{names: map[string]bool{}}
 }
 
 func inflightKey(project string, name string) string {
 	return project + "/" + name
 }
 
-func (f *inflight) add(project string, name string) {
+func (f *Inflight) Add(project string, name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.names[inflightKey(project, name)] = true
 }
 
-func (f *inflight) remove(project string, name string) {
+func (f *Inflight) Remove(project string, name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.names, inflightKey(project, name))
 }
 
-func (f *inflight) has(project string, name string) bool {
+func (f *Inflight) Has(project string, name string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.names[inflightKey(project, name)]

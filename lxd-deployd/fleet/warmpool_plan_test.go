@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"testing"
@@ -19,18 +19,18 @@ func TestPlanPool(t *testing.T) {
 	shape := db.Shape{ID: 1, DeploymentID: 3}
 	shape.Name = "web"
 	shape.WarmPool = &api.DeploymentShapeWarmPool{Size: 2}
-	hash := poolHash(&shape)
+	hash := PoolHash(&shape)
 	row := func(name string, state string, owner string, template string, age time.Duration) db.PoolInstance {
 		return db.PoolInstance{ShapeID: 1, Project: "default", Name: name, State: state, Owner: owner, TemplateHash: template, StateChangedAt: now.Add(-age)}
 	}
 
 	cases := []struct {
 		name   string
-		rows   []db.PoolInstance
-		live   []string
+		Rows   []db.PoolInstance
+		Live   []string
 		flying []string
-		remove []string
-		fill   int
+		Remove []string
+		Fill   int
 	}{
 		{"empty pool", nil, nil, nil, nil, 2},
 		{"ready and current", []db.PoolInstance{row("p1", db.PoolReady, "me", hash, 0)}, []string{"p1"}, nil, nil, 1},
@@ -40,13 +40,13 @@ func TestPlanPool(t *testing.T) {
 		{"being made here", []db.PoolInstance{row("p1", db.PoolCreating, "me", hash, 0)}, nil, []string{"p1"}, nil, 1},
 		{"left creating by a crash", []db.PoolInstance{row("p1", db.PoolCreating, "me", hash, 0)}, nil, nil, []string{"p1"}, 2},
 		{"another daemon makes it", []db.PoolInstance{row("p1", db.PoolCreating, "other", hash, time.Minute)}, nil, nil, nil, 1},
-		{"another daemon's, past its grace", []db.PoolInstance{row("p1", db.PoolCreating, "other", hash, othersGrace)}, nil, nil, []string{"p1"}, 2},
+		{"another daemon's, past its grace", []db.PoolInstance{row("p1", db.PoolCreating, "other", hash, OthersGrace)}, nil, nil, []string{"p1"}, 2},
 		{"taken by a launch here", []db.PoolInstance{row("p1", db.PoolTaking, "me", hash, 0)}, []string{"p1"}, []string{"p1"}, nil, 2},
 		{"taking left by a crash", []db.PoolInstance{row("p1", db.PoolTaking, "me", hash, 0)}, []string{"p1"}, nil, []string{"p1"}, 2},
 	}
 
 	for _, c := range cases {
-		v := poolView{live: lxdSnapshot{}, inflight: func(project string, name string) bool {
+		v := PoolView{Live: Snapshot{}, Inflight: func(project string, name string) bool {
 			for _, f := range c.flying {
 				if f == name {
 					return true
@@ -55,18 +55,18 @@ func TestPlanPool(t *testing.T) {
 
 			return false
 		}}
-		for _, name := range c.live {
-			v.live[snapshotKey("default", name)] = lxdapi.Instance{Name: name, Project: "default"}
+		for _, name := range c.Live {
+			v.Live[SnapshotKey("default", name)] = lxdapi.Instance{Name: name, Project: "default"}
 		}
 
-		remove, fill := planPool(shape, c.rows, v, "me", now)
+		remove, fill := PlanPool(shape, c.Rows, v, "me", now)
 		var removed []string
 		for _, r := range remove {
 			removed = append(removed, r.Name)
 		}
 
-		if fill != c.fill || len(removed) != len(c.remove) || (len(removed) > 0 && removed[0] != c.remove[0]) {
-			t.Errorf("%s: remove %v fill %d, want remove %v fill %d", c.name, removed, fill, c.remove, c.fill)
+		if fill != c.Fill || len(removed) != len(c.Remove) || (len(removed) > 0 && removed[0] != c.Remove[0]) {
+			t.Errorf("%s: remove %v fill %d, want remove %v fill %d", c.name, removed, fill, c.Remove, c.Fill)
 		}
 	}
 }
@@ -78,21 +78,21 @@ func TestPlanPoolsUnrecorded(t *testing.T) {
 		return lxdapi.Instance{Name: name, Project: "default", Config: map[string]string{backend.ConfigWarmPool: "web"}}
 	}
 
-	v := poolView{
-		pool:      []db.PoolInstance{{Project: "default", Name: "recorded", State: db.PoolReady}},
-		instances: []db.Instance{{Project: "default", Name: "just-taken", State: db.InstanceCreated}},
-		live: lxdSnapshot{
+	v := PoolView{
+		Pool:      []db.PoolInstance{{Project: "default", Name: "recorded", State: db.PoolReady}},
+		Instances: []db.Instance{{Project: "default", Name: "just-taken", State: db.InstanceCreated}},
+		Live: Snapshot{
 			"default/recorded":   tagged("recorded"),
 			"default/just-taken": tagged("just-taken"),
 			"default/stray":      tagged("stray"),
 			"default/flying":     tagged("flying"),
 			"default/plain":      {Name: "plain", Project: "default", Config: map[string]string{}},
 		},
-		inflight: func(project string, name string) bool { return name == "flying" },
+		Inflight: func(project string, name string) bool { return name == "flying" },
 	}
 
-	p := planPools(v, "me", time.Now())
-	if len(p.unrecorded) != 1 || p.unrecorded[0].Name != "stray" {
-		t.Fatalf("unrecorded %v, want stray only", p.unrecorded)
+	p := PlanPools(v, "me", time.Now())
+	if len(p.Unrecorded) != 1 || p.Unrecorded[0].Name != "stray" {
+		t.Fatalf("unrecorded %v, want stray only", p.Unrecorded)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"testing"
@@ -36,7 +36,7 @@ func TestPlanHealing(t *testing.T) {
 
 	cases := []struct {
 		name   string
-		row    db.Instance
+		Row    db.Instance
 		active bool
 		want   string // "", "replace" or "finish"
 	}{
@@ -49,7 +49,7 @@ func TestPlanHealing(t *testing.T) {
 		{"being deleted", row(7, 1, db.InstanceDeleting, api.HealthUnhealthy, "", "me", 0), false, ""},
 		{"replacing, mine", row(8, 1, db.InstanceReplacing, api.HealthUnhealthy, "", "me", 0), false, "finish"},
 		{"replacing, another's", row(9, 1, db.InstanceReplacing, api.HealthUnhealthy, "", "other", time.Minute), false, ""},
-		{"replacing, another's past the grace", row(10, 1, db.InstanceReplacing, api.HealthUnhealthy, "", "other", othersGrace+time.Second), false, "finish"},
+		{"replacing, another's past the grace", row(10, 1, db.InstanceReplacing, api.HealthUnhealthy, "", "other", OthersGrace+time.Second), false, "finish"},
 		{"no replace", row(11, 2, db.InstanceCreated, api.HealthUnhealthy, "", "me", 0), false, ""},
 		{"degraded shape", row(12, 3, db.InstanceCreated, api.HealthUnhealthy, "", "me", 0), false, ""},
 		{"degraded shape, replacing left", row(13, 3, db.InstanceReplacing, api.HealthUnhealthy, "", "me", 0), false, "finish"},
@@ -57,12 +57,12 @@ func TestPlanHealing(t *testing.T) {
 	}
 
 	for _, c := range cases {
-		active := map[int64]bool{c.row.ID: c.active}
-		steps := planHealing(shapes, []db.Instance{c.row}, active, "me", now)
+		active := map[int64]bool{c.Row.ID: c.active}
+		steps := PlanHealing(shapes, []db.Instance{c.Row}, active, "me", now)
 		got := ""
 		if len(steps) == 1 {
 			got = "replace"
-			if steps[0].finish {
+			if steps[0].Finish {
 				got = "finish"
 			}
 		}
