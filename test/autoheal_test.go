@@ -118,12 +118,7 @@ func TestAutohealing(t *testing.T) {
 			byName := env.instancesByName(t)
 			sizeHeld(t)
 			_, old := byName[a]
-			replacement = ""
-			for name, instance := range byName {
-				if strings.HasPrefix(name, a+"-r") && instance.Health == api.HealthHealthy {
-					replacement = name
-				}
-			}
+			replacement = healthyReplacement(byName, a)
 
 			return !old && replacement != "" && len(byName) == 2
 		})

@@ -206,12 +206,7 @@ func TestAutohealingAtMaximumDeletesFirst(t *testing.T) {
 	env.waitUntil(t, "the unhealthy instance replaced by a healthy one", 60*time.Second, func() bool {
 		byName := env.instancesByName(t)
 		_, old := byName[a]
-		replacement = ""
-		for name, instance := range byName {
-			if strings.HasPrefix(name, a+"-r") && instance.Health == api.HealthHealthy {
-				replacement = name
-			}
-		}
+		replacement = healthyReplacement(byName, a)
 
 		return !old && replacement != "" && len(byName) == 2
 	})

@@ -221,3 +221,15 @@ func (env *governorEnv) launchGovernorInstance(t testing.TB, deployment string, 
 	must(t, op.Wait(t.Context()))
 	return id, name
 }
+
+// healthyReplacement names the healthy replacement autohealing made for instance old
+// (named old-r<revision><hex>), or "" while there is none.
+func healthyReplacement(byName map[string]api.DeploymentInstance, old string) string {
+	for name, instance := range byName {
+		if strings.HasPrefix(name, old+"-r") && instance.Health == api.HealthHealthy {
+			return name
+		}
+	}
+
+	return ""
+}
