@@ -214,6 +214,14 @@ func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, ste
 // an orphan: the launch promised a started instance. One that does not start is no
 // capacity: it goes, as a launch LXD refused does.
 func (rc *reconciler) adopt(ctx context.Context, client lxd.InstanceServer, row db.Instance, status lxdapi.StatusCode) {
+	// The plan read the record before it listed LXD: a launch that finished in between has
+	// moved the record on (and is out of the in-flight set), and LXD's listing may show its
+	// instance stopped between create and start. Act only on a record still as it was seen,
+	// or a running instance whose record says created could be deleted as "not starting".
+	if !rc.claim(ctx, row, row.State) {
+		return
+	}
+
 	rc.logger.Info("reconcile: adopting instance left creating by a crash", "instance", row.Name)
 	if status == lxdapi.Stopped {
 		callStart := time.Now()
@@ -221,7 +229,13 @@ func (rc *reconciler) adopt(ctx context.Context, client lxd.InstanceServer, row 
 		rc.lifecycle.metrics.LXDCall("state", time.Since(callStart), err)
 		if err != nil {
 			rc.logger.Warn("reconcile: adopted instance does not start: deleting it", "instance", row.Name, "err", err)
-			rc.deleteThenRemove(ctx, client, row, "delete instance of an unfinished launch", fleet.StaleLaunchDropped(row))
+			// Going first: it keeps counting against the maximum until LXD has deleted it.
+			going := row
+			going.State = db.InstanceDeleting
+			if rc.claim(ctx, row, going.State) {
+				rc.deleteThenRemove(ctx, client, going, "delete instance of an unfinished launch", fleet.StaleLaunchDropped(row))
+			}
+
 			return
 		}
 	}
@@ -241,6 +255,19 @@ func (rc *reconciler) deleteThenRemove(ctx context.Context, client lxd.InstanceS
 	}
 
 	rc.removeRecord(ctx, row, also...)
+}
+
+// claim moves a record from the state the plan saw to state (the same state to only make
+// sure it is still there) and says whether it did: false when anything changed it since.
+func (rc *reconciler) claim(ctx context.Context, row db.Instance, state string) bool {
+	err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return db.SetInstanceState(ctx, tx, row.ID, row.State, state, rc.owner, time.Now())
+	})
+	if err != nil && !errors.Is(err, db.ErrInstanceChanged) {
+		rc.logger.Warn("reconcile: claim instance record", "instance", row.Name, "err", err)
+	}
+
+	return err == nil
 }
 
 // setState moves a record on from the state the plan saw, with also in the same
