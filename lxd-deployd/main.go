@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -82,6 +83,12 @@ func run(cfg config, logger *slog.Logger) error {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = d.stop(shutdownCtx)
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// SIGTERM or SIGINT while starting is a stop asked for, not a failure.
+			logger.Info("stopped while starting")
+			return nil
+		}
+
 		return err
 	}
 
