@@ -74,14 +74,7 @@ func TestAutohealing(t *testing.T) {
 
 	phase(t, "healthy instances", func(t *testing.T) {
 		env.setShape(t, func(put *api.DeploymentShapePut) {
-			put.Health = &api.DeploymentShapeHealth{
-				Command:            []string{"/bin/sh", "-c", "test ! -f /tmp/sick && echo ok"},
-				Interval:           "1s",
-				Timeout:            "3s",
-				Grace:              "1s",
-				UnhealthyThreshold: 2,
-				Replace:            true,
-			}
+			put.Health = sickFileHealth()
 		})
 
 		env.launch(t, env.gov, b)

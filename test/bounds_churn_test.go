@@ -182,14 +182,7 @@ func TestBoundsHoldInLXDUnderChurn(t *testing.T) {
 func TestAutohealingAtMaximumDeletesFirst(t *testing.T) {
 	env := newGovernorEnv(t, 0, 2)
 	env.setShape(t, func(put *api.DeploymentShapePut) {
-		put.Health = &api.DeploymentShapeHealth{
-			Command:            []string{"/bin/sh", "-c", "test ! -f /tmp/sick && echo ok"},
-			Interval:           "1s",
-			Timeout:            "3s",
-			Grace:              "1s",
-			UnhealthyThreshold: 2,
-			Replace:            true,
-		}
+		put.Health = sickFileHealth()
 	})
 
 	a, b := env.name("a"), env.name("b")

@@ -233,3 +233,16 @@ func healthyReplacement(byName map[string]api.DeploymentInstance, old string) st
 
 	return ""
 }
+
+// sickFileHealth checks every second that /tmp/sick is absent and replaces an instance
+// after two failures: tests make an instance unhealthy by touching the file.
+func sickFileHealth() *api.DeploymentShapeHealth {
+	return &api.DeploymentShapeHealth{
+		Command:            []string{"/bin/sh", "-c", "test ! -f /tmp/sick && echo ok"},
+		Interval:           "1s",
+		Timeout:            "3s",
+		Grace:              "1s",
+		UnhealthyThreshold: 2,
+		Replace:            true,
+	}
+}
