@@ -49,5 +49,5 @@ func scaleActivity(ctx context.Context, tx *sql.Tx, deploymentID int64, shape *d
 // reservation recorded: the activity log says the size went back, and a running rollout's
 // size moves back when the launch had moved it.
 func launchDropped(ctx context.Context, tx *sql.Tx, p *pendingLaunch) error {
-	return fleet.UndoLaunch(ctx, tx, p.deploymentID, p.ref.shape, p.by, "launch of "+p.ref.instance+" failed", p.sized)
+	return fleet.UndoLaunch(ctx, tx, p.deploymentID, p.ref.Shape, p.by, "launch of "+p.ref.Instance+" failed", p.sized)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -31,7 +32,7 @@ type rolloutsAPI struct {
 }
 
 // rolloutFromRequest reads the shape and rollout number of a request and the rollout row.
-func (a rolloutsAPI) rolloutFromRequest(r *http.Request) (shapeRef, *db.Rollout, error) {
+func (a rolloutsAPI) rolloutFromRequest(r *http.Request) (refs.ShapeRef, *db.Rollout, error) {
 	ref, err := shapeFromRequest(r)
 	if err != nil {
 		return ref, nil, err
@@ -47,9 +48,9 @@ func (a rolloutsAPI) rolloutFromRequest(r *http.Request) (shapeRef, *db.Rollout,
 }
 
 // readRollout reads rollout n of the shape ref names.
-func (a rolloutsAPI) readRollout(ctx context.Context, ref shapeRef, n int) (*db.Rollout, error) {
+func (a rolloutsAPI) readRollout(ctx context.Context, ref refs.ShapeRef, n int) (*db.Rollout, error) {
 	var rollout *db.Rollout
-	err := inShapeTx(ctx, a.db, ref, func(ctx context.Context, tx *sql.Tx, _ int64, shape *db.Shape) (err error) {
+	err := refs.InShapeTx(ctx, a.db, ref, func(ctx context.Context, tx *sql.Tx, _ int64, shape *db.Shape) (err error) {
 		rollout, err = db.GetRollout(ctx, tx, shape.ID, n)
 		return err
 	})
@@ -115,8 +116,8 @@ func (a rolloutsAPI) list(r *http.Request) response.Response {
 		func(ctx context.Context, tx *sql.Tx, shape *db.Shape) ([]db.Rollout, error) {
 			return db.GetRollouts(ctx, tx, db.RolloutFilter{ShapeID: shape.ID})
 		},
-		func(ref shapeRef, ro db.Rollout) string {
-			return api.DeploymentShapeRolloutURL(ref.project, ref.name, ref.shape, ro.Number)
+		func(ref refs.ShapeRef, ro db.Rollout) string {
+			return api.DeploymentShapeRolloutURL(ref.Project, ref.Name, ref.Shape, ro.Number)
 		},
 		func(ro db.Rollout) api.DeploymentRollout {
 			// Only the active rollout (one at most) gets its counts: finished ones replaced
@@ -160,7 +161,7 @@ func (a rolloutsAPI) create(r *http.Request) response.Response {
 	by := requestorFromContext(r.Context())
 	var deploymentID int64
 	var number int
-	err = inShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, id int64, shape *db.Shape) (err error) {
+	err = refs.InShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, id int64, shape *db.Shape) (err error) {
 		deploymentID = id
 		err = checkRolloutFeasible(ctx, tx, shape)
 		if err != nil {
@@ -216,14 +217,14 @@ func checkRolloutFeasible(ctx context.Context, tx *sql.Tx, shape *db.Shape) erro
 // watch runs an operation that follows a rollout, its metadata showing progress. The
 // rollout lives in the database, not in the operation: cancelling the operation stops the
 // watching only (POST .../cancel cancels the rollout), and a restart resumes the rollout.
-func (a rolloutsAPI) watch(ref shapeRef, deploymentID int64, number int) *operations.Operation {
+func (a rolloutsAPI) watch(ref refs.ShapeRef, deploymentID int64, number int) *operations.Operation {
 	op := a.ops.Start(operations.Args{
-		Description:  fmt.Sprintf("Rolling out shape %s (rollout %d)", ref.shape, number),
-		Project:      ref.project,
+		Description:  fmt.Sprintf("Rolling out shape %s (rollout %d)", ref.Shape, number),
+		Project:      ref.Project,
 		DeploymentID: deploymentID,
 		Resources: map[string][]string{
-			"deployment_shapes":   {api.DeploymentShapeURL(ref.project, ref.name, ref.shape)},
-			"deployment_rollouts": {api.DeploymentShapeRolloutURL(ref.project, ref.name, ref.shape, number)},
+			"deployment_shapes":   {api.DeploymentShapeURL(ref.Project, ref.Name, ref.Shape)},
+			"deployment_rollouts": {api.DeploymentShapeRolloutURL(ref.Project, ref.Name, ref.Shape, number)},
 		},
 		Run: func(ctx context.Context, op *operations.Operation) error {
 			ticker := time.NewTicker(time.Second)
@@ -329,7 +330,7 @@ func (a rolloutsAPI) promote(ctx context.Context, ro db.Rollout, by api.Deployme
 		return err
 	}
 
-	a.lifecycle.rolloutEvent(by, shapeRef{deploymentRef: deploymentRef{project: ro.Project, name: ro.Deployment}, shape: ro.Shape}, ro.DeploymentID, ro.Number, lifecycleRolloutPromoted)
+	a.lifecycle.rolloutEvent(by, refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: ro.Project, Name: ro.Deployment}, Shape: ro.Shape}, ro.DeploymentID, ro.Number, lifecycleRolloutPromoted)
 	a.engine.poke()
 	return nil
 }

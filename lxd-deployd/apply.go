@@ -15,6 +15,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -422,7 +423,7 @@ func (a deploymentsAPI) templateForCreate(r *http.Request, project string, req a
 // templateForUpdate expands the template of a PUT. Like templateForCreate it answers a bad
 // template and a dry run; with ?force=1 it deletes the instances of the shapes the config
 // drops before the update's transaction applies the rest. PATCH never applies a template.
-func (a deploymentsAPI) templateForUpdate(r *http.Request, ref deploymentRef, body []byte, patch bool) (*templateApply, response.Response) {
+func (a deploymentsAPI) templateForUpdate(r *http.Request, ref refs.DeploymentRef, body []byte, patch bool) (*templateApply, response.Response) {
 	var probe api.DeploymentPut
 	err := unmarshalBody(body, &probe)
 	if err != nil {
@@ -443,14 +444,14 @@ func (a deploymentsAPI) templateForUpdate(r *http.Request, ref deploymentRef, bo
 	}
 
 	expandStart := time.Now()
-	t, err := expandTemplate(r.Context(), a.engine, a.fetcher, ref.project, ref.name, probe.Template, probe.TemplateImports, causeUpdate)
+	t, err := expandTemplate(r.Context(), a.engine, a.fetcher, ref.Project, ref.Name, probe.Template, probe.TemplateImports, causeUpdate)
 	a.lifecycle.metrics.TemplateExpansion(time.Since(expandStart))
 	if err != nil {
 		return nil, response.SmartError(err)
 	}
 
 	resp := a.prepareTemplate(r, ref, t, func(ctx context.Context, tx *sql.Tx) error {
-		current, err := db.GetDeployment(ctx, tx, ref.project, ref.name)
+		current, err := db.GetDeployment(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
@@ -474,10 +475,10 @@ func (a deploymentsAPI) templateForUpdate(r *http.Request, ref deploymentRef, bo
 // request). A dry run gets the plan as its answer; with ?force=1 the instances of the
 // shapes the plan deletes are deleted now, while the shapes themselves go in the
 // transaction that applies the config, which also refuses any instance launched since.
-func (a deploymentsAPI) prepareTemplate(r *http.Request, ref deploymentRef, t *templateApply, check func(ctx context.Context, tx *sql.Tx) error) response.Response {
+func (a deploymentsAPI) prepareTemplate(r *http.Request, ref refs.DeploymentRef, t *templateApply, check func(ctx context.Context, tx *sql.Tx) error) response.Response {
 	var p shapePlan
 	err := a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		id, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
@@ -531,14 +532,14 @@ func (a deploymentsAPI) announceTemplate(r *http.Request, project string, deploy
 	}
 
 	by := requestorFromContext(r.Context())
-	ref := deploymentRef{project: project, name: deployment}
+	ref := refs.DeploymentRef{Project: project, Name: deployment}
 	for _, d := range t.done.delete {
 		a.lifecycle.shapeDeleted(by, ref, deploymentID, d.name)
 	}
 
 	for _, u := range t.done.update {
 		a.lifecycle.shapeUpdated(r.Context(), by, ref, deploymentID, u.before, u.put)
-		a.lifecycle.shapeRevised(by, shapeRef{deploymentRef: ref, shape: u.before.Name}, deploymentID, t.revised[u.before.Name])
+		a.lifecycle.shapeRevised(by, refs.ShapeRef{DeploymentRef: ref, Shape: u.before.Name}, deploymentID, t.revised[u.before.Name])
 	}
 
 	for _, c := range t.done.create {

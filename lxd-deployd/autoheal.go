@@ -18,6 +18,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -200,7 +201,7 @@ func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 		return
 	}
 
-	name := r.launch.ref.instance
+	name := r.launch.ref.Instance
 	h.logger.Info("autohealing: replacing instance", "instance", old.Name, "replacement", name, "cause", cause, "delete_first", r.deleteFirst)
 	h.lifecycle.replaced(ctx, by, old, name, cause)
 	replacing := old
@@ -242,7 +243,7 @@ type replacement struct {
 // reserveReplacement takes the old instance out of the count (state replacing) and
 // reserves its replacement in one transaction, within the shape's budget.
 func (h *autohealer) reserveReplacement(ctx context.Context, old db.Instance, cause string) (*replacement, error) {
-	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: old.Project, name: old.Deployment}, shape: old.Shape}, instance: healedName(old.Name)}
+	ref := refs.InstanceRef{ShapeRef: refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: old.Project, Name: old.Deployment}, Shape: old.Shape}, Instance: healedName(old.Name)}
 	r := &replacement{}
 	var err error
 	r.launch, err = h.fleet.reserveLaunch(ctx, ref, change{
@@ -297,7 +298,7 @@ func (h *autohealer) reserveReplacement(ctx context.Context, old db.Instance, ca
 // launchFailed records a replacement LXD did not make: the old instance counts again
 // (unless it went first), and the failure counts toward giving up.
 func (h *autohealer) launchFailed(ctx context.Context, shape db.Shape, old db.Instance, r *replacement, err error) {
-	h.logger.Warn("autohealing: replacement launch failed", "instance", old.Name, "replacement", r.launch.ref.instance, "delete_first", r.deleteFirst, "err", err)
+	h.logger.Warn("autohealing: replacement launch failed", "instance", old.Name, "replacement", r.launch.ref.Instance, "delete_first", r.deleteFirst, "err", err)
 	h.lifecycle.countReplacement(old, replacementFailed)
 	_ = h.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if !r.deleteFirst {
@@ -317,7 +318,7 @@ func (h *autohealer) launchFailed(ctx context.Context, shape db.Shape, old db.In
 // removeOld deletes a replaced instance through the fleet; it no longer counts toward the
 // size, and against the maximum only until LXD has deleted it.
 func (h *autohealer) removeOld(ctx context.Context, old db.Instance) error {
-	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: old.Project, name: old.Deployment}, shape: old.Shape}, instance: old.Name}
+	ref := refs.InstanceRef{ShapeRef: refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: old.Project, Name: old.Deployment}, Shape: old.Shape}, Instance: old.Name}
 	p, err := h.fleet.reserveDelete(ctx, ref, change{by: fleet.InternalRequestor("autoheal"), why: "replaced"})
 	if err == nil {
 		err = h.fleet.finishDelete(ctx, p)

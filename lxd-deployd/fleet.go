@@ -15,6 +15,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -69,7 +70,7 @@ type change struct {
 
 // pendingLaunch is a reserved instance waiting for LXD to make it.
 type pendingLaunch struct {
-	ref          instanceRef
+	ref          refs.InstanceRef
 	deploymentID int64
 	row          int64
 	socket       bool
@@ -88,7 +89,7 @@ type pendingLaunch struct {
 }
 
 // reserveLaunch checks the bounds and records the new instance in one transaction.
-func (f *instanceFleet) reserveLaunch(ctx context.Context, ref instanceRef, c change) (p *pendingLaunch, err error) {
+func (f *instanceFleet) reserveLaunch(ctx context.Context, ref refs.InstanceRef, c change) (p *pendingLaunch, err error) {
 	var outcome reservation
 	defer func() { f.launchReserved(ref, outcome, err) }()
 	client, err := f.lxd.Client()
@@ -100,7 +101,7 @@ func (f *instanceFleet) reserveLaunch(ctx context.Context, ref instanceRef, c ch
 	var shape *db.Shape
 	err = f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		outcome = reservation{}
-		p.deploymentID, shape, err = shapeInTx(ctx, tx, ref.shapeRef)
+		p.deploymentID, shape, err = refs.ShapeInTx(ctx, tx, ref.ShapeRef)
 		if err != nil {
 			return err
 		}
@@ -121,12 +122,12 @@ func (f *instanceFleet) reserveLaunch(ctx context.Context, ref instanceRef, c ch
 
 		p.shapeID, p.templateHash, p.poolHash = shape.ID, backend.TemplateHash(shape.InstanceTemplate), fleet.PoolHash(shape)
 		p.launchHook = hookTimeout(shape.Hooks, false)
-		p.row, err = db.CreateInstance(ctx, tx, ref.project, shape.ID, ref.instance, p.templateHash, shape.Revision, f.owner, time.Now())
+		p.row, err = db.CreateInstance(ctx, tx, ref.Project, shape.ID, ref.Instance, p.templateHash, shape.Revision, f.owner, time.Now())
 		if err != nil {
 			return err
 		}
 
-		err = scaleActivity(ctx, tx, p.deploymentID, shape, ref.instance, +1, c)
+		err = scaleActivity(ctx, tx, p.deploymentID, shape, ref.Instance, +1, c)
 		if err != nil {
 			return err
 		}
@@ -156,10 +157,10 @@ func (f *instanceFleet) reserveLaunch(ctx context.Context, ref instanceRef, c ch
 		return nil, err
 	}
 
-	p.req = backend.InstanceRequest(shape.InstanceTemplate, ref.instance, ref.name, ref.shape)
+	p.req = backend.InstanceRequest(shape.InstanceTemplate, ref.Instance, ref.Name, ref.Shape)
 	p.socket = shape.Config[configGovernorSocket] == "true"
 	if p.socket {
-		hostPath, err := f.sockets.AddInstance(ref.project, ref.instance)
+		hostPath, err := f.sockets.AddInstance(ref.Project, ref.Instance)
 		if err != nil {
 			f.dropReservation(ctx, p)
 			return nil, err
@@ -168,7 +169,7 @@ func (f *instanceFleet) reserveLaunch(ctx context.Context, ref instanceRef, c ch
 		withGovernorSocket(&p.req, hostPath)
 	}
 
-	f.inflight.Add(ref.project, ref.instance)
+	f.inflight.Add(ref.Project, ref.Instance)
 	return p, nil
 }
 
@@ -187,10 +188,10 @@ func (f *instanceFleet) dropReservation(ctx context.Context, p *pendingLaunch) {
 // autohealing replacement whose old instance could not be deleted first): its record goes,
 // as that of a failed create does.
 func (f *instanceFleet) abandonLaunch(ctx context.Context, p *pendingLaunch, cause error) {
-	defer f.inflight.Remove(p.ref.project, p.ref.instance)
+	defer f.inflight.Remove(p.ref.Project, p.ref.Instance)
 	f.launchFinished(p, cause)
 	if p.socket {
-		f.sockets.RemoveInstance(p.ref.project, p.ref.instance)
+		f.sockets.RemoveInstance(p.ref.Project, p.ref.Instance)
 	}
 
 	f.dropReservation(ctx, p)
@@ -201,7 +202,7 @@ func (f *instanceFleet) abandonLaunch(ctx context.Context, p *pendingLaunch, cau
 // failed create could not be cleaned up.
 func (f *instanceFleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) {
 	ref := p.ref
-	defer f.inflight.Remove(ref.project, ref.instance)
+	defer f.inflight.Remove(ref.Project, ref.Instance)
 	defer func() { f.launchFinished(p, err) }()
 	callStart := time.Now()
 	err = f.create(ctx, p)
@@ -213,7 +214,7 @@ func (f *instanceFleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err
 
 	if err != nil {
 		if p.socket {
-			f.sockets.RemoveInstance(ref.project, ref.instance)
+			f.sockets.RemoveInstance(ref.Project, ref.Instance)
 		}
 
 		f.dropReservation(ctx, p)
@@ -231,16 +232,16 @@ func (f *instanceFleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err
 	if errors.Is(err, db.ErrInstanceChanged) {
 		// The record went away meanwhile (a forced delete): the instance is ours and
 		// unrecorded, so it goes too rather than run uncounted.
-		_ = backend.DeleteInstance(context.WithoutCancel(ctx), p.client, ref.project, ref.instance)
-		return fmt.Errorf("the record of instance %s was removed while it was being created: the instance was deleted again", ref.instance)
+		_ = backend.DeleteInstance(context.WithoutCancel(ctx), p.client, ref.Project, ref.Instance)
+		return fmt.Errorf("the record of instance %s was removed while it was being created: the instance was deleted again", ref.Instance)
 	}
 
 	if err != nil {
 		return fmt.Errorf("instance created, but recording it failed (reconcile will adopt it): %w", err)
 	}
 
-	f.lifecycle.emit(p.by, ref.project, p.deploymentID, lifecycleInstanceCreated, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
-	f.lifecycle.instanceChanged(ctx, p.deploymentID, lifecycleInstanceCreated, ref.shape, ref.instance)
+	f.lifecycle.emit(p.by, ref.Project, p.deploymentID, lifecycleInstanceCreated, api.DeploymentShapeInstanceURL(ref.Project, ref.Name, ref.Shape, ref.Instance))
+	f.lifecycle.instanceChanged(ctx, p.deploymentID, lifecycleInstanceCreated, ref.Shape, ref.Instance)
 	if p.launchHook != nil {
 		f.lifecycle.waiting(ctx, p.by, ref, p.deploymentID, api.LifecycleLaunchingWait, time.Now().Add(*p.launchHook))
 	}
@@ -263,15 +264,15 @@ func (f *instanceFleet) launchLeftBehind(ctx context.Context, p *pendingLaunch, 
 		return launchDropped(ctx, tx, p)
 	})
 	if txErr != nil {
-		return fmt.Errorf("%w; instance %s is left in LXD and its record stays creating: reconcile deletes it at its next round (every minute by default)", err, p.ref.instance)
+		return fmt.Errorf("%w; instance %s is left in LXD and its record stays creating: reconcile deletes it at its next round (every minute by default)", err, p.ref.Instance)
 	}
 
-	return fmt.Errorf("%w; instance %s is left in LXD, no longer counts toward the shape, and reconcile deletes it at its next round (every minute by default)", err, p.ref.instance)
+	return fmt.Errorf("%w; instance %s is left in LXD, no longer counts toward the shape, and reconcile deletes it at its next round (every minute by default)", err, p.ref.Instance)
 }
 
 // startLaunch reserves an instance and makes it in LXD as a background operation.
 // Launches cannot be cancelled half way: that left unrecorded instances behind.
-func (f *instanceFleet) startLaunch(ctx context.Context, ref instanceRef, c change) (*operations.Operation, error) {
+func (f *instanceFleet) startLaunch(ctx context.Context, ref refs.InstanceRef, c change) (*operations.Operation, error) {
 	p, err := f.reserveLaunch(ctx, ref, c)
 	if err != nil {
 		return nil, err
@@ -284,7 +285,7 @@ func (f *instanceFleet) startLaunch(ctx context.Context, ref instanceRef, c chan
 
 // pendingDelete is an instance marked as going, waiting for LXD to delete it.
 type pendingDelete struct {
-	ref          instanceRef
+	ref          refs.InstanceRef
 	deploymentID int64
 	row          db.Instance
 	client       lxd.InstanceServer
@@ -297,7 +298,7 @@ type pendingDelete struct {
 
 // reserveDelete checks the bounds and marks the instance as deleting in one transaction;
 // from then on it no longer counts.
-func (f *instanceFleet) reserveDelete(ctx context.Context, ref instanceRef, c change) (p *pendingDelete, err error) {
+func (f *instanceFleet) reserveDelete(ctx context.Context, ref refs.InstanceRef, c change) (p *pendingDelete, err error) {
 	var outcome reservation
 	defer func() { f.deleteReserved(ref, outcome, err) }()
 	client, err := f.lxd.Client()
@@ -309,14 +310,14 @@ func (f *instanceFleet) reserveDelete(ctx context.Context, ref instanceRef, c ch
 	err = f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		outcome = reservation{}
 		var shape *db.Shape
-		p.deploymentID, shape, err = shapeInTx(ctx, tx, ref.shapeRef)
+		p.deploymentID, shape, err = refs.ShapeInTx(ctx, tx, ref.ShapeRef)
 		if err != nil {
 			return err
 		}
 
 		outcome.shapeFound = true
 
-		row, err := db.GetInstance(ctx, tx, shape.ID, ref.instance)
+		row, err := db.GetInstance(ctx, tx, shape.ID, ref.Instance)
 		if err != nil {
 			return err
 		}
@@ -350,7 +351,7 @@ func (f *instanceFleet) reserveDelete(ctx context.Context, ref instanceRef, c ch
 		// A missing instance left the count when LXD lost it, a replaced one when its
 		// replacement was reserved (logged then as a replace).
 		if shapes.Counted(*row) {
-			err = scaleActivity(ctx, tx, p.deploymentID, shape, ref.instance, -1, c)
+			err = scaleActivity(ctx, tx, p.deploymentID, shape, ref.Instance, -1, c)
 			if err != nil {
 				return err
 			}
@@ -366,7 +367,7 @@ func (f *instanceFleet) reserveDelete(ctx context.Context, ref instanceRef, c ch
 		return nil, err
 	}
 
-	f.inflight.Add(ref.project, ref.instance)
+	f.inflight.Add(ref.Project, ref.Instance)
 	return p, nil
 }
 
@@ -374,7 +375,7 @@ func (f *instanceFleet) reserveDelete(ctx context.Context, ref instanceRef, c ch
 // instance is still there and counts again.
 func (f *instanceFleet) finishDelete(ctx context.Context, p *pendingDelete) (err error) {
 	ref, row := p.ref, p.row
-	defer f.inflight.Remove(ref.project, ref.instance)
+	defer f.inflight.Remove(ref.Project, ref.Instance)
 	defer func() { f.deleteFinished(p, err) }()
 	callStart := time.Now()
 	err = f.remove(ctx, p)
@@ -395,13 +396,13 @@ func (f *instanceFleet) finishDelete(ctx context.Context, p *pendingDelete) (err
 		return err
 	}
 
-	f.lifecycle.emit(p.by, ref.project, p.deploymentID, lifecycleInstanceDeleted, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
-	f.lifecycle.instanceChanged(ctx, p.deploymentID, lifecycleInstanceDeleted, ref.shape, ref.instance)
+	f.lifecycle.emit(p.by, ref.Project, p.deploymentID, lifecycleInstanceDeleted, api.DeploymentShapeInstanceURL(ref.Project, ref.Name, ref.Shape, ref.Instance))
+	f.lifecycle.instanceChanged(ctx, p.deploymentID, lifecycleInstanceDeleted, ref.Shape, ref.Instance)
 	return nil
 }
 
 // startDelete marks an instance as going and deletes it as a background operation.
-func (f *instanceFleet) startDelete(ctx context.Context, ref instanceRef, c change) (*operations.Operation, error) {
+func (f *instanceFleet) startDelete(ctx context.Context, ref refs.InstanceRef, c change) (*operations.Operation, error) {
 	op, draining, err := f.startDrain(ctx, ref, c)
 	if draining || err != nil {
 		return op, err
@@ -420,10 +421,10 @@ func (f *instanceFleet) startDelete(ctx context.Context, ref instanceRef, c chan
 // instanceOperation runs the LXD half of a reserved launch or delete (finish) as a
 // background operation. It cannot be cancelled half way: that left unrecorded instances
 // behind, or records of instances LXD no longer has.
-func (f *instanceFleet) instanceOperation(ctx context.Context, ref instanceRef, deploymentID int64, verb string, finish func(ctx context.Context) error) *operations.Operation {
+func (f *instanceFleet) instanceOperation(ctx context.Context, ref refs.InstanceRef, deploymentID int64, verb string, finish func(ctx context.Context) error) *operations.Operation {
 	return f.ops.Start(operations.Args{
-		Description:   fmt.Sprintf("%s instance %s of shape %s", verb, ref.instance, ref.shape),
-		Project:       ref.project,
+		Description:   fmt.Sprintf("%s instance %s of shape %s", verb, ref.Instance, ref.Shape),
+		Project:       ref.Project,
 		DeploymentID:  deploymentID,
 		Resources:     instanceResources(ref),
 		Uncancellable: true,
@@ -435,9 +436,9 @@ func (f *instanceFleet) instanceOperation(ctx context.Context, ref instanceRef, 
 }
 
 // instanceResources lists what an instance operation touches, as LXD does.
-func instanceResources(ref instanceRef) map[string][]string {
+func instanceResources(ref refs.InstanceRef) map[string][]string {
 	return map[string][]string{
-		"instances":         {api.InstanceURL(ref.project, ref.instance)},
-		"deployment_shapes": {api.DeploymentShapeURL(ref.project, ref.name, ref.shape)},
+		"instances":         {api.InstanceURL(ref.Project, ref.Instance)},
+		"deployment_shapes": {api.DeploymentShapeURL(ref.Project, ref.Name, ref.Shape)},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 )
 
 // reservation says how far a launch or delete reservation got, for its metrics: only
@@ -17,31 +18,31 @@ type reservation struct {
 
 // launchReserved counts a launch whose reservation failed; a reserved launch is counted
 // when it finishes.
-func (f *instanceFleet) launchReserved(ref instanceRef, r reservation, err error) {
+func (f *instanceFleet) launchReserved(ref refs.InstanceRef, r reservation, err error) {
 	if err == nil || !r.shapeFound {
 		return
 	}
 
-	f.lifecycle.metrics.Launch(ref.project, ref.name, ref.shape, refusedOrFailed(r), 0)
+	f.lifecycle.metrics.Launch(ref.Project, ref.Name, ref.Shape, refusedOrFailed(r), 0)
 }
 
 // launchFinished counts a launch that LXD worked on, and its duration from the reservation.
 func (f *instanceFleet) launchFinished(p *pendingLaunch, err error) {
-	f.lifecycle.metrics.Launch(p.ref.project, p.ref.name, p.ref.shape, okOrFailed(err), time.Since(p.started))
+	f.lifecycle.metrics.Launch(p.ref.Project, p.ref.Name, p.ref.Shape, okOrFailed(err), time.Since(p.started))
 }
 
 // deleteReserved counts a delete whose reservation failed.
-func (f *instanceFleet) deleteReserved(ref instanceRef, r reservation, err error) {
+func (f *instanceFleet) deleteReserved(ref refs.InstanceRef, r reservation, err error) {
 	if err == nil || !r.shapeFound {
 		return
 	}
 
-	f.lifecycle.metrics.Delete(ref.project, ref.name, ref.shape, refusedOrFailed(r), 0)
+	f.lifecycle.metrics.Delete(ref.Project, ref.Name, ref.Shape, refusedOrFailed(r), 0)
 }
 
 // deleteFinished counts a delete that LXD worked on.
 func (f *instanceFleet) deleteFinished(p *pendingDelete, err error) {
-	f.lifecycle.metrics.Delete(p.ref.project, p.ref.name, p.ref.shape, okOrFailed(err), time.Since(p.started))
+	f.lifecycle.metrics.Delete(p.ref.Project, p.ref.Name, p.ref.Shape, okOrFailed(err), time.Since(p.started))
 }
 
 func refusedOrFailed(r reservation) string {

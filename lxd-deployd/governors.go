@@ -18,6 +18,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 )
 
 // Shape config keys for in-instance governors.
@@ -173,12 +174,12 @@ func instanceByVsockID(lxdConn *backend.LXD, cid uint32) (string, string, error)
 
 // checkGovernorScope holds a governor's request to the one deployment its token is for, and
 // to governors running inside that deployment, unless the shape lets external ones in.
-func checkGovernorScope(ctx context.Context, tx *sql.Tx, caller *auth.Caller, ref deploymentRef, shape string) error {
-	if caller.Audience != auth.TokenAudience(ref.project, ref.name) {
-		return forbidden("this token is for %s, not deployment %q in project %q: sign one with that audience", strings.TrimPrefix(caller.Audience, auth.TokenAudiencePrefix), ref.name, ref.project)
+func checkGovernorScope(ctx context.Context, tx *sql.Tx, caller *auth.Caller, ref refs.DeploymentRef, shape string) error {
+	if caller.Audience != auth.TokenAudience(ref.Project, ref.Name) {
+		return forbidden("this token is for %s, not deployment %q in project %q: sign one with that audience", strings.TrimPrefix(caller.Audience, auth.TokenAudiencePrefix), ref.Name, ref.Project)
 	}
 
-	deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+	deploymentID, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 	if err != nil {
 		return err
 	}
@@ -205,7 +206,7 @@ func checkGovernorScope(ctx context.Context, tx *sql.Tx, caller *auth.Caller, re
 		}
 	}
 
-	return forbidden("instance %q is not a member of deployment %q: governors act on their own deployment unless a shape sets %s=true", caller.Instance, ref.name, configGovernorExternal)
+	return forbidden("instance %q is not a member of deployment %q: governors act on their own deployment unless a shape sets %s=true", caller.Instance, ref.Name, configGovernorExternal)
 }
 
 // parsePEMCertificate parses a trust store entry's PEM.

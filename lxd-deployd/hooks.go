@@ -14,6 +14,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -68,23 +69,23 @@ func startLaunchWait(ctx context.Context, tx *sql.Tx, row int64, timeout time.Du
 }
 
 // waiting tells the governor (webhook) and /1.0/events that an instance waits in a hook.
-func (l lifecycle) waiting(ctx context.Context, by api.DeploymentRequestor, ref instanceRef, deploymentID int64, hook string, deadline time.Time) {
+func (l lifecycle) waiting(ctx context.Context, by api.DeploymentRequestor, ref refs.InstanceRef, deploymentID int64, hook string, deadline time.Time) {
 	action := lifecycleInstanceTerminating
 	if hook == api.LifecycleLaunchingWait {
 		action = lifecycleInstanceLaunching
 	}
 
-	l.emit(by, ref.project, deploymentID, action, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
+	l.emit(by, ref.Project, deploymentID, action, api.DeploymentShapeInstanceURL(ref.Project, ref.Name, ref.Shape, ref.Instance))
 	deadline = deadline.UTC()
-	l.notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: ref.shape, Instance: ref.instance, Deadline: &deadline,
-		Reason: fmt.Sprintf("%s until %s: POST .../instances/%s/lifecycle with continue, abandon or heartbeat", hook, deadline.Format(time.RFC3339), ref.instance)})
+	l.notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: ref.Shape, Instance: ref.Instance, Deadline: &deadline,
+		Reason: fmt.Sprintf("%s until %s: POST .../instances/%s/lifecycle with continue, abandon or heartbeat", hook, deadline.Format(time.RFC3339), ref.Instance)})
 }
 
 // startDrain begins a delete of an instance of a shape with a terminate hook: the bound
 // check and the wait in one transaction (the instance counts on, but no second delete may
 // count it), then an operation that ends when the instance is gone or the drain abandoned.
 // draining is false when the shape has no terminate hook: the caller deletes at once.
-func (f *instanceFleet) startDrain(ctx context.Context, ref instanceRef, c change) (*operations.Operation, bool, error) {
+func (f *instanceFleet) startDrain(ctx context.Context, ref refs.InstanceRef, c change) (*operations.Operation, bool, error) {
 	var deploymentID int64
 	var deadline time.Time
 	var row *db.Instance
@@ -93,7 +94,7 @@ func (f *instanceFleet) startDrain(ctx context.Context, ref instanceRef, c chang
 		draining = false // a retried transaction starts over
 		var shape *db.Shape
 		var err error
-		deploymentID, shape, err = shapeInTx(ctx, tx, ref.shapeRef)
+		deploymentID, shape, err = refs.ShapeInTx(ctx, tx, ref.ShapeRef)
 		if err != nil {
 			return err
 		}
@@ -103,7 +104,7 @@ func (f *instanceFleet) startDrain(ctx context.Context, ref instanceRef, c chang
 			return nil
 		}
 
-		row, err = db.GetInstance(ctx, tx, shape.ID, ref.instance)
+		row, err = db.GetInstance(ctx, tx, shape.ID, ref.Instance)
 		if err != nil {
 			return err
 		}
@@ -133,8 +134,8 @@ func (f *instanceFleet) startDrain(ctx context.Context, ref instanceRef, c chang
 	f.lifecycle.waiting(ctx, c.by, ref, deploymentID, api.LifecycleTerminatingWait, deadline)
 	rowID := row.ID
 	op := f.ops.Start(operations.Args{
-		Description:  fmt.Sprintf("Deleting instance %s of shape %s (draining until its hook ends)", ref.instance, ref.shape),
-		Project:      ref.project,
+		Description:  fmt.Sprintf("Deleting instance %s of shape %s (draining until its hook ends)", ref.Instance, ref.Shape),
+		Project:      ref.Project,
 		DeploymentID: deploymentID,
 		Resources:    instanceResources(ref),
 		Run: func(ctx context.Context, op *operations.Operation) error {
@@ -147,7 +148,7 @@ func (f *instanceFleet) startDrain(ctx context.Context, ref instanceRef, c chang
 
 // waitDrained waits until the hook keeper has deleted the instance (success) or the drain
 // was abandoned (the instance stays: an error says so).
-func (f *instanceFleet) waitDrained(ctx context.Context, ref instanceRef, rowID int64) error {
+func (f *instanceFleet) waitDrained(ctx context.Context, ref refs.InstanceRef, rowID int64) error {
 	ticker := time.NewTicker(200 * time.Millisecond)
 	defer ticker.Stop()
 	for {
@@ -155,18 +156,18 @@ func (f *instanceFleet) waitDrained(ctx context.Context, ref instanceRef, rowID 
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-f.stopping:
-			return fmt.Errorf("lxd-deployd stopped: instance %s still waits in terminating:wait, and its deadline holds across the restart", ref.instance)
+			return fmt.Errorf("lxd-deployd stopped: instance %s still waits in terminating:wait, and its deadline holds across the restart", ref.Instance)
 		case <-ticker.C:
 		}
 
 		var row *db.Instance
 		err := f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			_, shape, err := shapeInTx(ctx, tx, ref.shapeRef)
+			_, shape, err := refs.ShapeInTx(ctx, tx, ref.ShapeRef)
 			if err != nil {
 				return err
 			}
 
-			row, err = db.GetInstance(ctx, tx, shape.ID, ref.instance)
+			row, err = db.GetInstance(ctx, tx, shape.ID, ref.Instance)
 			return err
 		})
 		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) || (err == nil && row.ID != rowID) {
@@ -178,7 +179,7 @@ func (f *instanceFleet) waitDrained(ctx context.Context, ref instanceRef, rowID 
 		}
 
 		if row.State == db.InstanceCreated && row.Hook.Hook == "" {
-			return fmt.Errorf("the drain of instance %s was abandoned: the instance stays", ref.instance)
+			return fmt.Errorf("the drain of instance %s was abandoned: the instance stays", ref.Instance)
 		}
 	}
 }
@@ -204,12 +205,12 @@ func (a instancesAPI) lifecycleAction(r *http.Request) response.Response {
 	}
 
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		_, shape, err := shapeInTx(ctx, tx, ref.shapeRef)
+		_, shape, err := refs.ShapeInTx(ctx, tx, ref.ShapeRef)
 		if err != nil {
 			return err
 		}
 
-		row, err := db.GetInstance(ctx, tx, shape.ID, ref.instance)
+		row, err := db.GetInstance(ctx, tx, shape.ID, ref.Instance)
 		if err != nil {
 			return err
 		}
@@ -321,7 +322,7 @@ func (k *hookKeeper) round(ctx context.Context) error {
 
 // end ends one wait with an action.
 func (k *hookKeeper) end(ctx context.Context, row db.Instance, action string) {
-	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: row.Project, name: row.Deployment}, shape: row.Shape}, instance: row.Name}
+	ref := refs.InstanceRef{ShapeRef: refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: row.Project, Name: row.Deployment}, Shape: row.Shape}, Instance: row.Name}
 	source := api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name)
 	by := fleet.InternalRequestor("lifecycle-hooks")
 	clear := func() error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -210,7 +211,7 @@ func (w *imageWatcher) revise(ctx context.Context, s db.Shape, project string, f
 		return err
 	}
 
-	ref := shapeRef{deploymentRef: deploymentRef{project: project, name: deployment}, shape: s.Name}
+	ref := refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: project, Name: deployment}, Shape: s.Name}
 	w.engine.lifecycle.emit(by, project, s.DeploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(project, deployment, s.Name))
 	w.engine.fleet.refillPools() // its pool is of the old image: remade at once
 

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -18,10 +19,10 @@ var rolloutFinalStatus = map[string]string{
 // countRollout counts a rollout that ended. It hears every rollout event (rolloutEvent is
 // the one place they are sent), so each status change is counted once, on the member that
 // made it.
-func (l lifecycle) countRollout(ref shapeRef, action string) {
+func (l lifecycle) countRollout(ref refs.ShapeRef, action string) {
 	status, ok := rolloutFinalStatus[action]
 	if ok {
-		l.metrics.RolloutFinished(ref.project, ref.name, ref.shape, status)
+		l.metrics.RolloutFinished(ref.Project, ref.Name, ref.Shape, status)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -284,7 +285,7 @@ func (e *rolloutEngine) step(ctx context.Context, client lxd.InstanceServer, r d
 		return err
 	}
 
-	ref := shapeRef{deploymentRef: deploymentRef{project: r.Project, name: r.Deployment}, shape: r.Shape}
+	ref := refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: r.Project, Name: r.Deployment}, Shape: r.Shape}
 	if v.progress {
 		e.lifecycle.rolloutEvent(rolloutRequestor, ref, r.DeploymentID, r.Number, lifecycleRolloutStep)
 	}
@@ -292,7 +293,7 @@ func (e *rolloutEngine) step(ctx context.Context, client lxd.InstanceServer, r d
 	// Deletes go first: with max_unavailable they make the room the launches use.
 	for _, name := range p.Remove {
 		c := change{by: rolloutRequestor, why: fmt.Sprintf("rollout %d: replace outdated instance", r.Number), inTx: e.stillRunning(r, true), fromRollout: true}
-		op, err := e.fleet.startDelete(ctx, instanceRef{shapeRef: ref, instance: name}, c)
+		op, err := e.fleet.startDelete(ctx, refs.InstanceRef{ShapeRef: ref, Instance: name}, c)
 		if err != nil {
 			e.logger.Info("rollout: delete refused", "instance", name, "err", err)
 			continue
@@ -304,7 +305,7 @@ func (e *rolloutEngine) step(ctx context.Context, client lxd.InstanceServer, r d
 	for i := 0; i < p.Launch; i++ {
 		name := replacementName(r.Shape, v.shape.Revision)
 		c := change{by: rolloutRequestor, why: fmt.Sprintf("rollout %d: launch at revision %d", r.Number, v.shape.Revision), fromRollout: true, inTx: e.stillRunning(r, false)}
-		op, err := e.fleet.startLaunch(ctx, instanceRef{shapeRef: ref, instance: name}, c)
+		op, err := e.fleet.startLaunch(ctx, refs.InstanceRef{ShapeRef: ref, Instance: name}, c)
 		if err != nil {
 			e.logger.Info("rollout: launch refused", "instance", name, "err", err)
 			break
@@ -383,7 +384,7 @@ func (e *rolloutEngine) transition(ctx context.Context, r db.Rollout, from strin
 		return err
 	}
 
-	e.lifecycle.rolloutEvent(by, shapeRef{deploymentRef: deploymentRef{project: r.Project, name: r.Deployment}, shape: r.Shape}, r.DeploymentID, r.Number, action)
+	e.lifecycle.rolloutEvent(by, refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: r.Project, Name: r.Deployment}, Shape: r.Shape}, r.DeploymentID, r.Number, action)
 	e.poke()
 	return nil
 }
@@ -468,7 +469,7 @@ func (e *rolloutEngine) revert(ctx context.Context, r db.Rollout, from string, c
 		return err
 	}
 
-	ref := shapeRef{deploymentRef: deploymentRef{project: r.Project, name: r.Deployment}, shape: r.Shape}
+	ref := refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: r.Project, Name: r.Deployment}, Shape: r.Shape}
 	e.lifecycle.rolloutEvent(by, ref, r.DeploymentID, r.Number, lifecycleRolloutReverted)
 	e.lifecycle.rolloutEvent(by, ref, r.DeploymentID, next, lifecycleRolloutStarted)
 	e.fleet.refillPools() // the pool is of the abandoned revision
@@ -546,8 +547,8 @@ func createRollout(ctx context.Context, tx *sql.Tx, shape *db.Shape, cause strin
 }
 
 // rolloutEvent tells /1.0/events and the governor's webhook about a rollout's step.
-func (l lifecycle) rolloutEvent(by api.DeploymentRequestor, ref shapeRef, deploymentID int64, number int, action string) {
+func (l lifecycle) rolloutEvent(by api.DeploymentRequestor, ref refs.ShapeRef, deploymentID int64, number int, action string) {
 	l.countRollout(ref, action)
-	l.emit(by, ref.project, deploymentID, action, api.DeploymentShapeRolloutURL(ref.project, ref.name, ref.shape, number))
-	l.notify(context.Background(), deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: ref.shape})
+	l.emit(by, ref.Project, deploymentID, action, api.DeploymentShapeRolloutURL(ref.Project, ref.Name, ref.Shape, number))
+	l.notify(context.Background(), deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: ref.Shape})
 }

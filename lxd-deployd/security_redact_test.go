@@ -13,6 +13,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -23,7 +24,7 @@ func securityFixture(t *testing.T, a *testAPI, role string) (readOnly *auth.Call
 	t.Helper()
 	fingerprint := strings.Repeat("b", 64)
 	err := a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, shape, err := shapeInTx(ctx, tx, shapeRef{deploymentRef: deploymentRef{project: "default", name: "dep1"}, shape: "web"})
+		deploymentID, shape, err := refs.ShapeInTx(ctx, tx, refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: "default", Name: "dep1"}, Shape: "web"})
 		if err != nil {
 			return err
 		}

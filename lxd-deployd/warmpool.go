@@ -15,6 +15,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -49,7 +50,7 @@ func (f *instanceFleet) create(ctx context.Context, p *pendingLaunch) error {
 		}
 	}
 
-	return backend.CreateInstance(ctx, p.client, p.ref.project, p.req)
+	return backend.CreateInstance(ctx, p.client, p.ref.Project, p.req)
 }
 
 // take turns a pool instance into the launch's instance. taken is false when there was
@@ -59,7 +60,7 @@ func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
 	var pooled *db.PoolInstance
 	err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if pooled != nil {
-			w.inflight.Remove(p.ref.project, pooled.Name) // a retried transaction
+			w.inflight.Remove(p.ref.Project, pooled.Name) // a retried transaction
 		}
 
 		var err error
@@ -67,20 +68,20 @@ func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
 		if pooled != nil {
 			// Before the commit, so that this daemon's pool round never sees the claim
 			// without the work behind it.
-			w.inflight.Add(p.ref.project, pooled.Name)
+			w.inflight.Add(p.ref.Project, pooled.Name)
 		}
 
 		return err
 	})
 	if err != nil && pooled != nil {
-		w.inflight.Remove(p.ref.project, pooled.Name)
+		w.inflight.Remove(p.ref.Project, pooled.Name)
 	}
 
 	if err != nil || pooled == nil {
 		return false, nil
 	}
 
-	defer w.inflight.Remove(p.ref.project, pooled.Name)
+	defer w.inflight.Remove(p.ref.Project, pooled.Name)
 	defer w.poke() // refill
 	// The row goes last: until then every daemon's sweep knows the instance is spoken for.
 	defer func() {
@@ -89,7 +90,7 @@ func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
 		})
 	}()
 
-	renamed, err := backend.TakePoolInstance(ctx, p.client, p.ref.project, pooled.Name, p.req)
+	renamed, err := backend.TakePoolInstance(ctx, p.client, p.ref.Project, pooled.Name, p.req)
 	if err == nil {
 		return true, nil
 	}
@@ -100,7 +101,7 @@ func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
 		name = p.req.Name
 	}
 
-	cleanupErr := backend.DeleteInstance(context.WithoutCancel(ctx), p.client, p.ref.project, name)
+	cleanupErr := backend.DeleteInstance(context.WithoutCancel(ctx), p.client, p.ref.Project, name)
 	if cleanupErr != nil {
 		if renamed {
 			return true, &backend.LeftBehindError{Err: err, Cleanup: cleanupErr}
@@ -298,7 +299,7 @@ func (a shapesAPI) warmPoolList(r *http.Request) response.Response {
 
 	var rows []db.PoolInstance
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		_, shape, err := shapeInTx(ctx, tx, ref)
+		_, shape, err := refs.ShapeInTx(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
@@ -325,7 +326,7 @@ func (f *instanceFleet) remove(ctx context.Context, p *pendingDelete) error {
 		return nil
 	}
 
-	return backend.DeleteInstance(ctx, p.client, p.ref.project, p.row.Name)
+	return backend.DeleteInstance(ctx, p.client, p.ref.Project, p.row.Name)
 }
 
 // poolStopTimeout is how long a returned instance gets to shut down cleanly.
@@ -334,7 +335,7 @@ const poolStopTimeout = 30
 // giveBack stops and renames a scaled-in instance into its shape's pool. On failure
 // nothing of the pool stays and the caller deletes the instance (under whichever name).
 func (w *warmPool) giveBack(ctx context.Context, p *pendingDelete) bool {
-	project := p.ref.project
+	project := p.ref.Project
 	if p.reuse.Image != "" {
 		live, _, err := p.client.UseProject(project).GetInstance(p.row.Name)
 		if err != nil || live.Config["volatile.base_image"] != p.reuse.Image {
