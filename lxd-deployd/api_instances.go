@@ -13,6 +13,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
@@ -27,9 +28,8 @@ type instancesAPI struct {
 	db        *db.Cluster
 	lxd       *backend.LXD
 	ops       *operations.Manager
-	fleet     *instanceFleet
+	fleet     *fleet.Fleet
 	lifecycle lifecycle
-	hooks     *hookKeeper
 }
 
 // instanceAPI turns a row (and LXD's view of it, if known) into the API type.
@@ -193,7 +193,7 @@ func (a instancesAPI) create(r *http.Request) response.Response {
 		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "the body names %s/%s but the URL %s/%s: leave the body empty or make them agree", req.DeploymentShapeName, req.InstanceName, ref.Shape, ref.Instance))
 	}
 
-	op, err := a.fleet.startLaunch(r.Context(), ref, change{by: requestorFromContext(r.Context()), why: "governor API"})
+	op, err := a.fleet.StartLaunch(r.Context(), ref, fleet.Change{By: requestorFromContext(r.Context()), Why: "governor API"})
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -207,7 +207,7 @@ func (a instancesAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	op, err := a.fleet.startDelete(r.Context(), ref, change{by: requestorFromContext(r.Context()), why: "governor API"})
+	op, err := a.fleet.StartDelete(r.Context(), ref, fleet.Change{By: requestorFromContext(r.Context()), Why: "governor API"})
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -267,7 +267,7 @@ func (a instancesAPI) putState(r *http.Request) response.Response {
 		Description:  fmt.Sprintf("Changing state of instance %s (%s)", ref.Instance, req.Action),
 		Project:      ref.Project,
 		DeploymentID: deploymentID,
-		Resources:    instanceResources(ref),
+		Resources:    fleet.InstanceResources(ref),
 		Run: func(ctx context.Context, op *operations.Operation) error {
 			callStart := time.Now()
 			err := backend.UpdateInstanceState(ctx, client, ref.Project, ref.Instance, req)

@@ -73,9 +73,8 @@ type daemon struct {
 	events     *events.Server
 	ops        *operations.Manager
 	inflight   *fleet.Inflight
-	reconciler *reconciler
 	rollouts   *rolloutEngine
-	fleet      *instanceFleet
+	fleet      *fleet.Fleet
 	wake       *wakers
 	governors  *governor.Listener
 	tokens     *auth.TokenVerifier
@@ -264,7 +263,7 @@ func (d *daemon) apis() apis {
 		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, fetcher: d.templateFetcher(), engine: d.templateEngine()},
 		keys:         keysAPI{db: d.db, lifecycle: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
-		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, lifecycle: l, hooks: d.life.hooks},
+		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, lifecycle: l},
 		health:       instanceHealthAPI{db: d.db, checker: d.life.checker},
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},

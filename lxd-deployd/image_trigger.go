@@ -11,6 +11,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -22,9 +23,14 @@ import (
 type imageWatcher struct {
 	engine *rolloutEngine
 
-	// loop's poke makes the watcher check now: a shape changed, so it learns the image its
+	// wake's poke makes the watcher check now: a shape changed, so it learns the image its
 	// alias names before that alias can move. (run has its own timer and event stream.)
-	loop
+	wake loop.Loop
+}
+
+// poke makes the watcher check the aliases now.
+func (w *imageWatcher) poke() {
+	w.wake.Poke()
 }
 
 // imageSweep is how often aliases are checked without an event.
@@ -51,7 +57,7 @@ func (w *imageWatcher) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-events:
-		case <-w.wake:
+		case <-w.wake.Pokes():
 		case <-timer.C:
 			timer.Reset(imageSweep)
 		}
@@ -213,7 +219,7 @@ func (w *imageWatcher) revise(ctx context.Context, s db.Shape, project string, f
 
 	ref := refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: project, Name: deployment}, Shape: s.Name}
 	w.engine.lifecycle.emit(by, project, s.DeploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(project, deployment, s.Name))
-	w.engine.fleet.refillPools() // its pool is of the old image: remade at once
+	w.engine.fleet.RefillPools() // its pool is of the old image: remade at once
 
 	if out.rollout != 0 {
 		w.engine.lifecycle.rolloutEvent(by, ref, s.DeploymentID, out.rollout, lifecycleRolloutStarted)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/lxd-deployd/lxd-deployd/db"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -25,21 +23,3 @@ func (l lifecycle) countRollout(ref refs.ShapeRef, action string) {
 		l.metrics.RolloutFinished(ref.Project, ref.Name, ref.Shape, status)
 	}
 }
-
-// countReplacement counts how a replacement autohealing started for old ended.
-func (l lifecycle) countReplacement(old db.Instance, result string) {
-	l.metrics.Replacement(old.Project, old.Deployment, old.Shape, result)
-}
-
-// countHookEnd counts a lifecycle hook wait that ended with action. A wait without a
-// posted action ended because its deadline passed (the shape's default_action).
-func (l lifecycle) countHookEnd(row db.Instance, action string) {
-	l.metrics.HookWaitEnded(row.Project, row.Deployment, row.Shape, row.Hook.Hook, action, row.Hook.Action == "")
-}
-
-// The results autohealing reports, named here so autoheal.go reads as before.
-const (
-	replacementOK     = metrics.ReplacementOK
-	replacementFailed = metrics.ReplacementFailed
-	replacementGaveUp = metrics.ReplacementGaveUp
-)

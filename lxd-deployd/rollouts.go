@@ -17,6 +17,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
@@ -98,26 +99,26 @@ func replacementName(shape string, revision int) string {
 type rolloutEngine struct {
 	db        *db.Cluster
 	lxd       *backend.LXD
-	fleet     *instanceFleet
+	fleet     *fleet.Fleet
 	lifecycle lifecycle
 	logger    *slog.Logger
 	claim     rolloutClaim
 	images    *imageWatcher
 
-	// loop ticks the engine, and at once when poked (a rollout started, paused or resumed).
-	loop
+	// wake ticks the engine, and at once when poked (a rollout started, paused or resumed).
+	wake loop.Loop
 }
 
-func newRolloutEngine(cluster *db.Cluster, l *backend.LXD, f *instanceFleet, lc lifecycle, logger *slog.Logger, owner string) *rolloutEngine {
-	e := &rolloutEngine{db: cluster, lxd: l, fleet: f, lifecycle: lc, logger: logger, claim: columnClaim{owner: owner, ttl: 15 * time.Second}, loop: newLoop()}
-	e.images = &imageWatcher{engine: e, loop: newLoop()}
+func newRolloutEngine(cluster *db.Cluster, l *backend.LXD, f *fleet.Fleet, lc lifecycle, logger *slog.Logger, owner string) *rolloutEngine {
+	e := &rolloutEngine{db: cluster, lxd: l, fleet: f, lifecycle: lc, logger: logger, claim: columnClaim{owner: owner, ttl: 15 * time.Second}, wake: loop.New()}
+	e.images = &imageWatcher{engine: e, wake: loop.New()}
 	return e
 }
 
 // run ticks every interval, or when poked, until ctx ends.
 func (e *rolloutEngine) run(ctx context.Context, interval time.Duration) {
 	go e.images.run(ctx)
-	e.loop.run(ctx, interval, e.logger, "rollouts", func(ctx context.Context) error {
+	e.wake.Run(ctx, interval, e.logger, "rollouts", func(ctx context.Context) error {
 		e.tick(ctx)
 		return nil
 	})
@@ -292,8 +293,8 @@ func (e *rolloutEngine) step(ctx context.Context, client lxd.InstanceServer, r d
 
 	// Deletes go first: with max_unavailable they make the room the launches use.
 	for _, name := range p.Remove {
-		c := change{by: rolloutRequestor, why: fmt.Sprintf("rollout %d: replace outdated instance", r.Number), inTx: e.stillRunning(r, true), fromRollout: true}
-		op, err := e.fleet.startDelete(ctx, refs.InstanceRef{ShapeRef: ref, Instance: name}, c)
+		c := fleet.Change{By: rolloutRequestor, Why: fmt.Sprintf("rollout %d: replace outdated instance", r.Number), InTx: e.stillRunning(r, true), FromRollout: true}
+		op, err := e.fleet.StartDelete(ctx, refs.InstanceRef{ShapeRef: ref, Instance: name}, c)
 		if err != nil {
 			e.logger.Info("rollout: delete refused", "instance", name, "err", err)
 			continue
@@ -304,8 +305,8 @@ func (e *rolloutEngine) step(ctx context.Context, client lxd.InstanceServer, r d
 
 	for i := 0; i < p.Launch; i++ {
 		name := replacementName(r.Shape, v.shape.Revision)
-		c := change{by: rolloutRequestor, why: fmt.Sprintf("rollout %d: launch at revision %d", r.Number, v.shape.Revision), fromRollout: true, inTx: e.stillRunning(r, false)}
-		op, err := e.fleet.startLaunch(ctx, refs.InstanceRef{ShapeRef: ref, Instance: name}, c)
+		c := fleet.Change{By: rolloutRequestor, Why: fmt.Sprintf("rollout %d: launch at revision %d", r.Number, v.shape.Revision), FromRollout: true, InTx: e.stillRunning(r, false)}
+		op, err := e.fleet.StartLaunch(ctx, refs.InstanceRef{ShapeRef: ref, Instance: name}, c)
 		if err != nil {
 			e.logger.Info("rollout: launch refused", "instance", name, "err", err)
 			break
@@ -315,6 +316,11 @@ func (e *rolloutEngine) step(ctx context.Context, client lxd.InstanceServer, r d
 	}
 
 	return nil
+}
+
+// poke makes the engine tick now rather than at its next interval.
+func (e *rolloutEngine) poke() {
+	e.wake.Poke()
 }
 
 // pokeWhenDone ticks again as soon as a launch or delete succeeds, rather than at the next
@@ -472,7 +478,7 @@ func (e *rolloutEngine) revert(ctx context.Context, r db.Rollout, from string, c
 	ref := refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: r.Project, Name: r.Deployment}, Shape: r.Shape}
 	e.lifecycle.rolloutEvent(by, ref, r.DeploymentID, r.Number, lifecycleRolloutReverted)
 	e.lifecycle.rolloutEvent(by, ref, r.DeploymentID, next, lifecycleRolloutStarted)
-	e.fleet.refillPools() // the pool is of the abandoned revision
+	e.fleet.RefillPools() // the pool is of the abandoned revision
 	e.poke()
 	return nil
 }
@@ -550,5 +556,5 @@ func createRollout(ctx context.Context, tx *sql.Tx, shape *db.Shape, cause strin
 func (l lifecycle) rolloutEvent(by api.DeploymentRequestor, ref refs.ShapeRef, deploymentID int64, number int, action string) {
 	l.countRollout(ref, action)
 	l.emit(by, ref.Project, deploymentID, action, api.DeploymentShapeRolloutURL(ref.Project, ref.Name, ref.Shape, number))
-	l.notify(context.Background(), deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: ref.Shape})
+	l.Notify(context.Background(), deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: ref.Shape})
 }

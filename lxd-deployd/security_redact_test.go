@@ -12,6 +12,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
@@ -173,9 +174,9 @@ func TestHealthOutputForAdminsOnly(t *testing.T) {
 
 	// The webhook carries the verdict and exit code.
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	healer := &autohealer{lifecycle: lifecycle{webhooks: webhooks.NewDispatcher(a.db, "test", logger)}}
+	healer := fleet.New(fleet.Config{DB: a.db, Reporter: lifecycle{webhooks: webhooks.NewDispatcher(a.db, "test", logger)}, Logger: logger}).Healer
 	row.Health = unhealthy
-	healer.healthChanged(context.Background(), health.Change{Instance: row, After: unhealthy})
+	healer.HealthChanged(context.Background(), health.Change{Instance: row, After: unhealthy})
 	err = a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 		deliveries, err := db.GetDeliveries(ctx, tx, row.DeploymentID, 10)
 		if err != nil {

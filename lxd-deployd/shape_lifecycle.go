@@ -19,7 +19,7 @@ func (l lifecycle) shapeCreated(ctx context.Context, by api.DeploymentRequestor,
 	l.emit(by, ref.Project, deploymentID, lifecycleShapeCreated, api.DeploymentShapeURL(ref.Project, ref.Name, name))
 	l.watchImages()
 	if put.ScalingMinimum > 0 {
-		l.notify(ctx, deploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
+		l.Notify(ctx, deploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
 			Shape:       name,
 			Target:      put.ScalingMinimum,
 			Reason:      fmt.Sprintf("new shape: scaling_minimum is %d", put.ScalingMinimum),
@@ -42,8 +42,8 @@ func (l lifecycle) shapeUpdated(ctx context.Context, by api.DeploymentRequestor,
 		return
 	}
 
-	l.notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: lifecycleShapeOutOfBounds, Shape: after.Name})
-	l.notify(ctx, deploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
+	l.Notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: lifecycleShapeOutOfBounds, Shape: after.Name})
+	l.Notify(ctx, deploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
 		Shape:       after.Name,
 		Target:      shapes.Clamp(after.ScalingCurrent, after.ScalingMinimum, after.ScalingMaximum),
 		Reason:      fmt.Sprintf("the bounds changed to [%d, %d] and the shape has %d instances", after.ScalingMinimum, after.ScalingMaximum, after.ScalingCurrent),
