@@ -13,6 +13,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -106,7 +107,7 @@ func TestReconcileUndoesStaleLaunchReservation(t *testing.T) {
 	}
 
 	reserve("web3", fleet.Change{By: api.DeploymentRequestor{Protocol: auth.ProtocolGovernor, Name: "gov"}})
-	reserve("web-r1-abcdef", fleet.Change{By: rolloutRequestor, FromRollout: true})
+	reserve("web-r1-abcdef", fleet.Change{By: rollout.Requestor, FromRollout: true})
 	if got := rolloutSize(); got != 3 {
 		t.Fatalf("the governor's reservation must move the rollout's size to 3, got %d", got)
 	}

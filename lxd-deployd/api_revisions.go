@@ -15,6 +15,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -143,15 +144,15 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 
 	by := requestorFromContext(r.Context())
 	var deploymentID int64
-	var out shapeRevised
+	var out rollout.Revised
 	err = refs.InShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, id int64, shape *db.Shape) (err error) {
 		deploymentID = id
-		_, out, err = rollbackShape(ctx, tx, shape, req.Revision, template, req.Scaling, revisionArgs{cause: causeRollbackTo(req.Revision), by: by, notes: req.Notes, always: true})
+		_, out, err = rollout.RollbackShape(ctx, tx, shape, req.Revision, template, req.Scaling, rollout.RevisionArgs{Cause: rollout.CauseRollbackTo(req.Revision), By: by, Notes: req.Notes, Always: true})
 		if err != nil {
 			return err
 		}
 
-		return fleet.RecordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: ref.Shape, Action: "rollback", From: shape.Revision, To: out.revision, Requestor: by, Why: fmt.Sprintf("rollback to revision %d", req.Revision)})
+		return fleet.RecordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: ref.Shape, Action: "rollback", From: shape.Revision, To: out.Revision, Requestor: by, Why: fmt.Sprintf("rollback to revision %d", req.Revision)})
 	})
 	if err != nil {
 		return response.SmartError(err)
@@ -159,10 +160,10 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 
 	a.lifecycle.emit(by, ref.Project, deploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(ref.Project, ref.Name, ref.Shape))
 	a.lifecycle.shapeRevised(by, ref, deploymentID, out)
-	result := api.DeploymentShapeRollback{Revision: out.revision, Rollout: out.rollout}
+	result := api.DeploymentShapeRollback{Revision: out.Revision, Rollout: out.Rollout}
 	switch {
-	case out.rollout != 0:
-		result.Message = fmt.Sprintf("rollout %d replaces the running instances (the shape's trigger is config-change)", out.rollout)
+	case out.Rollout != 0:
+		result.Message = fmt.Sprintf("rollout %d replaces the running instances (the shape's trigger is config-change)", out.Rollout)
 	default:
 		result.Message = "the template changed for new instances only: start a rollout to replace the running ones"
 	}

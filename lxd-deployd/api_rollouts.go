@@ -16,7 +16,9 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -27,7 +29,7 @@ type rolloutsAPI struct {
 	db        *db.Cluster
 	lxd       *backend.LXD
 	ops       *operations.Manager
-	engine    *rolloutEngine
+	engine    *rollout.Engine
 	lifecycle lifecycle
 }
 
@@ -65,7 +67,7 @@ func (a rolloutsAPI) withCounts(ctx context.Context, r db.Rollout) api.Deploymen
 	var minReady time.Duration
 	var checks *api.DeploymentShapeHealth
 	err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		shape, err := shapeByID(ctx, tx, r.DeploymentID, r.ShapeID)
+		shape, err := rollout.ShapeByID(ctx, tx, r.DeploymentID, r.ShapeID)
 		if err != nil {
 			return err
 		}
@@ -173,15 +175,15 @@ func (a rolloutsAPI) create(r *http.Request) response.Response {
 			return err
 		}
 
-		number, err = createRollout(ctx, tx, shape, causeAPI, by, req.Notes, false, true)
+		number, err = rollout.Start(ctx, tx, shape, rollout.CauseAPI, by, req.Notes, false, true)
 		return err
 	})
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.rolloutEvent(by, ref, deploymentID, number, lifecycleRolloutStarted)
-	a.engine.poke()
+	a.lifecycle.RolloutEvent(by, ref, deploymentID, number, reporter.RolloutStarted)
+	a.engine.Poke()
 	op := a.watch(ref, deploymentID, number)
 	return response.AsyncResponse(op.URL(), op.API())
 }
@@ -265,30 +267,30 @@ func (a rolloutsAPI) watch(ref refs.ShapeRef, deploymentID int64, number int) *o
 // action serves POST .../rollouts/{n}/{action}: pause, resume, cancel, promote, abort.
 func (a rolloutsAPI) action(r *http.Request) response.Response {
 	name := mux.Vars(r)["action"]
-	_, rollout, err := a.rolloutFromRequest(r)
+	_, found, err := a.rolloutFromRequest(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	if rollout.Finished() {
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusConflict, "rollout %d is %s: it is over, start a new one to replace instances again", rollout.Number, rollout.Status))
+	if found.Finished() {
+		return response.SmartError(lxdapi.StatusErrorf(http.StatusConflict, "rollout %d is %s: it is over, start a new one to replace instances again", found.Number, found.Status))
 	}
 
 	by := requestorFromContext(r.Context())
 	e := a.engine
-	ro := *rollout
+	ro := *found
 	switch name {
 	case "pause":
-		err = e.transition(r.Context(), ro, api.RolloutRunning, api.RolloutPaused, "paused", "paused by "+by.String(), lifecycleRolloutPaused, by)
+		err = e.Transition(r.Context(), ro, api.RolloutRunning, api.RolloutPaused, "paused", "paused by "+by.String(), reporter.RolloutPaused, by)
 	case "resume":
 		if ro.Phase == "wait-promote" {
 			err = lxdapi.StatusErrorf(http.StatusConflict, "rollout %d waits for its canaries to be judged: promote or abort it", ro.Number)
 			break
 		}
 
-		err = e.transition(r.Context(), ro, api.RolloutPaused, api.RolloutRunning, "resumed", "resumed by "+by.String(), lifecycleRolloutResumed, by)
+		err = e.Transition(r.Context(), ro, api.RolloutPaused, api.RolloutRunning, "resumed", "resumed by "+by.String(), reporter.RolloutResumed, by)
 	case "cancel":
-		err = e.transition(r.Context(), ro, ro.Status, api.RolloutCancelled, "done", "cancelled by "+by.String()+": instances replaced so far stay", lifecycleRolloutCancelled, by)
+		err = e.Transition(r.Context(), ro, ro.Status, api.RolloutCancelled, "done", "cancelled by "+by.String()+": instances replaced so far stay", reporter.RolloutCancelled, by)
 	case "promote":
 		err = a.promote(r.Context(), ro, by)
 	case "abort":
@@ -297,7 +299,7 @@ func (a rolloutsAPI) action(r *http.Request) response.Response {
 			break
 		}
 
-		err = e.revert(r.Context(), ro, ro.Status, causeAbort, "aborted by "+by.String(), by)
+		err = e.Revert(r.Context(), ro, ro.Status, rollout.CauseAbort, "aborted by "+by.String(), by)
 	}
 
 	if err != nil {
@@ -330,7 +332,7 @@ func (a rolloutsAPI) promote(ctx context.Context, ro db.Rollout, by api.Deployme
 		return err
 	}
 
-	a.lifecycle.rolloutEvent(by, refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: ro.Project, Name: ro.Deployment}, Shape: ro.Shape}, ro.DeploymentID, ro.Number, lifecycleRolloutPromoted)
-	a.engine.poke()
+	a.lifecycle.RolloutEvent(by, refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: ro.Project, Name: ro.Deployment}, Shape: ro.Shape}, ro.DeploymentID, ro.Number, reporter.RolloutPromoted)
+	a.engine.Poke()
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
@@ -70,7 +71,7 @@ func (a shapesAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	deploymentID, err := createShape(r.Context(), a.db, ref, req, revisionArgs{cause: causeAPI, by: requestorFromContext(r.Context()), notes: notes})
+	deploymentID, err := createShape(r.Context(), a.db, ref, req, rollout.RevisionArgs{Cause: rollout.CauseAPI, By: requestorFromContext(r.Context()), Notes: notes})
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -81,7 +82,7 @@ func (a shapesAPI) create(r *http.Request) response.Response {
 
 // createShape validates and stores a new shape in a deployment, and returns the
 // deployment's id.
-func createShape(ctx context.Context, cluster *db.Cluster, ref refs.DeploymentRef, req api.DeploymentShapesPost, args revisionArgs) (int64, error) {
+func createShape(ctx context.Context, cluster *db.Cluster, ref refs.DeploymentRef, req api.DeploymentShapesPost, args rollout.RevisionArgs) (int64, error) {
 	err := validate.Name("shape", req.Name)
 	if err != nil {
 		return 0, badRequest(err)
@@ -108,7 +109,7 @@ func createShape(ctx context.Context, cluster *db.Cluster, ref refs.DeploymentRe
 			return err
 		}
 
-		_, err = recordRevision(ctx, tx, id, shapeID, nil, req.DeploymentShapePut, args)
+		_, err = rollout.RecordRevision(ctx, tx, id, shapeID, nil, req.DeploymentShapePut, args)
 		return err
 	})
 
@@ -174,8 +175,8 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 
 	var deploymentID int64
 	var before, after api.DeploymentShape
-	var revised shapeRevised
-	args := revisionArgs{cause: causeAPI, by: requestorFromContext(r.Context()), notes: notes}
+	var revised rollout.Revised
+	args := rollout.RevisionArgs{Cause: rollout.CauseAPI, By: requestorFromContext(r.Context()), Notes: notes}
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		deploymentID, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
@@ -223,15 +224,15 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 			return err
 		}
 
-		revised, err = recordRevision(ctx, tx, deploymentID, current.ID, current, put, args)
+		revised, err = rollout.RecordRevision(ctx, tx, deploymentID, current.ID, current, put, args)
 		return err
 	})
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.shapeUpdated(r.Context(), args.by, ref.DeploymentRef, deploymentID, before, after.DeploymentShapePut)
-	a.lifecycle.shapeRevised(args.by, ref, deploymentID, revised)
+	a.lifecycle.shapeUpdated(r.Context(), args.By, ref.DeploymentRef, deploymentID, before, after.DeploymentShapePut)
+	a.lifecycle.shapeRevised(args.By, ref, deploymentID, revised)
 	return response.EmptySyncResponse()
 }
 

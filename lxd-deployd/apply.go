@@ -17,6 +17,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
@@ -59,7 +60,7 @@ type templateApply struct {
 	// What the last run of apply did, for the events sent once its transaction committed.
 	done     *shapePlan
 	manifest string
-	revised  map[string]shapeRevised
+	revised  map[string]rollout.Revised
 }
 
 // expansionBudget is the most time one request may spend expanding a config.
@@ -282,8 +283,8 @@ func (t *templateApply) apply(ctx context.Context, tx *sql.Tx, deploymentID int6
 		return err
 	}
 
-	args := revisionArgs{cause: causeApplyManifest(name), by: t.by}
-	t.revised = map[string]shapeRevised{}
+	args := rollout.RevisionArgs{Cause: rollout.CauseApplyManifest(name), By: t.by}
+	t.revised = map[string]rollout.Revised{}
 	for _, d := range p.delete {
 		if d.instances > 0 {
 			return lxdapi.StatusErrorf(http.StatusConflict, "shape %q is no longer in the config and still has %d instances: delete them first, or apply with force to delete them with it", d.name, d.instances)
@@ -296,7 +297,7 @@ func (t *templateApply) apply(ctx context.Context, tx *sql.Tx, deploymentID int6
 	}
 
 	for _, u := range p.update {
-		before, err := shapeByID(ctx, tx, deploymentID, u.id)
+		before, err := rollout.ShapeByID(ctx, tx, deploymentID, u.id)
 		if err != nil {
 			return err
 		}
@@ -306,7 +307,7 @@ func (t *templateApply) apply(ctx context.Context, tx *sql.Tx, deploymentID int6
 			return err
 		}
 
-		t.revised[u.before.Name], err = recordRevision(ctx, tx, deploymentID, u.id, before, u.put, args)
+		t.revised[u.before.Name], err = rollout.RecordRevision(ctx, tx, deploymentID, u.id, before, u.put, args)
 		if err != nil {
 			return err
 		}
@@ -318,7 +319,7 @@ func (t *templateApply) apply(ctx context.Context, tx *sql.Tx, deploymentID int6
 			return err
 		}
 
-		_, err = recordRevision(ctx, tx, deploymentID, id, nil, c.DeploymentShapePut, args)
+		_, err = rollout.RecordRevision(ctx, tx, deploymentID, id, nil, c.DeploymentShapePut, args)
 		if err != nil {
 			return err
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/ui"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
@@ -73,7 +74,7 @@ type daemon struct {
 	events     *events.Server
 	ops        *operations.Manager
 	inflight   *fleet.Inflight
-	rollouts   *rolloutEngine
+	rollouts   *rollout.Engine
 	fleet      *fleet.Fleet
 	wake       *wakers
 	governors  *governor.Listener
@@ -185,7 +186,7 @@ func (d *daemon) start(ctx context.Context) error {
 	d.wire()
 	d.startInstanceCare(runCtx)
 	// Every member runs the rollout engine; each rollout is claimed by one of them at a time.
-	d.goBackground(func() { d.rollouts.run(runCtx, time.Second) })
+	d.goBackground(func() { d.rollouts.Run(runCtx, time.Second) })
 	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
 	d.goBackground(func() { d.lxd.Run(runCtx, d.config.lxdPollInterval) })
 	d.startLeasedWork(runCtx, metrics)

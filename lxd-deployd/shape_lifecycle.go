@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -56,14 +58,14 @@ func (l lifecycle) shapeDeleted(by api.DeploymentRequestor, ref refs.DeploymentR
 	l.emit(by, ref.Project, deploymentID, lifecycleShapeDeleted, api.DeploymentShapeURL(ref.Project, ref.Name, name))
 }
 
-// shapeRevised announces the rollout a new revision started through the shape's trigger.
-func (l lifecycle) shapeRevised(by api.DeploymentRequestor, ref refs.ShapeRef, deploymentID int64, revised shapeRevised) {
-	if revised.revision != 0 {
+// rollout.Revised announces the rollout a new revision started through the shape's trigger.
+func (l lifecycle) shapeRevised(by api.DeploymentRequestor, ref refs.ShapeRef, deploymentID int64, revised rollout.Revised) {
+	if revised.Revision != 0 {
 		l.refillPools()
 	}
 
-	if revised.rollout != 0 {
-		l.rolloutEvent(by, ref, deploymentID, revised.rollout, lifecycleRolloutStarted)
+	if revised.Rollout != 0 {
+		l.RolloutEvent(by, ref, deploymentID, revised.Rollout, reporter.RolloutStarted)
 		l.wake.call(func(w *wakers) func() { return w.rollouts })
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 )
 
 // wire builds the engines once, before any of them runs: one reporter (lifecycle, with the
@@ -18,6 +19,6 @@ func (d *daemon) wire() {
 	d.fleet = fleet.New(fleet.Config{DB: d.db, LXD: d.lxd, Ops: d.ops, Inflight: d.inflight, Sockets: d.governors, Reporter: l, Metrics: l.metrics, Logger: d.logger,
 		RequestLogger: requestLoggerIfAny, Stopping: d.life.stopping, Owner: owner, OfflineAfter: offlineAfter})
 	d.life.checker = &health.Checker{DB: d.db, LXD: d.lxd, Logger: d.logger, Concurrency: healthConcurrency, OnChange: d.fleet.Healer.HealthChanged}
-	d.rollouts = newRolloutEngine(d.db, d.lxd, d.fleet, l, d.logger, owner)
-	*d.wake = wakers{rollouts: d.rollouts.poke, images: d.rollouts.images.poke, pools: d.fleet.RefillPools}
+	d.rollouts = rollout.New(d.db, d.lxd, d.fleet, l, d.logger, owner)
+	*d.wake = wakers{rollouts: d.rollouts.Poke, images: d.rollouts.WatchImages, pools: d.fleet.RefillPools}
 }

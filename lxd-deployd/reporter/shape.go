@@ -10,6 +10,7 @@ type ShapeAction string
 
 // The shape actions.
 const (
+	ShapeUpdated  ShapeAction = "deployment-shape-updated"
 	ShapeDegraded ShapeAction = "deployment-shape-degraded"
 )
 
