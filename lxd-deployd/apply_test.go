@@ -17,6 +17,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -350,12 +351,7 @@ func TestTemplateAPI(t *testing.T) {
 // that still has instances is a 409, and nothing of the config is applied.
 func TestApplyRefusesShapesWithInstances(t *testing.T) {
 	ctx := context.Background()
-	cluster, err := db.Open(ctx, t.TempDir(), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	t.Cleanup(func() { _ = cluster.Close(ctx) })
+	cluster := dbtest.Open(t)
 	imports := map[string]string{"app.jinja": appJinja}
 	first, err := expandTemplate(ctx, inProcessEngine{}, nil, "default", "shop", appConfig("busybox", "web:3", "db:1"), imports, causeCreate)
 	if err != nil {
