@@ -376,3 +376,13 @@ func TestWebhookAPI(t *testing.T) {
 		t.Fatalf("rotation: %v %v %v", secret, rotated, shown)
 	}
 }
+
+// phase runs one named phase of a long scenario as a subtest, so that a failure names the
+// phase; a phase that fails ends the scenario, as later phases build on what it left (as
+// test/helpers_check_test.go's phase does). testAPI's helpers fail the scenario's t.
+func phase(t *testing.T, name string, f func(t *testing.T)) {
+	t.Helper()
+	if !t.Run(name, f) {
+		t.FailNow()
+	}
+}
