@@ -1,8 +1,10 @@
-package main
+package fleet
 
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,9 +16,9 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // adoptLXD is the part of LXD reconcile's adopt talks to: one project of instances by name,
@@ -89,41 +91,83 @@ type doneOperation struct{ lxd.Operation }
 
 func (doneOperation) WaitContext(context.Context) error { return nil }
 
-// newAdoptReconciler returns a test API with shape web and a reconciler owned by another
-// daemon than the records' ("restarted", as after a crash).
-func newAdoptReconciler(t *testing.T) (*testAPI, *reconciler) {
-	a := newTestAPI(t)
-	a.expect("POST", "/1.0/deployments", `{"name":"dep1"}`, 201, "")
-	a.expect("POST", "/1.0/deployments/dep1/shapes", `{"name":"web","instance_template":{"source":{"type":"image","alias":"busybox"}},"scaling_minimum":0,"scaling_maximum":3}`, 201, "")
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sockets, err := governor.NewListener(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+// noSockets is a fleet without governor sockets.
+type noSockets struct{}
 
-	return a, newReconciler(a.db, backend.NewLXD("/nonexistent", logger), fleet.NewInflight(), sockets, lifecycle{}, logger, "restarted")
+func (noSockets) AddInstance(string, string) (string, error) { return "", nil }
+func (noSockets) RemoveInstance(string, string)              {}
+
+// adoptEnv is a database with deployment dep1 and its shape web, and the reconciler of a
+// daemon other than the one that reserved the records ("restarted", as after a crash).
+type adoptEnv struct {
+	t       *testing.T
+	db      *db.Cluster
+	shapeID int64
+	rc      *Reconciler
+}
+
+func newAdoptEnv(t *testing.T) *adoptEnv {
+	e := &adoptEnv{t: t, db: dbtest.Open(t)}
+	e.tx(func(ctx context.Context, tx *sql.Tx) error {
+		var deployment api.DeploymentsPost
+		var shape api.DeploymentShapesPost
+		err := errors.Join(json.Unmarshal([]byte(`{"name":"dep1"}`), &deployment),
+			json.Unmarshal([]byte(`{"name":"web","instance_template":{"source":{"type":"image","alias":"busybox"}},"scaling_minimum":0,"scaling_maximum":3}`), &shape))
+		if err != nil {
+			return err
+		}
+
+		deploymentID, err := db.CreateDeployment(ctx, tx, "default", deployment)
+		if err != nil {
+			return err
+		}
+
+		e.shapeID, err = db.CreateShape(ctx, tx, deploymentID, shape)
+		return err
+	})
+
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e.rc = New(Config{DB: e.db, LXD: backend.NewLXD("/nonexistent", logger), Sockets: noSockets{}, Logger: logger, Owner: "restarted"}).Reconciler
+	return e
+}
+
+// tx runs f in one transaction, failing the test on error.
+func (e *adoptEnv) tx(f func(ctx context.Context, tx *sql.Tx) error) {
+	e.t.Helper()
+	err := e.db.Transaction(context.Background(), f)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// instanceRows returns the records named name (none or one).
+func (e *adoptEnv) instanceRows(name string) []db.Instance {
+	e.t.Helper()
+	var rows []db.Instance
+	e.tx(func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{Name: name})
+		return err
+	})
+
+	return rows
 }
 
 // reserveLaunch writes a launch's creating record of shape web, as the launch does before
 // it asks LXD, and returns it as a reconcile plan reads it.
-func (a *testAPI) reserveLaunch(name string) db.Instance {
-	a.t.Helper()
-	a.tx(func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err := db.GetDeploymentID(ctx, tx, "default", "dep1")
-		if err != nil {
-			return err
-		}
-
-		shapeID, err := db.GetShapeID(ctx, tx, deploymentID, "web")
-		if err != nil {
-			return err
-		}
-
-		_, err = db.CreateInstance(ctx, tx, "default", shapeID, name, "h", 1, "launcher", time.Now())
+func (e *adoptEnv) reserveLaunch(name string) db.Instance {
+	e.t.Helper()
+	e.tx(func(ctx context.Context, tx *sql.Tx) error {
+		_, err := db.CreateInstance(ctx, tx, "default", e.shapeID, name, "h", 1, "launcher", time.Now())
 		return err
 	})
 
-	return a.instanceRow(name)
+	rows := e.instanceRows(name)
+	if len(rows) != 1 {
+		e.t.Fatalf("instance %s: %+v", name, rows)
+	}
+
+	return rows[0]
 }
 
 // A reconcile pass reads the records, then lists LXD. A launch that finishes in between
@@ -134,16 +178,16 @@ func (a *testAPI) reserveLaunch(name string) db.Instance {
 // its record stays created: the torture run's record created, LXD instance missing.
 // Adopt must act only on a record still as the plan saw it.
 func TestReconcileAdoptLeavesARecordChangedSincePlan(t *testing.T) {
-	a, rc := newAdoptReconciler(t)
-	planned := a.reserveLaunch("web1") // the plan's read: creating
+	e := newAdoptEnv(t)
+	planned := e.reserveLaunch("web1") // the plan's read: creating
 
 	// The launch finishes after the plan's read: LXD started it, its record says created.
 	fake := &adoptLXD{status: map[string]lxdapi.StatusCode{"web1": lxdapi.Running}}
-	a.tx(func(ctx context.Context, tx *sql.Tx) error {
+	e.tx(func(ctx context.Context, tx *sql.Tx) error {
 		return db.SetInstanceState(ctx, tx, planned.ID, db.InstanceCreating, db.InstanceCreated, "launcher", time.Now())
 	})
 
-	rc.repair(context.Background(), fake, fleet.RepairStep{Row: planned, Action: fleet.RepairAdopt, Status: lxdapi.Stopped})
+	e.rc.Repair(context.Background(), fake, RepairStep{Row: planned, Action: RepairAdopt, Status: lxdapi.Stopped})
 
 	if len(fake.calls) != 0 {
 		t.Fatalf("adopt of a record changed since the plan must not touch LXD, it made %v", fake.calls)
@@ -153,8 +197,8 @@ func TestReconcileAdoptLeavesARecordChangedSincePlan(t *testing.T) {
 		t.Fatal("LXD lost web1, the instance of a finished launch, while its record says created")
 	}
 
-	if row := a.instanceRow("web1"); row.State != db.InstanceCreated {
-		t.Fatalf("web1's record must stay created, got %s", row.State)
+	if rows := e.instanceRows("web1"); len(rows) != 1 || rows[0].State != db.InstanceCreated {
+		t.Fatalf("web1's record must stay created, got %+v", rows)
 	}
 }
 
@@ -163,26 +207,20 @@ func TestReconcileAdoptLeavesARecordChangedSincePlan(t *testing.T) {
 // it (a creating record that vanished from LXD would be "never finished", and a launch
 // could take its place before LXD is done), then the record goes.
 func TestReconcileAdoptMarksDeletingBeforeLXDDeletes(t *testing.T) {
-	a, rc := newAdoptReconciler(t)
-	planned := a.reserveLaunch("web1")
+	e := newAdoptEnv(t)
+	planned := e.reserveLaunch("web1")
 
 	var stateWhileDeleting string
 	fake := &adoptLXD{status: map[string]lxdapi.StatusCode{"web1": lxdapi.Stopped}, noStart: map[string]bool{"web1": true}}
 	fake.onDeleted = func(name string) {
-		var rows []db.Instance
-		a.tx(func(ctx context.Context, tx *sql.Tx) error {
-			var err error
-			rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{Name: name})
-			return err
-		})
-
+		rows := e.instanceRows(name)
 		stateWhileDeleting = "no record"
 		if len(rows) == 1 {
 			stateWhileDeleting = rows[0].State
 		}
 	}
 
-	rc.repair(context.Background(), fake, fleet.RepairStep{Row: planned, Action: fleet.RepairAdopt, Status: lxdapi.Stopped})
+	e.rc.Repair(context.Background(), fake, RepairStep{Row: planned, Action: RepairAdopt, Status: lxdapi.Stopped})
 
 	if want := []string{"start web1", "delete web1"}; len(fake.calls) != len(want) || fake.calls[0] != want[0] || fake.calls[1] != want[1] {
 		t.Fatalf("adopt of an instance that does not start: LXD calls %v, want %v", fake.calls, want)
@@ -192,13 +230,7 @@ func TestReconcileAdoptMarksDeletingBeforeLXDDeletes(t *testing.T) {
 		t.Fatalf("while LXD deleted web1 its record must say deleting (it still counts), it said %s", stateWhileDeleting)
 	}
 
-	var left []db.Instance
-	a.tx(func(ctx context.Context, tx *sql.Tx) error {
-		var err error
-		left, err = db.GetInstances(ctx, tx, db.InstanceFilter{Name: "web1"})
-		return err
-	})
-	if len(left) != 0 {
+	if left := e.instanceRows("web1"); len(left) != 0 {
 		t.Fatalf("once LXD deleted web1 its record must go, left %+v", left)
 	}
 }
