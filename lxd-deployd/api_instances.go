@@ -97,16 +97,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		return response.SyncResponse(urls)
 	}
 
-	// One LXD listing for every instance, never one call per instance, decoding only the
-	// fields shown.
-	var live map[string]lxdapi.Instance
-	client, err := a.lxd.Client()
-	if err == nil && len(rows) > 0 {
-		callStart := time.Now()
-		live, err = backend.ListInstanceStatuses(client, ref.project)
-		a.lifecycle.metrics.LXDCall("list", time.Since(callStart), err)
-	}
-
+	live, err := a.liveStatuses(ref, rows)
 	online := err == nil
 	result := make([]api.DeploymentInstance, 0, len(rows))
 	for _, row := range rows {
@@ -120,6 +111,35 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 	}
 
 	return response.SyncResponse(result)
+}
+
+// liveStatuses is LXD's status of a shape's instances: one listing of the instances LXD
+// holds as the shape's, never one call per instance, decoding only the fields shown. A
+// row it misses (the shape or deployment was renamed after the instance was made, or LXD
+// lost it), or a filter LXD refuses, takes one listing of the whole project, as before.
+func (a instancesAPI) liveStatuses(ref shapeRef, rows []db.Instance) (map[string]lxdapi.Instance, error) {
+	client, err := a.lxd.Client()
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+
+	callStart := time.Now()
+	live, err := backend.ListShapeInstanceStatuses(client, ref.project, ref.name, ref.shape)
+	a.lifecycle.metrics.LXDCall("list", time.Since(callStart), err)
+	complete := err == nil
+	for _, row := range rows {
+		_, ok := live[row.Name]
+		complete = complete && (ok || row.State == db.InstanceCreating)
+	}
+
+	if complete {
+		return live, nil
+	}
+
+	callStart = time.Now()
+	live, err = backend.ListInstanceStatuses(client, ref.project)
+	a.lifecycle.metrics.LXDCall("list", time.Since(callStart), err)
+	return live, err
 }
 
 func (a instancesAPI) get(r *http.Request) response.Response {

@@ -19,13 +19,14 @@ type instanceStatus struct {
 // from one recursion=1 listing of which only those two fields are decoded: a shape's
 // listing then costs about what LXD's own does, not that plus decoding every instance's
 // config, devices and expanded config (1.05 times LXD's listing in make bench, against
-// 1.55 with the full decode). LXD 5.0's server-side filter= is not used: LXD renders every
-// instance before filtering, and a filter naming a shape's 60 instances made the listing
-// 4.5 times slower than LXD's own.
+// 1.55 with the full decode). A filter= naming a shape's 60 instances one by one made the
+// listing 4.5 times slower than LXD's own; ListShapeInstanceStatuses filters on two keys.
 func ListInstanceStatuses(c lxd.InstanceServer, project string) (map[string]lxdapi.Instance, error) {
-	query := url.Values{}
-	query.Set("recursion", "1")
-	query.Set("project", project)
+	return listStatuses(c, url.Values{"recursion": {"1"}, "project": {project}})
+}
+
+// listStatuses decodes the name and status of the instances of a recursion=1 listing.
+func listStatuses(c lxd.InstanceServer, query url.Values) (map[string]lxdapi.Instance, error) {
 	resp, _, err := c.RawQuery("GET", "/1.0/instances?"+query.Encode(), nil, "")
 	if err != nil {
 		return nil, err
@@ -43,4 +44,13 @@ func ListInstanceStatuses(c lxd.InstanceServer, project string) (map[string]lxda
 	}
 
 	return byName, nil
+}
+
+// ListShapeInstanceStatuses is ListInstanceStatuses for the instances LXD holds as a
+// shape's (its deployment and shape keys), by LXD's filter= on those two keys: a shape of
+// 50 among 201 instances took 45 ms against 69 ms for the project (BenchmarkScale). The keys are set at create and never follow a
+// rename: callers list the project for the instances this misses.
+func ListShapeInstanceStatuses(c lxd.InstanceServer, project string, deployment string, shape string) (map[string]lxdapi.Instance, error) {
+	filter := fmt.Sprintf("config.%s eq %s and config.%s eq %s", ConfigDeployment, deployment, ConfigShape, shape)
+	return listStatuses(c, url.Values{"recursion": {"1"}, "project": {project}, "filter": {filter}})
 }

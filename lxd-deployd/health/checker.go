@@ -241,11 +241,25 @@ func (c *Checker) flush(ctx context.Context) {
 
 	var changes []*Change
 	err := c.DB.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		changes = changes[:0]
+		// Every read first: the write lock is taken at the first write and held until the
+		// commit, and other writers (launches) find the database busy meanwhile.
+		updates := make([]*update, 0, len(results))
 		for _, p := range results {
-			change, err := Record(ctx, tx, p.target.row, p.target.settings, p.result)
+			u, err := prepare(ctx, tx, p.target.row, p.target.settings, p.result)
 			if err != nil {
 				return fmt.Errorf("instance %s: %w", p.target.row.Name, err)
+			}
+
+			if u != nil {
+				updates = append(updates, u)
+			}
+		}
+
+		changes = changes[:0]
+		for _, u := range updates {
+			change, err := u.apply(ctx, tx)
+			if err != nil {
+				return fmt.Errorf("instance %s: %w", u.row.Name, err)
 			}
 
 			if change != nil {
