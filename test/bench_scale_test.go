@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -196,7 +197,8 @@ func (s *scaleBench) atRest(b *testing.B, quiet float64, rssEmpty int64, rssQuie
 	fmt.Printf("  at rest over %v (%.0f checks/s):\n", s.window, checks/s.window.Seconds())
 	fmt.Printf("    daemon CPU: %.1f%% of a core (goal <= 10%%); without checks: %.1f%%; %.2f ms per check\n", 100*ours.Seconds()/s.window.Seconds(), 100*quiet, float64(ours.Microseconds())/1000/checks)
 	fmt.Printf("    LXD CPU beside it: %.1f%% of a core (%.2f ms per check)\n", 100*theirs.Seconds()/s.window.Seconds(), float64(theirs.Microseconds())/1000/checks)
-	fmt.Printf("    instances without a verdict in the last two intervals: %d (goal 0); oldest verdict %v\n", stale, last.Round(100*time.Millisecond))
+	fmt.Printf("    instances without a verdict in the last two intervals: %d (goal 0); oldest verdict %v; batches of results the database refused: %d\n",
+		stale, last.Round(100*time.Millisecond), strings.Count(s.env.d.Log(), "record health"))
 	fmt.Printf("    daemon RSS: %.1f MiB (goal <= 100 MiB at 1,000); %.1f MiB with the shapes only, %.1f MiB with the instances before checks; %.2f MiB per 100 instances (goal <= 5)\n",
 		mib(rss), mib(rssEmpty), mib(rssQuiet), perHundred/(1<<20))
 	fmt.Printf("    LXD RSS: %.1f MiB\n", mib(processRSS(b, s.lxdPid)))
