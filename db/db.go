@@ -97,8 +97,8 @@ func Open(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 // after it for members that lag behind (one further behind gets the snapshot, a copy of a
 // database of a few MiB). What the log holds in memory is bounded by their sum.
 const (
-	snapshotThreshold = 128
-	snapshotTrailing  = 256
+	snapshotThreshold = 64
+	snapshotTrailing  = 128
 )
 
 // openNode starts the dqlite node and opens the database, without touching the schema.

@@ -253,6 +253,7 @@ func (s *scaleBench) reads(b *testing.B) {
 		fmt.Printf("      LXD's listing of the same %d: not measured (%v)\n", perShape, filterErr)
 	}
 
+	s.profileListing(b, shape)
 	metrics := timedRounds(b, 20, func() error { _, err := s.env.admin.GetMetrics(context.Background()); return err })
 	shapes := timedRounds(b, 20, func() error { _, err := s.env.admin.GetDeploymentShapes("dep1"); return err })
 	fmt.Printf("    /1.0/metrics: %v (goal <= 50 ms)\n", ms(metrics))
@@ -274,6 +275,7 @@ func (s *scaleBench) launches(b *testing.B) []string {
 	}
 
 	directWall := inParallel(b, direct, s.env.launchByHand)
+	retries := sample(scrape(b, s.env.admin), "lxd_deployd_dqlite_transaction_retries_total")
 	ourWall := inParallel(b, ours, func(name string) error {
 		op, err := s.env.gov.CreateDeploymentShapeInstance("dep1", "b20roll", name)
 		if err == nil {
@@ -286,7 +288,8 @@ func (s *scaleBench) launches(b *testing.B) []string {
 	ratio := float64(ourWall) / float64(directWall)
 	fmt.Printf("  %d concurrent launches (create+start busybox), wall time:\n", count)
 	fmt.Printf("    directly against LXD: %v\n", directWall.Round(time.Millisecond))
-	fmt.Printf("    through the governor API: %v (ratio %.3f, goal <= 1.1)\n", ourWall.Round(time.Millisecond), ratio)
+	fmt.Printf("    through the governor API: %v (ratio %.3f, goal <= 1.1); database transactions retried meanwhile: %.0f\n",
+		ourWall.Round(time.Millisecond), ratio, sample(scrape(b, s.env.admin), "lxd_deployd_dqlite_transaction_retries_total")-retries)
 	b.ReportMetric(ratio, "launch-ratio")
 	return direct
 }
@@ -350,4 +353,35 @@ func (s *scaleBench) profile(b *testing.B) {
 	cpu := pprofGet(b, s.env.d, "/debug/pprof/profile?seconds=30", dir, prefix+"cpu.pprof")
 	fmt.Printf("  CPU profile of 30 s at rest: %s\n", cpu)
 	pprofTop(cpu)
+}
+
+// profileListing writes a CPU profile of 5 s of the daemon listing a shape over and over,
+// when SCALE_BENCH_PROFILE is set, and prints its top.
+func (s *scaleBench) profileListing(b *testing.B, shape string) {
+	dir := os.Getenv("SCALE_BENCH_PROFILE")
+	if dir == "" {
+		return
+	}
+
+	type result struct {
+		calls int
+		err   error
+	}
+
+	done := make(chan result)
+	go func() {
+		var r result
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end) && r.err == nil; r.calls++ {
+			_, r.err = s.env.admin.GetDeploymentShapeInstances("dep1", shape)
+		}
+
+		done <- r
+	}()
+
+	file := pprofGet(b, s.env.d, "/debug/pprof/profile?seconds=5", dir, fmt.Sprintf("scale-%d-list-cpu.pprof", s.n))
+	r := <-done
+	must(b, r.err)
+	calls := r.calls
+	fmt.Printf("    CPU profile of %d listings of %s: %s\n", calls, shape, file)
+	pprofTop(file, "-cum")
 }
