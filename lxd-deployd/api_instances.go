@@ -115,30 +115,24 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 }
 
 // liveStatuses is LXD's status of a shape's instances: one listing of the instances LXD
-// holds as the shape's, never one call per instance, decoding only the fields shown. A
-// row it misses (the shape or deployment was renamed after the instance was made, or LXD
-// lost it), or a filter LXD refuses, takes one listing of the whole project, as before.
+// holds as the shape's, never one call per instance, decoding only the fields shown (the
+// project's listing when that misses a created row: a renamed shape, an instance deleted
+// behind the daemon's back).
 func (a instancesAPI) liveStatuses(ref refs.ShapeRef, rows []db.Instance) (map[string]lxdapi.Instance, error) {
 	client, err := a.lxd.Client()
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
 
-	callStart := time.Now()
-	live, err := backend.ListShapeInstanceStatuses(client, ref.Project, ref.Name, ref.Shape)
-	a.lifecycle.metrics.LXDCall("list", time.Since(callStart), err)
-	complete := err == nil
+	var want []string
 	for _, row := range rows {
-		_, ok := live[row.Name]
-		complete = complete && (ok || row.State == db.InstanceCreating)
+		if row.State == db.InstanceCreated {
+			want = append(want, row.Name)
+		}
 	}
 
-	if complete {
-		return live, nil
-	}
-
-	callStart = time.Now()
-	live, err = backend.ListInstanceStatuses(client, ref.Project)
+	callStart := time.Now()
+	live, err := backend.ListShapeInstanceStatuses(client, ref.Project, ref.Name, ref.Shape, want)
 	a.lifecycle.metrics.LXDCall("list", time.Since(callStart), err)
 	return live, err
 }

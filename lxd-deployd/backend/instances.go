@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -225,27 +224,4 @@ func DeleteInstance(ctx context.Context, c lxd.InstanceServer, project string, n
 // UpdateInstanceState starts, stops, restarts, freezes or unfreezes an instance.
 func UpdateInstanceState(ctx context.Context, c lxd.InstanceServer, project string, name string, state lxdapi.InstanceStatePut) error {
 	return wait(ctx)(c.UseProject(project).UpdateInstanceState(name, state, ""))
-}
-
-// ListInstances returns the project's instances by name, from one LXD listing.
-func ListInstances(c lxd.InstanceServer, project string) (map[string]lxdapi.Instance, error) {
-	// A raw query: the client's GetInstances also renders the whole listing as indented
-	// JSON for its debug log, logged or not (9% of the daemon's CPU with 200 instances).
-	resp, _, err := c.RawQuery("GET", "/1.0/instances?"+url.Values{"recursion": {"1"}, "project": {project}}.Encode(), nil, "")
-	if err != nil {
-		return nil, err
-	}
-
-	var instances []lxdapi.Instance
-	err = json.Unmarshal(resp.Metadata, &instances)
-	if err != nil {
-		return nil, fmt.Errorf("decode LXD's instance listing: %w", err)
-	}
-
-	byName := make(map[string]lxdapi.Instance, len(instances))
-	for _, instance := range instances {
-		byName[instance.Name] = instance
-	}
-
-	return byName, nil
 }
