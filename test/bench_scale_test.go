@@ -89,6 +89,7 @@ func benchScale(b *testing.B, n int) {
 	s.atRest(b, quiet, rssEmpty, rssQuiet)
 	s.profile(b)
 	s.reads(b)
+	s.ttlReports(b)
 	old := s.launches(b)
 	s.rollout(b, old)
 }
@@ -384,4 +385,55 @@ func (s *scaleBench) profileListing(b *testing.B, shape string) {
 	calls := r.calls
 	fmt.Printf("    CPU profile of %d listings of %s: %s\n", calls, shape, file)
 	pprofTop(file, "-cum")
+}
+
+// ttlReports switches the shapes to ttl checks (30s) and has every instance report every
+// interval for 30 s, through the admin socket 8 at a time, to price a report: the daemon's
+// CPU over those 30 s, and LXD's (nothing is asked of it).
+func (s *scaleBench) ttlReports(b *testing.B) {
+	for _, shape := range s.shapes {
+		putShape(b, s.env, shape, func(put *api.DeploymentShapePut) {
+			put.Health = &api.DeploymentShapeHealth{TTL: "30s", Grace: "0s"}
+		})
+	}
+
+	var names [][2]string
+	for _, instance := range s.instances(b) {
+		names = append(names, [2]string{instance.Shape, instance.Name})
+	}
+
+	const span = 30 * time.Second
+	ours, theirs := cpuTime(b, s.pid), processTreeCPU(b, s.lxdPid)
+	start := time.Now()
+	reports := 0
+	for round := 0; time.Since(start) < span; round++ {
+		next := start.Add(time.Duration(round+1) * s.interval)
+		slots := make(chan struct{}, 8)
+		var wg sync.WaitGroup
+		for _, name := range names {
+			wg.Add(1)
+			slots <- struct{}{}
+			go func(shape string, instance string) {
+				defer wg.Done()
+				defer func() { <-slots }()
+				err := s.env.admin.ReportDeploymentShapeInstanceHealth("dep1", shape, instance, api.DeploymentInstanceHealthPut{Status: api.HealthReportPassing})
+				if err != nil {
+					b.Error(err)
+				}
+			}(name[0], name[1])
+		}
+
+		wg.Wait()
+		reports += len(names)
+		time.Sleep(time.Until(next))
+	}
+
+	elapsed := time.Since(start)
+	ours, theirs = cpuTime(b, s.pid)-ours, processTreeCPU(b, s.lxdPid)-theirs
+	fmt.Printf("  ttl checks: %d reports in %v (%.0f a second): daemon CPU %.1f%% of a core (%.2f ms per report, its rest included); LXD CPU %.1f%%\n",
+		reports, elapsed.Round(time.Second), float64(reports)/elapsed.Seconds(), 100*ours.Seconds()/elapsed.Seconds(), float64(ours.Microseconds())/1000/float64(reports), 100*theirs.Seconds()/elapsed.Seconds())
+	b.ReportMetric(float64(ours.Microseconds())/1000/float64(reports), "ttl-ms/report")
+	for _, shape := range s.shapes {
+		putShape(b, s.env, shape, func(put *api.DeploymentShapePut) { put.Health = nil })
+	}
 }
