@@ -277,6 +277,20 @@ func (s *scaleBench) launches(b *testing.B) []string {
 
 	directWall := inParallel(b, direct, s.env.launchByHand)
 	retries := sample(scrape(b, s.env.admin), "lxd_deployd_dqlite_transaction_retries_total")
+	profiled := make(chan string, 1)
+	if dir := os.Getenv("SCALE_BENCH_PROFILE"); dir != "" {
+		go func() {
+			file, err := pprofFetch(s.env.d, "/debug/pprof/profile?seconds=20", dir, fmt.Sprintf("scale-%d-launch-cpu.pprof", s.n))
+			if err != nil {
+				file = err.Error()
+			}
+
+			profiled <- file
+		}()
+	} else {
+		profiled <- ""
+	}
+
 	ourWall := inParallel(b, ours, func(name string) error {
 		op, err := s.env.gov.CreateDeploymentShapeInstance("dep1", "b20roll", name)
 		if err == nil {
@@ -292,6 +306,10 @@ func (s *scaleBench) launches(b *testing.B) []string {
 	fmt.Printf("    through the governor API: %v (ratio %.3f, goal <= 1.1); database transactions retried meanwhile: %.0f\n",
 		ourWall.Round(time.Millisecond), ratio, sample(scrape(b, s.env.admin), "lxd_deployd_dqlite_transaction_retries_total")-retries)
 	b.ReportMetric(ratio, "launch-ratio")
+	if file := <-profiled; file != "" {
+		fmt.Printf("    CPU profile of the first 20 s of the launches: %s\n", file)
+		pprofTop(file, "-cum")
+	}
 	return direct
 }
 

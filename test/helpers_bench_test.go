@@ -113,25 +113,44 @@ func processRSS(b *testing.B, pid int) int64 {
 // pprofGet fetches a profile from a daemon started with --debug-pprof (its unix socket)
 // into dir/name.
 func pprofGet(b *testing.B, d *daemon, path string, dir string, name string) string {
+	file, err := pprofFetch(d, path, dir, name)
+	must(b, err)
+	return file
+}
+
+// pprofFetch is pprofGet for another goroutine than the benchmark's.
+func pprofFetch(d *daemon, path string, dir string, name string) (string, error) {
 	c := http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", d.Socket)
 	}}}
 
 	resp, err := c.Get("http://lxd-deployd" + path)
-	must(b, err)
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		b.Fatalf("GET %s: %s", path, resp.Status)
+	if err != nil {
+		return "", err
 	}
 
-	must(b, os.MkdirAll(dir, 0o755))
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+
+	err = os.MkdirAll(dir, 0o755)
+	if err != nil {
+		return "", err
+	}
+
 	file := filepath.Join(dir, name)
 	out, err := os.Create(file)
-	must(b, err)
+	if err != nil {
+		return "", err
+	}
+
 	_, err = io.Copy(out, resp.Body)
-	must(b, err)
-	must(b, out.Close())
-	return file
+	if err == nil {
+		err = out.Close()
+	}
+
+	return file, err
 }
 
 // pprofTop prints the first lines of `go tool pprof -top` of a profile, when go is there.
