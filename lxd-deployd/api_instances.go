@@ -99,16 +99,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		return response.SyncResponse(urls)
 	}
 
-	// One LXD listing for every instance, never one call per instance, decoding only the
-	// fields shown.
-	var live map[string]lxdapi.Instance
-	client, err := a.lxd.Client()
-	if err == nil && len(rows) > 0 {
-		callStart := time.Now()
-		live, err = backend.ListInstanceStatuses(client, ref.Project)
-		a.reporter.Metrics().LXDCall("list", time.Since(callStart), err)
-	}
-
+	live, err := a.liveStatuses(ref, rows)
 	online := err == nil
 	result := make([]api.DeploymentInstance, 0, len(rows))
 	for _, row := range rows {
@@ -122,6 +113,29 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 	}
 
 	return response.SyncResponse(result)
+}
+
+// liveStatuses is LXD's status of a shape's instances: one listing of the instances LXD
+// holds as the shape's, never one call per instance, decoding only the fields shown (the
+// project's listing when that misses a created row: a renamed shape, an instance deleted
+// behind the daemon's back).
+func (a instancesAPI) liveStatuses(ref refs.ShapeRef, rows []db.Instance) (map[string]lxdapi.Instance, error) {
+	client, err := a.lxd.Client()
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+
+	var want []string
+	for _, row := range rows {
+		if row.State == db.InstanceCreated {
+			want = append(want, row.Name)
+		}
+	}
+
+	callStart := time.Now()
+	live, err := backend.ListShapeInstanceStatuses(client, ref.Project, ref.Name, ref.Shape, want)
+	a.reporter.Metrics().LXDCall("list", time.Since(callStart), err)
+	return live, err
 }
 
 func (a instancesAPI) get(r *http.Request) response.Response {
