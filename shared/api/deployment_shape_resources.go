@@ -1,0 +1,71 @@
+package api
+
+// Resource keys a resize changes and resource_bounds bound.
+const (
+	LimitCPU    = "limits.cpu"
+	LimitMemory = "limits.memory"
+)
+
+// DeploymentShapeResourceBound is the range a resize may move one LXD limit in.
+type DeploymentShapeResourceBound struct {
+	// Lowest value (LXD's units: a CPU count, or a byte size such as 64MiB; empty for none)
+	// Example: 64MiB
+	Minimum string `json:"minimum,omitempty" yaml:"minimum,omitempty"`
+
+	// Highest value (LXD's units; empty for none)
+	// Example: 2GiB
+	Maximum string `json:"maximum,omitempty" yaml:"maximum,omitempty"`
+}
+
+// DeploymentShapeResourcesPut is a resize: new limits for a shape's instances, applied live
+// (PUT /1.0/deployments/{d}/shapes/{s}/resources). An empty field leaves that limit as is.
+type DeploymentShapeResourcesPut struct {
+	// CPU count
+	// Example: 2
+	CPU string `json:"limits.cpu,omitempty" yaml:"limits.cpu,omitempty"`
+
+	// Memory limit (an absolute size)
+	// Example: 512MiB
+	Memory string `json:"limits.memory,omitempty" yaml:"limits.memory,omitempty"`
+
+	// Why, recorded in the revision and the activity log
+	// Example: memory utilisation 92%
+	Reason string `json:"reason,omitempty" yaml:"reason,omitempty"`
+}
+
+// Limits returns the limits the resize sets, by LXD key.
+func (r DeploymentShapeResourcesPut) Limits() map[string]string {
+	out := map[string]string{}
+	if r.CPU != "" {
+		out[LimitCPU] = r.CPU
+	}
+
+	if r.Memory != "" {
+		out[LimitMemory] = r.Memory
+	}
+
+	return out
+}
+
+// Results of a resize for one instance (the operation's metadata, the activity log).
+const (
+	ResizeApplied = "applied"
+	ResizeRefused = "refused"
+	ResizeFailed  = "failed"
+	ResizeSkipped = "skipped"
+)
+
+// DeploymentResizeResult is what a resize did to one instance.
+type DeploymentResizeResult struct {
+	// applied, refused (left outdated, retried), failed or skipped
+	// Example: refused
+	Result string `json:"result" yaml:"result"`
+
+	// Why it was refused, failed or skipped
+	// Example: memory usage 104MiB plus margin 16MiB is above the new limit 64MiB
+	Reason string `json:"reason,omitempty" yaml:"reason,omitempty"`
+
+	// Limits the instance runs with afterwards
+	// Example: {"limits.memory": "256MiB"}
+	Limits map[string]string `json:"limits,omitempty" yaml:"limits,omitempty"`
+}
