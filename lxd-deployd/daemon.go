@@ -271,6 +271,7 @@ func (d *daemon) apis() apis {
 		metrics:      metricsAPI{metrics: d.metrics},
 		revisions:    revisionsAPI{db: d.db, lxd: d.lxd, lifecycle: l},
 		rollouts:     rolloutsAPI{db: d.db, lxd: d.lxd, ops: d.ops, engine: d.rollouts, lifecycle: l},
+		resize:       resizeAPI{db: d.db, lxd: d.lxd, ops: d.ops, lifecycle: l},
 		ui:           ui.API{DB: d.db, Addresses: d.addresses},
 		access:       access,
 	}
