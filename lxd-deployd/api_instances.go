@@ -13,6 +13,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
@@ -55,6 +56,10 @@ func instanceAPI(row db.Instance, latest int, lxdInstance *lxdapi.Instance, lxdO
 		TemplateHash: row.TemplateHash,
 		Revision:     row.Revision,
 		Outdated:     shapes.Outdated(row, latest),
+	}
+
+	if lxdInstance != nil && lxdInstance.Config != nil {
+		instance.Limits = fleet.LimitsOf(lxdInstance.Config)
 	}
 
 	withLifecycle(&instance, row)

@@ -67,6 +67,10 @@ type DeploymentInstance struct {
 	// Example: false
 	Outdated bool `json:"outdated" yaml:"outdated"`
 
+	// The limits the instance runs with, as LXD holds them (limits.cpu, limits.memory, ...)
+	// Example: {"limits.memory": "256MiB"}
+	Limits map[string]string `json:"limits,omitempty" yaml:"limits,omitempty"`
+
 	// Health check verdict: unknown, starting, healthy or unhealthy
 	// Example: healthy
 	Health string `json:"health" yaml:"health"`
