@@ -1,0 +1,268 @@
+package test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// TestResizeInPlace is issue 22's scenario (doc/api.md, "Resizing"): a shape with memory
+// bounds 64MiB..512MiB and two running instances is resized to 256MiB live (LXD's config
+// says so, the init PIDs are unchanged, the revision has cause resize, nothing is
+// outdated, a new launch gets 256MiB); a resize past the maximum is a 409 naming it, a
+// read-only key gets a 403; an instance holding 100MiB is not shrunk to 64MiB (it keeps its
+// limit, the reason is reported, its cgroup saw no OOM kill) while the others are.
+func TestResizeInPlace(t *testing.T) {
+	env := newGovernorEnv(t, 0, 5)
+	env.prefix = "rz-inplace" // cleanupLXD removes what carries it
+	var mu sync.Mutex
+	var events []lxdapi.EventLifecycle
+	env.d.onLifecycle(t, "rz-events", func(e lxdapi.EventLifecycle) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	})
+
+	env.setShape(t, func(put *api.DeploymentShapePut) {
+		put.InstanceTemplate.Config = map[string]string{"limits.memory": "128MiB", "limits.cpu": "1"}
+		put.ResourceBounds = map[string]api.DeploymentShapeResourceBound{
+			api.LimitMemory: {Minimum: "64MiB", Maximum: "512MiB"},
+			api.LimitCPU:    {Minimum: "1", Maximum: "2"},
+		}
+	})
+
+	names := []string{env.name("a"), env.name("b")}
+	for _, name := range names {
+		env.launch(t, env.gov, name)
+	}
+
+	pids := map[string]int64{}
+	for _, name := range names {
+		pids[name] = lxdPid(t, env, name)
+	}
+
+	lxdMemory := func(name string) string {
+		inst, _, err := env.lxdConn.GetInstance(name)
+		must(t, err)
+		return inst.Config["limits.memory"]
+	}
+
+	resize := func(memory string, reason string) map[string]api.DeploymentResizeResult {
+		t.Helper()
+		op, err := env.gov.ResizeDeploymentShape("dep1", "web", api.DeploymentShapeResourcesPut{Memory: memory, Reason: reason})
+		must(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		must(t, op.Wait(ctx))
+		var meta struct {
+			Instances map[string]api.DeploymentResizeResult `json:"instances"`
+		}
+
+		data, err := json.Marshal(op.Metadata)
+		must(t, err)
+		must(t, json.Unmarshal(data, &meta))
+		return meta.Instances
+	}
+
+	t.Run("grow live", func(t *testing.T) {
+		results := resize("256MiB", "memory utilisation 90%")
+		for _, name := range names {
+			if results[name].Result != api.ResizeApplied {
+				t.Fatalf("%s: %+v, want applied", name, results)
+			}
+
+			if got := lxdMemory(name); got != "256MiB" {
+				t.Fatalf("LXD has limits.memory %q on %s, want 256MiB", got, name)
+			}
+
+			if pid := lxdPid(t, env, name); pid != pids[name] {
+				t.Fatalf("%s restarted: init PID %d, was %d", name, pid, pids[name])
+			}
+		}
+
+		shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
+		must(t, err)
+		revision, err := env.admin.GetDeploymentShapeRevision("dep1", "web", shape.Revision)
+		must(t, err)
+		if revision.Cause != "resize" || revision.Notes != "memory utilisation 90%" || revision.Requestor.Key != "gov" || revision.Shape.InstanceTemplate.Config["limits.memory"] != "256MiB" {
+			t.Fatalf("revision %d: cause %q notes %q requestor %+v template %v", revision.Revision, revision.Cause, revision.Notes, revision.Requestor, revision.Shape.InstanceTemplate.Config)
+		}
+
+		for name, instance := range env.instancesByName(t) {
+			if instance.Outdated || instance.Limits["limits.memory"] != "256MiB" {
+				t.Fatalf("%s: outdated %v, limits %v", name, instance.Outdated, instance.Limits)
+			}
+		}
+
+		// A new launch gets the new size at once.
+		c := env.name("c")
+		env.launch(t, env.gov, c)
+		names = append(names, c)
+		pids[c] = lxdPid(t, env, c)
+		if got := lxdMemory(c); got != "256MiB" {
+			t.Fatalf("a new launch has limits.memory %q, want 256MiB", got)
+		}
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
+		must(t, err)
+		_, err = env.gov.ResizeDeploymentShape("dep1", "web", api.DeploymentShapeResourcesPut{Memory: "1GiB"})
+		if !lxdapi.StatusErrorCheck(err, http.StatusConflict) || !strings.Contains(err.Error(), "maximum (512MiB)") || !strings.Contains(err.Error(), "limits.memory") {
+			t.Fatalf("a resize to 1GiB: %v, want a 409 naming the maximum and the knob", err)
+		}
+
+		_, err = env.readOnly.ResizeDeploymentShape("dep1", "web", api.DeploymentShapeResourcesPut{Memory: "128MiB"})
+		if !lxdapi.StatusErrorCheck(err, http.StatusForbidden) {
+			t.Fatalf("a read-only key's resize: %v, want a 403", err)
+		}
+
+		after, _, err := env.admin.GetDeploymentShape("dep1", "web")
+		must(t, err)
+		if after.Revision != shape.Revision || after.InstanceTemplate.Config["limits.memory"] != "256MiB" {
+			t.Fatalf("a refused resize changed the shape: revision %d -> %d, template %v", shape.Revision, after.Revision, after.InstanceTemplate.Config)
+		}
+	})
+
+	t.Run("safe shrink", func(t *testing.T) {
+		full := names[0]
+		code, _, stderr := env.exec(t, full, "sh", "-c", "mkdir -p /dev/shm && (grep -q ' /dev/shm ' /proc/mounts || mount -t tmpfs shm /dev/shm) && head -c 100M /dev/zero > /dev/shm/x")
+		if code != 0 {
+			t.Fatalf("fill /dev/shm in %s: exit %d: %s", full, code, stderr)
+		}
+
+		results := resize("64MiB", "idle")
+		if r := results[full]; r.Result != api.ResizeRefused || !strings.Contains(r.Reason, "above the new limit 64MiB") {
+			t.Fatalf("%s holds 100MiB: %+v, want refused with the reason", full, r)
+		}
+
+		for _, name := range names[1:] {
+			if results[name].Result != api.ResizeApplied || lxdMemory(name) != "64MiB" {
+				t.Fatalf("%s: %+v, LXD has %q, want 64MiB applied", name, results[name], lxdMemory(name))
+			}
+		}
+
+		if got := lxdMemory(full); got != "256MiB" {
+			t.Fatalf("LXD has limits.memory %q on %s, want it left at 256MiB", got, full)
+		}
+
+		instances := env.instancesByName(t)
+		if !instances[full].Outdated || instances[names[1]].Outdated {
+			t.Fatalf("want only %s outdated: %+v", full, instances)
+		}
+
+		activity, err := env.admin.GetDeploymentActivity("dep1", 0, "web")
+		must(t, err)
+		found := false
+		for _, a := range activity {
+			found = found || a.Action == "resize-refused" && strings.HasPrefix(a.Why, full+": memory usage")
+		}
+
+		if !found {
+			t.Fatalf("no resize-refused activity entry for %s: %+v", full, activity)
+		}
+
+		source := api.DeploymentShapeInstanceURL(api.DefaultProject, "dep1", "web", full)
+		waitUntil(t, "a resize-refused event", 10*time.Second, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, e := range events {
+				if e.Action == "deployment-instance-resize-refused" && e.Source == source {
+					return true
+				}
+			}
+
+			return false
+		})
+
+		// The workload kept its memory, and its cgroup never OOM-killed anything.
+		code, out, _ := env.exec(t, full, "ls", "-l", "/dev/shm/x")
+		if code != 0 || !strings.Contains(out, "104857600") {
+			t.Fatalf("/dev/shm/x in %s: exit %d %q", full, code, out)
+		}
+
+		for _, name := range names {
+			if kills := oomKills(t, env, name); kills != 0 {
+				t.Fatalf("%s: memory.oom_control says oom_kill %d", name, kills)
+			}
+
+			if pid := lxdPid(t, env, name); pid != pids[name] {
+				t.Fatalf("%s restarted: init PID %d, was %d", name, pid, pids[name])
+			}
+		}
+
+		// Once the workload lets go, a resize reaches it too.
+		code, _, stderr = env.exec(t, full, "rm", "/dev/shm/x")
+		if code != 0 {
+			t.Fatalf("rm: %s", stderr)
+		}
+
+		results = resize("64MiB", "idle again")
+		if results[full].Result != api.ResizeApplied || lxdMemory(full) != "64MiB" || env.instancesByName(t)[full].Outdated {
+			t.Fatalf("after freeing memory: %+v, LXD has %q", results[full], lxdMemory(full))
+		}
+	})
+
+	t.Run("template change of limits.cpu rolls out in place", func(t *testing.T) {
+		t.Skip("in-place rollouts need the rollout engine, which waits for issue 18's move into lxd-deployd/rollout/ (doc/api.md, Resizing)")
+	})
+}
+
+// lxdPid is the init PID LXD reports for an instance: it changes when the instance restarts.
+func lxdPid(t testing.TB, env *governorEnv, name string) int64 {
+	t.Helper()
+	state, _, err := env.lxdConn.GetInstanceState(name)
+	must(t, err)
+	if state.Pid <= 0 {
+		t.Fatalf("%s has no init PID (status %s)", name, state.Status)
+	}
+
+	return state.Pid
+}
+
+// oomKills reads the oom_kill count of an instance's cgroup v1 memory controller: from the
+// host's lxc.payload cgroup, else from inside the container.
+func oomKills(t testing.TB, env *governorEnv, name string) int {
+	t.Helper()
+	text := ""
+	matches, _ := filepath.Glob("/sys/fs/cgroup/memory/lxc.payload." + name + "/memory.oom_control")
+	if len(matches) > 0 {
+		data, err := os.ReadFile(matches[0])
+		if err == nil {
+			text = string(data)
+		}
+	}
+
+	if text == "" {
+		code, out, stderr := env.exec(t, name, "cat", "/sys/fs/cgroup/memory/memory.oom_control")
+		if code != 0 {
+			t.Fatalf("read memory.oom_control of %s: %s", name, stderr)
+		}
+
+		text = out
+	}
+
+	for _, line := range strings.Split(text, "\n") {
+		if value, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			var n int
+			_, err := fmt.Sscan(value, &n)
+			must(t, err)
+			return n
+		}
+	}
+
+	t.Fatal(errors.New("memory.oom_control has no oom_kill line: " + text))
+	return 0
+}
