@@ -23,7 +23,8 @@ import (
 // says so, the init PIDs are unchanged, the revision has cause resize, nothing is
 // outdated, a new launch gets 256MiB); a resize past the maximum is a 409 naming it, a
 // read-only key gets a 403; an instance holding 100MiB is not shrunk to 64MiB (it keeps its
-// limit, the reason is reported, its cgroup saw no OOM kill) while the others are.
+// limit, the reason is reported, its cgroup saw no OOM kill) while the others are. The
+// issue says `head -c 100M`; busybox head takes no suffix, so dd writes the same 100MiB.
 func TestResizeInPlace(t *testing.T) {
 	env := newGovernorEnv(t, 0, 5)
 	env.prefix = "rz-inplace" // cleanupLXD removes what carries it
@@ -138,7 +139,7 @@ func TestResizeInPlace(t *testing.T) {
 
 	t.Run("safe shrink", func(t *testing.T) {
 		full := names[0]
-		code, _, stderr := env.exec(t, full, "sh", "-c", "mkdir -p /dev/shm && (grep -q ' /dev/shm ' /proc/mounts || mount -t tmpfs shm /dev/shm) && head -c 100M /dev/zero > /dev/shm/x")
+		code, _, stderr := env.exec(t, full, "sh", "-c", "mkdir -p /dev/shm && (grep -q ' /dev/shm ' /proc/mounts || mount -t tmpfs shm /dev/shm) && dd if=/dev/zero of=/dev/shm/x bs=1048576 count=100")
 		if code != 0 {
 			t.Fatalf("fill /dev/shm in %s: exit %d: %s", full, code, stderr)
 		}
