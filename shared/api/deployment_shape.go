@@ -53,7 +53,7 @@ type DeploymentShapePut struct {
 
 	// Bounds of a resize, per LXD limit key (limits.cpu, limits.memory; none when absent)
 	// Example: {"limits.memory": {"minimum": "64MiB", "maximum": "2GiB"}}
-	ResourceBounds map[string]DeploymentShapeResourceBound `json:"resource_bounds,omitempty" yaml:"resource_bounds,omitempty"`
+	ResourceBounds DeploymentShapeResourceBounds `json:"resource_bounds,omitempty" yaml:"resource_bounds,omitempty"`
 }
 
 // DeploymentShape represents a shape.

@@ -1,5 +1,9 @@
 package api
 
+import (
+	"encoding/json"
+)
+
 // Resource keys a resize changes and resource_bounds bound.
 const (
 	LimitCPU    = "limits.cpu"
@@ -15,6 +19,46 @@ type DeploymentShapeResourceBound struct {
 	// Highest value (LXD's units; empty for none)
 	// Example: 2GiB
 	Maximum string `json:"maximum,omitempty" yaml:"maximum,omitempty"`
+}
+
+// DeploymentShapeResourceBounds are a shape's resource bounds by LXD limit key.
+type DeploymentShapeResourceBounds map[string]DeploymentShapeResourceBound
+
+// UnmarshalJSON merges into the bounds already there, as decoding does into a struct: a
+// PATCH of {"limits.memory": {"maximum": "2GiB"}} keeps that bound's minimum (encoding/json
+// would replace the whole entry). A null entry removes the bound.
+func (b *DeploymentShapeResourceBounds) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	err := json.Unmarshal(data, &raw)
+	if err != nil {
+		return err
+	}
+
+	if raw == nil {
+		*b = nil
+		return nil
+	}
+
+	if *b == nil {
+		*b = DeploymentShapeResourceBounds{}
+	}
+
+	for key, value := range raw {
+		if string(value) == "null" {
+			delete(*b, key)
+			continue
+		}
+
+		bound := (*b)[key]
+		err = json.Unmarshal(value, &bound)
+		if err != nil {
+			return err
+		}
+
+		(*b)[key] = bound
+	}
+
+	return nil
 }
 
 // DeploymentShapeResourcesPut is a resize: new limits for a shape's instances, applied live
