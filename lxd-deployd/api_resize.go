@@ -92,6 +92,7 @@ func (a resizeAPI) put(r *http.Request) response.Response {
 				action = lifecycleInstanceResizeRefused
 			}
 
+			a.lifecycle.metrics.Resize(ref.project, ref.name, ref.shape, result.Result)
 			a.lifecycle.emit(by, ref.project, target.DeploymentID, action, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, row.Name))
 			a.lifecycle.instanceChanged(context.Background(), target.DeploymentID, action, ref.shape, row.Name)
 		},
