@@ -214,6 +214,16 @@ func TestResizeInPlace(t *testing.T) {
 		if results[full].Result != api.ResizeApplied || lxdMemory(full) != "64MiB" || env.instancesByName(t)[full].Outdated {
 			t.Fatalf("after freeing memory: %+v, LXD has %q", results[full], lxdMemory(full))
 		}
+
+		// /1.0/metrics: the template's limit, and the resizes by result.
+		labels := `deployment="dep1",project="default"`
+		text := scrape(t, env.admin)
+		if sample(text, `lxd_deployd_shape_resource_limit{`+labels+`,resource="limits.memory",shape="web"}`) != 64<<20 ||
+			sample(text, `lxd_deployd_shape_resource_limit{`+labels+`,resource="limits.cpu",shape="web"}`) != 1 ||
+			sample(text, `lxd_deployd_shape_resizes_total{`+labels+`,result="refused",shape="web"}`) != 1 ||
+			sample(text, `lxd_deployd_shape_resizes_total{`+labels+`,result="applied",shape="web"}`) != 5 { // 2 grown, 2 shrunk, then the one freed
+			t.Fatalf("metrics after the resizes:\n%s", text)
+		}
 	})
 
 	t.Run("template change of limits.cpu rolls out in place", func(t *testing.T) {
