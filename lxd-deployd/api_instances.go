@@ -105,11 +105,20 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 	// One LXD listing for every instance, never one call per instance, decoding only the
 	// fields shown.
 	var live map[string]lxdapi.Instance
+	var usage map[string]api.DeploymentInstanceUsage
 	client, err := a.lxd.Client()
 	if err == nil && len(rows) > 0 {
+		// Usage comes from LXD's /1.0/metrics, one call beside the listing (doc/api.md).
+		usageDone := make(chan struct{})
+		go func() {
+			defer close(usageDone)
+			usage = instanceUsage(client, ref.project)
+		}()
+
 		callStart := time.Now()
 		live, err = backend.ListInstanceStatuses(client, ref.project)
 		a.lifecycle.metrics.LXDCall("list", time.Since(callStart), err)
+		<-usageDone
 	}
 
 	online := err == nil
@@ -121,7 +130,12 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 			lxdInstance = &instance
 		}
 
-		result = append(result, instanceFor(r, instanceAPI(row, latest, lxdInstance, online)))
+		shown := instanceAPI(row, latest, lxdInstance, online)
+		if u, ok := usage[row.Name]; ok && lxdInstance != nil && lxdInstance.Status == "Running" {
+			shown.Usage = &u
+		}
+
+		result = append(result, instanceFor(r, shown))
 	}
 
 	return response.SyncResponse(result)

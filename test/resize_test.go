@@ -101,10 +101,18 @@ func TestResizeInPlace(t *testing.T) {
 			t.Fatalf("revision %d: cause %q notes %q requestor %+v template %v", revision.Revision, revision.Cause, revision.Notes, revision.Requestor, revision.Shape.InstanceTemplate.Config)
 		}
 
+		// Governors see the limits and what the instances use (recursion=1, from LXD's
+		// /1.0/metrics).
 		for name, instance := range env.instancesByName(t) {
 			if instance.Outdated || instance.Limits["limits.memory"] != "256MiB" {
 				t.Fatalf("%s: outdated %v, limits %v", name, instance.Outdated, instance.Limits)
 			}
+
+			if instance.Usage == nil || instance.Usage.MemoryUsageBytes <= 0 || instance.Usage.MemoryLimitBytes <= 0 {
+				t.Fatalf("%s: usage %+v, want LXD's memory figures", name, instance.Usage)
+			}
+
+			t.Logf("%s: usage %+v", name, *instance.Usage)
 		}
 
 		// A new launch gets the new size at once.

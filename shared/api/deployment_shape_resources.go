@@ -113,3 +113,18 @@ type DeploymentResizeResult struct {
 	// Example: {"limits.memory": "256MiB"}
 	Limits map[string]string `json:"limits,omitempty" yaml:"limits,omitempty"`
 }
+
+// DeploymentInstanceUsage is what an instance uses, as LXD's /1.0/metrics reports it.
+type DeploymentInstanceUsage struct {
+	// Total CPU time used, in seconds
+	// Example: 12.5
+	CPUSeconds float64 `json:"cpu_seconds" yaml:"cpu_seconds"`
+
+	// Memory in use (MemTotal - MemAvailable as the instance sees it), in bytes
+	// Example: 104857600
+	MemoryUsageBytes int64 `json:"memory_usage_bytes" yaml:"memory_usage_bytes"`
+
+	// Memory the instance sees (its limit), in bytes
+	// Example: 268435456
+	MemoryLimitBytes int64 `json:"memory_limit_bytes" yaml:"memory_limit_bytes"`
+}
