@@ -94,7 +94,7 @@ func (a resizeAPI) put(r *http.Request) response.Response {
 
 			a.lifecycle.metrics.Resize(ref.project, ref.name, ref.shape, result.Result)
 			a.lifecycle.emit(by, ref.project, target.DeploymentID, action, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, row.Name))
-			a.lifecycle.instanceChanged(context.Background(), target.DeploymentID, action, ref.shape, row.Name)
+			a.lifecycle.notify(context.Background(), target.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: ref.shape, Instance: row.Name, Reason: result.Reason})
 		},
 	}
 
