@@ -112,7 +112,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		usageDone := make(chan struct{})
 		go func() {
 			defer close(usageDone)
-			usage = instanceUsage(client, ref.project)
+			usage = instanceUsage(client, ref.Project)
 		}()
 
 		callStart := time.Now()

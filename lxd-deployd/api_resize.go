@@ -11,7 +11,10 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -20,16 +23,6 @@ import (
 // Vertical scaling (doc/api.md, "Resizing"): PUT .../shapes/{shape}/resources sets new
 // limits in the shape's template, as a revision with cause resize, and starts an operation
 // that applies them live to the running instances (fleet.Resizer).
-
-// causeResize is the cause of a resize's revision.
-const causeResize = "resize"
-
-// Lifecycle actions of a resize.
-const (
-	lifecycleShapeResized          = "deployment-shape-resized"
-	lifecycleInstanceResized       = "deployment-instance-resized"
-	lifecycleInstanceResizeRefused = "deployment-instance-resize-refused"
-)
 
 // resizeAPI serves /1.0/deployments/{deployment}/shapes/{shape}/resources.
 type resizeAPI struct {
@@ -78,29 +71,29 @@ func (a resizeAPI) put(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	source := api.DeploymentShapeURL(ref.project, ref.name, ref.shape)
-	a.lifecycle.emit(by, ref.project, target.DeploymentID, lifecycleShapeResized, source)
-	a.lifecycle.shapeRevised(by, ref, target.DeploymentID, shapeRevised{revision: revision})
+	source := api.DeploymentShapeURL(ref.Project, ref.Name, ref.Shape)
+	a.lifecycle.Send(by, target.DeploymentID, reporter.ShapeResized.Event(ref, nil))
+	a.lifecycle.shapeRevised(by, ref, target.DeploymentID, rollout.Revised{Revision: revision})
 	resizer := fleet.Resizer{
 		DB:       a.db,
 		Client:   a.lxd.Client,
 		Rounds:   a.rounds,
 		Interval: a.interval,
 		Resized: func(row db.Instance, result api.DeploymentResizeResult) {
-			action := lifecycleInstanceResized
+			action := reporter.InstanceResized
 			if result.Result != api.ResizeApplied {
-				action = lifecycleInstanceResizeRefused
+				action = reporter.InstanceResizeRefused
 			}
 
-			a.lifecycle.metrics.Resize(ref.project, ref.name, ref.shape, result.Result)
-			a.lifecycle.emit(by, ref.project, target.DeploymentID, action, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, row.Name))
-			a.lifecycle.notify(context.Background(), target.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: ref.shape, Instance: row.Name, Reason: result.Reason})
+			a.lifecycle.metrics.Resize(ref.Project, ref.Name, ref.Shape, result.Result)
+			a.lifecycle.Send(by, target.DeploymentID, action.Event(refs.InstanceRef{ShapeRef: ref, Instance: row.Name}, nil))
+			a.lifecycle.Notify(context.Background(), target.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(action), Shape: ref.Shape, Instance: row.Name, Reason: result.Reason})
 		},
 	}
 
 	op := a.ops.Start(operations.Args{
-		Description:  fmt.Sprintf("Resizing shape %s (revision %d)", ref.shape, revision),
-		Project:      ref.project,
+		Description:  fmt.Sprintf("Resizing shape %s (revision %d)", ref.Shape, revision),
+		Project:      ref.Project,
 		DeploymentID: target.DeploymentID,
 		Resources:    map[string][]string{"deployment_shapes": {source}},
 		Run: func(ctx context.Context, op *operations.Operation) error {
@@ -122,8 +115,8 @@ func (a resizeAPI) put(r *http.Request) response.Response {
 // resizeShape checks a resize against the shape's resource_bounds and stores it, with its
 // revision, in the caller's transaction: the check and the write cannot be split by another
 // change, as the horizontal bound check in the reservation.
-func resizeShape(ctx context.Context, tx *sql.Tx, ref shapeRef, req api.DeploymentShapeResourcesPut, by api.DeploymentRequestor) (fleet.ResizeTarget, int, error) {
-	deploymentID, shape, err := shapeInTx(ctx, tx, ref)
+func resizeShape(ctx context.Context, tx *sql.Tx, ref refs.ShapeRef, req api.DeploymentShapeResourcesPut, by api.DeploymentRequestor) (fleet.ResizeTarget, int, error) {
+	deploymentID, shape, err := refs.ShapeInTx(ctx, tx, ref)
 	if err != nil {
 		return fleet.ResizeTarget{}, 0, err
 	}
@@ -143,33 +136,17 @@ func resizeShape(ctx context.Context, tx *sql.Tx, ref shapeRef, req api.Deployme
 		return fleet.ResizeTarget{}, 0, err
 	}
 
+	notes := req.Reason
+	if notes == "" {
+		notes = describeResize(req)
+	}
+
+	revised, err := rollout.RecordRevision(ctx, tx, deploymentID, shape.ID, shape, put, rollout.RevisionArgs{Cause: rollout.CauseResize, By: by, Notes: notes, Always: true, InPlace: true})
+	if err != nil {
+		return fleet.ResizeTarget{}, 0, err
+	}
+
 	by, err = fleet.WithKey(ctx, tx, by, deploymentID)
-	if err != nil {
-		return fleet.ResizeTarget{}, 0, err
-	}
-
-	revision := shape.Revision + 1
-	err = db.CreateRevision(ctx, tx, shape.ID, api.DeploymentShapeRevision{Revision: revision, Shape: put, Cause: causeResize, Requestor: by, Notes: req.Reason, CreatedAt: time.Now()})
-	if err != nil {
-		return fleet.ResizeTarget{}, 0, err
-	}
-
-	keep, err := fleet.DeploymentConfigInt(ctx, tx, deploymentID, "revisions.keep", defaultRevisionsKeep)
-	if err != nil {
-		return fleet.ResizeTarget{}, 0, err
-	}
-
-	err = db.PruneRevisions(ctx, tx, shape.ID, keep)
-	if err != nil {
-		return fleet.ResizeTarget{}, 0, err
-	}
-
-	why := causeResize + ": " + describeResize(req)
-	if req.Reason != "" {
-		why += " (" + req.Reason + ")"
-	}
-
-	err = fleet.RecordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: shape.Name, Action: "revision", From: shape.Revision, To: revision, Requestor: by, Why: why})
 	if err != nil {
 		return fleet.ResizeTarget{}, 0, err
 	}
@@ -177,12 +154,12 @@ func resizeShape(ctx context.Context, tx *sql.Tx, ref shapeRef, req api.Deployme
 	// As many at once as a rolling rollout may have unavailable (at least one): an update
 	// in place keeps instances serving, so this paces LXD, not availability.
 	batch := 1
-	rollout, err := shapes.ResolveRollout(put.Rollout, shape.ScalingCurrent)
+	resolved, err := shapes.ResolveRollout(put.Rollout, shape.ScalingCurrent)
 	if err == nil {
-		batch = max(1, rollout.Unavailable)
+		batch = max(1, resolved.Unavailable)
 	}
 
-	return fleet.ResizeTarget{DeploymentID: deploymentID, ShapeID: shape.ID, Project: ref.project, Shape: shape.Name, By: by, Batch: batch}, revision, nil
+	return fleet.ResizeTarget{DeploymentID: deploymentID, ShapeID: shape.ID, Project: ref.Project, Shape: shape.Name, By: by, Batch: batch}, revised.Revision, nil
 }
 
 // describeResize writes a resize's limits for the activity log.

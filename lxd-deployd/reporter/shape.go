@@ -12,6 +12,7 @@ type ShapeAction string
 const (
 	ShapeUpdated  ShapeAction = "deployment-shape-updated"
 	ShapeDegraded ShapeAction = "deployment-shape-degraded"
+	ShapeResized  ShapeAction = "deployment-shape-resized"
 )
 
 // Event is the action's event about the shape ref names, with context (nil: none).
