@@ -233,10 +233,63 @@ func TestResizeInPlace(t *testing.T) {
 			t.Fatalf("metrics after the resizes:\n%s", text)
 		}
 	})
+}
 
-	t.Run("template change of limits.cpu rolls out in place", func(t *testing.T) {
-		t.Skip("in-place rollouts need the rollout engine, which waits for issue 18's move into lxd-deployd/rollout/ (doc/api.md, Resizing)")
+// TestRolloutInPlace: a template change that only touches limits.cpu is rolled out in
+// place (issue 22): the rollout completes with the same instance names and the same init
+// PIDs, and LXD holds the new limit.
+func TestRolloutInPlace(t *testing.T) {
+	env := newRolloutEnv(t, 0, 4)
+	env.prefix = "rz-roll" // cleanupLXD removes what carries it
+	env.setShape(t, func(put *api.DeploymentShapePut) {
+		put.InstanceTemplate.Config = map[string]string{"limits.cpu": "1", "limits.memory": "128MiB"}
+		put.Rollout.Trigger = api.RolloutTriggerConfigChange
 	})
+
+	names := []string{env.name("a"), env.name("b")}
+	pids := map[string]int64{}
+	for _, name := range names {
+		env.launch(t, env.gov, name)
+		pids[name] = lxdPid(t, env, name)
+	}
+
+	before, err := env.admin.GetDeploymentShapeRollouts("dep1", "web")
+	must(t, err)
+	env.updateShape(t, "two CPUs", func(put *api.DeploymentShapePut) { put.InstanceTemplate.Config["limits.cpu"] = "2" })
+	var rollouts []api.DeploymentRollout
+	waitUntil(t, "the config-change rollout", 10*time.Second, func() bool {
+		rollouts, err = env.admin.GetDeploymentShapeRollouts("dep1", "web")
+		must(t, err)
+		return len(rollouts) > len(before)
+	})
+
+	number := 0
+	for _, r := range rollouts {
+		number = max(number, r.Number)
+	}
+
+	env.waitRollout(t, number, time.Minute, "complete")
+	instances := env.instancesByName(t)
+	if len(instances) != len(names) {
+		t.Fatalf("instances after the rollout: %v, want %v", instances, names)
+	}
+
+	for _, name := range names {
+		instance, ok := instances[name]
+		if !ok || instance.Outdated {
+			t.Fatalf("%s after the rollout: %+v (present %v)", name, instance, ok)
+		}
+
+		inst, _, err := env.lxdConn.GetInstance(name)
+		must(t, err)
+		if inst.Config["limits.cpu"] != "2" {
+			t.Fatalf("LXD has limits.cpu %q on %s, want 2", inst.Config["limits.cpu"], name)
+		}
+
+		if pid := lxdPid(t, env, name); pid != pids[name] {
+			t.Fatalf("%s restarted: init PID %d, was %d", name, pid, pids[name])
+		}
+	}
 }
 
 // lxdPid is the init PID LXD reports for an instance: it changes when the instance restarts.

@@ -45,6 +45,14 @@ type ResizeTarget struct {
 	Shape        string
 	By           api.DeploymentRequestor
 	Batch        int
+
+	// Limit, when above 0, updates at most that many instances in a round (a rollout's
+	// step moves a few at a time).
+	Limit int
+
+	// Replaces says that instances refused in place are replaced instead (a rollout): a
+	// refusal is then no news, and is neither logged nor reported.
+	Replaces bool
 }
 
 // ResizeProgress receives the per-instance results after every batch (the operation's
@@ -87,6 +95,15 @@ func (r Resizer) Run(ctx context.Context, target ResizeTarget, progress ResizePr
 	return results, nil
 }
 
+// Once runs a single round: the rollout engine's in-place step. It returns the result per
+// instance it considered; none when no outdated instance can be reached in place (then LXD
+// is not even asked).
+func (r Resizer) Once(ctx context.Context, target ResizeTarget) (map[string]api.DeploymentResizeResult, error) {
+	results := map[string]api.DeploymentResizeResult{}
+	_, err := r.round(ctx, target, results, map[string]bool{}, func() {})
+	return results, err
+}
+
 // round observes, plans and applies once.
 func (r Resizer) round(ctx context.Context, target ResizeTarget, results map[string]api.DeploymentResizeResult, refusedBefore map[string]bool, batchDone func()) (ResizePlan, error) {
 	client, err := r.Client()
@@ -102,6 +119,10 @@ func (r Resizer) round(ctx context.Context, target ResizeTarget, results map[str
 	})
 	if err != nil {
 		return ResizePlan{}, err
+	}
+
+	if !state.anyInPlace() {
+		return ResizePlan{}, nil
 	}
 
 	// One LXD call for the whole round: every instance with its state (memory usage).
@@ -128,7 +149,7 @@ func (r Resizer) round(ctx context.Context, target ResizeTarget, results map[str
 
 		result := api.DeploymentResizeResult{Result: api.ResizeRefused, Reason: why, Limits: LimitsOf(state.Live[row.Name].Config)}
 		results[row.Name] = result
-		if refusedBefore[row.Name] {
+		if refusedBefore[row.Name] || target.Replaces {
 			continue // said once per resize, not once per round
 		}
 
@@ -143,6 +164,10 @@ func (r Resizer) round(ctx context.Context, target ResizeTarget, results map[str
 		if r.Resized != nil {
 			r.Resized(row, result)
 		}
+	}
+
+	if target.Limit > 0 && len(plan.Steps) > target.Limit {
+		plan.Steps = plan.Steps[:target.Limit]
 	}
 
 	for _, batch := range Batches(plan.Steps, target.Batch) {
@@ -177,6 +202,29 @@ func (r Resizer) round(ctx context.Context, target ResizeTarget, results map[str
 	}
 
 	return plan, nil
+}
+
+// anyInPlace says whether some outdated instance could be brought up to date in place,
+// from the records alone: a round with none asks LXD nothing.
+func (s ResizeState) anyInPlace() bool {
+	latest, ok := s.Revisions[s.Latest]
+	if !ok {
+		return false
+	}
+
+	for _, row := range s.Rows {
+		from, ok := s.Revisions[row.Revision]
+		if !ok || row.State != db.InstanceCreated || !shapes.Outdated(row, s.Latest) {
+			continue
+		}
+
+		_, live := shapes.LiveChanges(from, latest)
+		if live {
+			return true
+		}
+	}
+
+	return false
 }
 
 // resizeRecords reads the shape's latest revision, its instances and the revisions they
