@@ -62,11 +62,13 @@ func TestResizeInPlace(t *testing.T) {
 
 	resize := func(memory string, reason string) map[string]api.DeploymentResizeResult {
 		t.Helper()
+		started := time.Now()
 		op, err := env.gov.ResizeDeploymentShape("dep1", "web", api.DeploymentShapeResourcesPut{Memory: memory, Reason: reason})
 		must(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		must(t, op.Wait(ctx))
+		t.Logf("resize to %s took %s", memory, time.Since(started).Round(time.Millisecond))
 		var meta struct {
 			Instances map[string]api.DeploymentResizeResult `json:"instances"`
 		}
