@@ -65,6 +65,7 @@ func newTestAPI(t *testing.T) *testAPI {
 		metrics:      metricsAPI{metrics: metrics.New(metrics.Sources{Snapshot: metricsSnapshot(cluster)})},
 		revisions:    revisionsAPI{db: cluster, lxd: lxdConn},
 		rollouts:     rolloutsAPI{db: cluster, lxd: lxdConn, ops: ops, engine: d.rollouts},
+		resize:       resizeAPI{db: cluster, lxd: lxdConn, ops: ops},
 		access:       access,
 	}
 
