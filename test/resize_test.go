@@ -235,6 +235,32 @@ func TestResizeInPlace(t *testing.T) {
 			t.Fatalf("metrics after the resizes:\n%s", text)
 		}
 	})
+
+	t.Run("CLI", func(t *testing.T) {
+		u := newCLIUser(t, env.d)
+		u.fails([]string{"limits.memory 1GiB is above", "maximum (512MiB)"}, "deployment", "shape", "resize", "dep1", "web", "--memory", "1GiB")
+		out := u.ok("deployment", "shape", "resize", "dep1", "web", "--memory", "128MiB", "--reason", "from the CLI")
+		for _, name := range names {
+			if !strings.Contains(out, name+": applied") {
+				t.Fatalf("resize printed %q, want %s applied", out, name)
+			}
+		}
+
+		if list := u.ok("deployment", "shape", "instance", "list", "dep1", "web"); !strings.Contains(list, "LIMITS") || !strings.Contains(list, "memory=128MiB") {
+			t.Fatalf("instance list:\n%s", list)
+		}
+
+		u.ok("deployment", "shape", "set", "dep1", "web", "resource_bounds.limits.memory.maximum=1GiB", "-p")
+		if got := strings.TrimSpace(u.ok("deployment", "shape", "get", "dep1", "web", "resource_bounds.limits.memory.maximum", "-p")); got != "1GiB" {
+			t.Fatalf("resource_bounds.limits.memory.maximum is %q", got)
+		}
+
+		u.ok("deployment", "shape", "create", "dep1", "rzcli", "--from-image", "busybox", "--memory-bounds", "64MiB-1GiB", "--cpu-bounds", "1-2")
+		t.Cleanup(func() { _ = env.admin.DeleteDeploymentShape("dep1", "rzcli", true) })
+		if got := strings.TrimSpace(u.ok("deployment", "shape", "get", "dep1", "rzcli", "resource_bounds.limits.cpu.maximum", "-p")); got != "2" {
+			t.Fatalf("shape create --cpu-bounds: maximum %q", got)
+		}
+	})
 }
 
 // TestRolloutInPlace: a template change that only touches limits.cpu is rolled out in
