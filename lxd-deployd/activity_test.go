@@ -118,7 +118,7 @@ func TestReconcileUndoesStaleLaunchReservation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rc := fleet.New(fleet.Config{DB: a.db, LXD: backend.NewLXD("/nonexistent", logger), Sockets: sockets, Reporter: lifecycle{}, Logger: logger, Owner: "restarted"}).Reconciler
+	rc := fleet.New(fleet.Config{DB: a.db, LXD: backend.NewLXD("/nonexistent", logger), Sockets: sockets, Logger: logger, Owner: "restarted"}).Reconciler
 	before := len(a.activity())
 	for _, name := range []string{"web3", "web-r1-abcdef"} {
 		row := a.instanceRow(name)

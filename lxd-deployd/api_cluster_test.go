@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 )
@@ -20,13 +21,8 @@ import (
 // gives it a cluster key pair.
 func newClusterTestAPI(t *testing.T, clustered bool) (*testAPI, *clusterIdentity) {
 	t.Helper()
-	cluster, err := db.Open(context.Background(), t.TempDir(), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	t.Cleanup(func() { _ = cluster.Close(context.Background()) })
-	err = cluster.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+	cluster := dbtest.Open(t)
+	err := cluster.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 		return db.SaveMember(ctx, tx, db.Member{Name: "m1", Address: "127.0.0.1:8444", DatabaseAddress: cluster.Address(), StartedAt: time.Now(), HeartbeatAt: time.Now()})
 	})
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/redact"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -20,10 +22,10 @@ import (
 
 // deploymentsAPI serves /1.0/deployments.
 type deploymentsAPI struct {
-	db        *db.Cluster
-	lxd       *backend.LXD
-	sockets   governorSockets
-	lifecycle lifecycle
+	db       *db.Cluster
+	lxd      *backend.LXD
+	sockets  governorSockets
+	reporter *reporter.Reporter
 
 	// fetcher reaches the template registries the daemon is configured with (nil: none).
 	fetcher templates.Fetcher
@@ -98,7 +100,7 @@ func (a deploymentsAPI) create(r *http.Request) response.Response {
 	}
 
 	url := api.DeploymentURL(project, req.Name)
-	a.lifecycle.emit(requestorFromContext(r.Context()), project, id, lifecycleDeploymentCreated, url)
+	a.reporter.Send(requestorFromContext(r.Context()), id, reporter.DeploymentCreated.Event(refs.DeploymentRef{Project: project, Name: req.Name}))
 	a.announceTemplate(r, project, req.Name, id, tmpl)
 
 	// The webhook secret is shown once here, and on request (webhook/secret), never in GET.
@@ -250,7 +252,7 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.emit(requestorFromContext(r.Context()), ref.Project, id, lifecycleDeploymentUpdated, api.DeploymentURL(ref.Project, ref.Name))
+	a.reporter.Send(requestorFromContext(r.Context()), id, reporter.DeploymentUpdated.Event(ref))
 	a.announceTemplate(r, ref.Project, ref.Name, id, tmpl)
 	if tmpl != nil {
 		return response.SyncResponse(api.DeploymentTemplateResult{Warnings: tmpl.warnings})
@@ -290,7 +292,7 @@ func (a deploymentsAPI) rename(r *http.Request) response.Response {
 	}
 
 	url := api.DeploymentURL(ref.Project, req.Name)
-	a.lifecycle.emit(requestorFromContext(r.Context()), ref.Project, id, lifecycleDeploymentRenamed, url)
+	a.reporter.Send(requestorFromContext(r.Context()), id, reporter.DeploymentRenamed.Event(refs.DeploymentRef{Project: ref.Project, Name: req.Name}))
 	return response.SyncResponseLocation(nil, url)
 }
 
@@ -318,6 +320,6 @@ func (a deploymentsAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.emit(requestorFromContext(r.Context()), ref.Project, id, lifecycleDeploymentDeleted, api.DeploymentURL(ref.Project, ref.Name))
+	a.reporter.Send(requestorFromContext(r.Context()), id, reporter.DeploymentDeleted.Event(ref))
 	return response.EmptySyncResponse()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -25,11 +26,11 @@ import (
 // instancesAPI serves the governor API: .../shapes/{shape}/instances. Launches and deletes
 // go through the fleet, which holds the bound check.
 type instancesAPI struct {
-	db        *db.Cluster
-	lxd       *backend.LXD
-	ops       *operations.Manager
-	fleet     *fleet.Fleet
-	lifecycle lifecycle
+	db       *db.Cluster
+	lxd      *backend.LXD
+	ops      *operations.Manager
+	fleet    *fleet.Fleet
+	reporter *reporter.Reporter
 }
 
 // instanceAPI turns a row (and LXD's view of it, if known) into the API type.
@@ -117,7 +118,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 
 		callStart := time.Now()
 		live, err = backend.ListInstanceStatuses(client, ref.Project)
-		a.lifecycle.metrics.LXDCall("list", time.Since(callStart), err)
+		a.reporter.Metrics().LXDCall("list", time.Since(callStart), err)
 		<-usageDone
 	}
 
@@ -289,11 +290,11 @@ func (a instancesAPI) putState(r *http.Request) response.Response {
 		Run: func(ctx context.Context, op *operations.Operation) error {
 			callStart := time.Now()
 			err := backend.UpdateInstanceState(ctx, client, ref.Project, ref.Instance, req)
-			a.lifecycle.metrics.LXDCall("state", time.Since(callStart), err)
+			a.reporter.Metrics().LXDCall("state", time.Since(callStart), err)
 			if err == nil {
-				a.lifecycle.emit(by, ref.Project, deploymentID, lifecycleInstanceUpdated, api.DeploymentShapeInstanceURL(ref.Project, ref.Name, ref.Shape, ref.Instance))
+				a.reporter.Send(by, deploymentID, reporter.InstanceUpdated.Event(ref, nil))
 				if req.Action == "stop" {
-					a.lifecycle.instanceChanged(ctx, deploymentID, lifecycleInstanceStopped, ref.Shape, ref.Instance)
+					a.reporter.InstanceChanged(ctx, deploymentID, reporter.InstanceStopped, ref.Shape, ref.Instance)
 				}
 			}
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -14,8 +15,8 @@ import (
 
 // keysAPI serves /1.0/deployments/{deployment}/keys.
 type keysAPI struct {
-	db        *db.Cluster
-	lifecycle lifecycle
+	db       *db.Cluster
+	reporter *reporter.Reporter
 }
 
 // keyRef is the deployment key a request is about.
@@ -103,7 +104,7 @@ func (a keysAPI) create(r *http.Request) response.Response {
 	}
 
 	url := api.DeploymentKeyURL(ref.Project, ref.Name, req.Name)
-	a.lifecycle.emit(requestorFromContext(r.Context()), ref.Project, deploymentID, lifecycleKeyCreated, url)
+	a.reporter.Send(requestorFromContext(r.Context()), deploymentID, reporter.KeyCreated.Event(ref, req.Name))
 	return response.SyncResponseLocation(nil, url)
 }
 
@@ -216,7 +217,7 @@ func (a keysAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.emit(requestorFromContext(r.Context()), ref.Project, deploymentID, lifecycleKeyUpdated, api.DeploymentKeyURL(ref.Project, ref.Name, ref.key))
+	a.reporter.Send(requestorFromContext(r.Context()), deploymentID, reporter.KeyUpdated.Event(ref.DeploymentRef, ref.key))
 	return response.EmptySyncResponse()
 }
 
@@ -247,7 +248,7 @@ func (a keysAPI) rename(r *http.Request) response.Response {
 	}
 
 	url := api.DeploymentKeyURL(ref.Project, ref.Name, req.Name)
-	a.lifecycle.emit(requestorFromContext(r.Context()), ref.Project, deploymentID, lifecycleKeyRenamed, url)
+	a.reporter.Send(requestorFromContext(r.Context()), deploymentID, reporter.KeyRenamed.Event(ref.DeploymentRef, req.Name))
 	return response.SyncResponseLocation(nil, url)
 }
 
@@ -266,6 +267,6 @@ func (a keysAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.emit(requestorFromContext(r.Context()), ref.Project, deploymentID, lifecycleKeyDeleted, api.DeploymentKeyURL(ref.Project, ref.Name, ref.key))
+	a.reporter.Send(requestorFromContext(r.Context()), deploymentID, reporter.KeyDeleted.Event(ref.DeploymentRef, ref.key))
 	return response.EmptySyncResponse()
 }

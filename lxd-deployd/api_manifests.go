@@ -110,7 +110,7 @@ func (a deploymentsAPI) rollback(r *http.Request) response.Response {
 
 	expandStart := time.Now()
 	t, err := expandTemplate(r.Context(), a.engine, a.fetcher, ref.Project, ref.Name, m.InputConfig, m.Imports, causeRollback+name)
-	a.lifecycle.metrics.TemplateExpansion(time.Since(expandStart))
+	a.reporter.Metrics().TemplateExpansion(time.Since(expandStart))
 	if err != nil {
 		return response.SmartError(err)
 	}

@@ -13,6 +13,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 )
@@ -21,19 +22,14 @@ import (
 // scoped like its own; when m2 cannot be reached, a wait watches the record and a cancel
 // says so.
 func TestOperationsOfOtherMembers(t *testing.T) {
-	cluster, err := db.Open(context.Background(), t.TempDir(), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	t.Cleanup(func() { _ = cluster.Close(context.Background()) })
+	cluster := dbtest.Open(t)
 	now := time.Now().UTC()
 	remote := db.Operation{Member: "m2", Project: "default", DeploymentID: 9, Operation: lxdapi.Operation{
 		ID: "6a1f0000-0000-0000-0000-000000000001", Description: "Creating instance web1", StatusCode: lxdapi.Running,
 		Resources: map[string][]string{"instances": {"/1.0/instances/web1"}}, Metadata: map[string]any{}, MayCancel: true, CreatedAt: now, UpdatedAt: now,
 	}}
 
-	err = cluster.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+	err := cluster.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 		return db.SaveOperation(ctx, tx, remote)
 	})
 	if err != nil {

@@ -26,10 +26,10 @@ import (
 
 // resizeAPI serves /1.0/deployments/{deployment}/shapes/{shape}/resources.
 type resizeAPI struct {
-	db        *db.Cluster
-	lxd       *backend.LXD
-	ops       *operations.Manager
-	lifecycle lifecycle
+	db       *db.Cluster
+	lxd      *backend.LXD
+	ops      *operations.Manager
+	reporter *reporter.Reporter
 
 	// rounds and interval pace the retries of refused shrinks (fleet.Resizer's defaults
 	// when zero).
@@ -72,8 +72,8 @@ func (a resizeAPI) put(r *http.Request) response.Response {
 	}
 
 	source := api.DeploymentShapeURL(ref.Project, ref.Name, ref.Shape)
-	a.lifecycle.Send(by, target.DeploymentID, reporter.ShapeResized.Event(ref, nil))
-	a.lifecycle.shapeRevised(by, ref, target.DeploymentID, rollout.Revised{Revision: revision})
+	a.reporter.Send(by, target.DeploymentID, reporter.ShapeResized.Event(ref, nil))
+	a.reporter.ShapeRevised(by, ref, target.DeploymentID, revision, 0)
 	resizer := fleet.Resizer{
 		DB:       a.db,
 		Client:   a.lxd.Client,
@@ -85,9 +85,9 @@ func (a resizeAPI) put(r *http.Request) response.Response {
 				action = reporter.InstanceResizeRefused
 			}
 
-			a.lifecycle.metrics.Resize(ref.Project, ref.Name, ref.Shape, result.Result)
-			a.lifecycle.Send(by, target.DeploymentID, action.Event(refs.InstanceRef{ShapeRef: ref, Instance: row.Name}, nil))
-			a.lifecycle.Notify(context.Background(), target.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(action), Shape: ref.Shape, Instance: row.Name, Reason: result.Reason})
+			a.reporter.Metrics().Resize(ref.Project, ref.Name, ref.Shape, result.Result)
+			a.reporter.Send(by, target.DeploymentID, action.Event(refs.InstanceRef{ShapeRef: ref, Instance: row.Name}, nil))
+			a.reporter.Notify(context.Background(), target.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(action), Shape: ref.Shape, Instance: row.Name, Reason: result.Reason})
 		},
 	}
 

@@ -14,6 +14,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
@@ -23,9 +24,9 @@ import (
 
 // revisionsAPI serves .../shapes/{shape}/revisions, .../rollback and the activity log.
 type revisionsAPI struct {
-	db        *db.Cluster
-	lxd       *backend.LXD
-	lifecycle lifecycle
+	db       *db.Cluster
+	lxd      *backend.LXD
+	reporter *reporter.Reporter
 }
 
 // pathNumber reads a numeric path variable (a revision or rollout number).
@@ -158,8 +159,8 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.emit(by, ref.Project, deploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(ref.Project, ref.Name, ref.Shape))
-	a.lifecycle.shapeRevised(by, ref, deploymentID, out)
+	a.reporter.Send(by, deploymentID, reporter.ShapeUpdated.Event(ref, nil))
+	a.reporter.ShapeRevised(by, ref, deploymentID, out.Revision, out.Rollout)
 	result := api.DeploymentShapeRollback{Revision: out.Revision, Rollout: out.Rollout}
 	switch {
 	case out.Rollout != 0:

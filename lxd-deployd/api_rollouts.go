@@ -26,11 +26,11 @@ import (
 
 // rolloutsAPI serves .../shapes/{shape}/rollouts.
 type rolloutsAPI struct {
-	db        *db.Cluster
-	lxd       *backend.LXD
-	ops       *operations.Manager
-	engine    *rollout.Engine
-	lifecycle lifecycle
+	db       *db.Cluster
+	lxd      *backend.LXD
+	ops      *operations.Manager
+	engine   *rollout.Engine
+	reporter *reporter.Reporter
 }
 
 // rolloutFromRequest reads the shape and rollout number of a request and the rollout row.
@@ -182,7 +182,7 @@ func (a rolloutsAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.RolloutEvent(by, ref, deploymentID, number, reporter.RolloutStarted)
+	a.reporter.RolloutEvent(by, ref, deploymentID, number, reporter.RolloutStarted)
 	a.engine.Poke()
 	op := a.watch(ref, deploymentID, number)
 	return response.AsyncResponse(op.URL(), op.API())
@@ -332,7 +332,7 @@ func (a rolloutsAPI) promote(ctx context.Context, ro db.Rollout, by api.Deployme
 		return err
 	}
 
-	a.lifecycle.RolloutEvent(by, refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: ro.Project, Name: ro.Deployment}, Shape: ro.Shape}, ro.DeploymentID, ro.Number, reporter.RolloutPromoted)
+	a.reporter.RolloutEvent(by, refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: ro.Project, Name: ro.Deployment}, Shape: ro.Shape}, ro.DeploymentID, ro.Number, reporter.RolloutPromoted)
 	a.engine.Poke()
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -18,10 +19,10 @@ import (
 
 // shapesAPI serves /1.0/deployments/{deployment}/shapes.
 type shapesAPI struct {
-	db        *db.Cluster
-	lxd       *backend.LXD
-	sockets   governorSockets
-	lifecycle lifecycle
+	db       *db.Cluster
+	lxd      *backend.LXD
+	sockets  governorSockets
+	reporter *reporter.Reporter
 }
 
 func (a shapesAPI) list(r *http.Request) response.Response {
@@ -76,7 +77,7 @@ func (a shapesAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.shapeCreated(r.Context(), requestorFromContext(r.Context()), ref, deploymentID, req.Name, req.DeploymentShapePut)
+	a.reporter.ShapeCreated(r.Context(), requestorFromContext(r.Context()), ref, deploymentID, req.Name, req.DeploymentShapePut)
 	return response.SyncResponseLocation(nil, api.DeploymentShapeURL(ref.Project, ref.Name, req.Name))
 }
 
@@ -231,8 +232,8 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.shapeUpdated(r.Context(), args.By, ref.DeploymentRef, deploymentID, before, after.DeploymentShapePut)
-	a.lifecycle.shapeRevised(args.By, ref, deploymentID, revised)
+	a.reporter.ShapeUpdated(r.Context(), args.By, ref.DeploymentRef, deploymentID, before, after.DeploymentShapePut)
+	a.reporter.ShapeRevised(args.By, ref, deploymentID, revised.Revision, revised.Rollout)
 	return response.EmptySyncResponse()
 }
 
@@ -272,7 +273,7 @@ func (a shapesAPI) rename(r *http.Request) response.Response {
 	}
 
 	url := api.DeploymentShapeURL(ref.Project, ref.Name, req.Name)
-	a.lifecycle.emit(requestorFromContext(r.Context()), ref.Project, deploymentID, lifecycleShapeRenamed, url)
+	a.reporter.Send(requestorFromContext(r.Context()), deploymentID, reporter.ShapeRenamed.Event(refs.ShapeRef{DeploymentRef: ref.DeploymentRef, Shape: req.Name}, nil))
 	return response.SyncResponseLocation(nil, url)
 }
 
@@ -301,6 +302,6 @@ func (a shapesAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.shapeDeleted(requestorFromContext(r.Context()), ref.DeploymentRef, deploymentID, ref.Shape)
+	a.reporter.ShapeDeleted(requestorFromContext(r.Context()), ref.DeploymentRef, deploymentID, ref.Shape)
 	return response.EmptySyncResponse()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
@@ -33,12 +33,7 @@ type testAPI struct {
 
 func newTestAPI(t *testing.T) *testAPI {
 	t.Helper()
-	cluster, err := db.Open(context.Background(), t.TempDir(), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	t.Cleanup(func() { _ = cluster.Close(context.Background()) })
+	cluster := dbtest.Open(t)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}, db: cluster}
 	addresses := func() []string { return []string{"127.0.0.1:8444"} }
@@ -380,5 +375,15 @@ func TestWebhookAPI(t *testing.T) {
 	shown := a.expect("GET", "/1.0/deployments/dep1/webhook/secret", "", 200, "")["metadata"].(map[string]any)["secret"]
 	if rotated == secret || rotated != shown {
 		t.Fatalf("rotation: %v %v %v", secret, rotated, shown)
+	}
+}
+
+// phase runs one named phase of a long scenario as a subtest, so that a failure names the
+// phase; a phase that fails ends the scenario, as later phases build on what it left (as
+// test/helpers_check_test.go's phase does). testAPI's helpers fail the scenario's t.
+func phase(t *testing.T, name string, f func(t *testing.T)) {
+	t.Helper()
+	if !t.Run(name, f) {
+		t.FailNow()
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
@@ -37,9 +38,6 @@ const (
 	causeUpdate   = "update"
 	causeRollback = "rollback of "
 )
-
-// lifecycleManifestCreated is the lifecycle event of a newly applied manifest.
-const lifecycleManifestCreated = "deployment-manifest-created"
 
 // templateApply is a templated config expanded for one deployment, on its way to being
 // applied.
@@ -382,7 +380,7 @@ func (a deploymentsAPI) templateForCreate(r *http.Request, project string, req a
 
 	expandStart := time.Now()
 	t, err := expandTemplate(r.Context(), a.engine, a.fetcher, project, req.Name, req.Template, req.TemplateImports, causeCreate)
-	a.lifecycle.metrics.TemplateExpansion(time.Since(expandStart))
+	a.reporter.Metrics().TemplateExpansion(time.Since(expandStart))
 	if err != nil {
 		return nil, response.SmartError(err)
 	}
@@ -446,7 +444,7 @@ func (a deploymentsAPI) templateForUpdate(r *http.Request, ref refs.DeploymentRe
 
 	expandStart := time.Now()
 	t, err := expandTemplate(r.Context(), a.engine, a.fetcher, ref.Project, ref.Name, probe.Template, probe.TemplateImports, causeUpdate)
-	a.lifecycle.metrics.TemplateExpansion(time.Since(expandStart))
+	a.reporter.Metrics().TemplateExpansion(time.Since(expandStart))
 	if err != nil {
 		return nil, response.SmartError(err)
 	}
@@ -535,17 +533,18 @@ func (a deploymentsAPI) announceTemplate(r *http.Request, project string, deploy
 	by := requestorFromContext(r.Context())
 	ref := refs.DeploymentRef{Project: project, Name: deployment}
 	for _, d := range t.done.delete {
-		a.lifecycle.shapeDeleted(by, ref, deploymentID, d.name)
+		a.reporter.ShapeDeleted(by, ref, deploymentID, d.name)
 	}
 
 	for _, u := range t.done.update {
-		a.lifecycle.shapeUpdated(r.Context(), by, ref, deploymentID, u.before, u.put)
-		a.lifecycle.shapeRevised(by, refs.ShapeRef{DeploymentRef: ref, Shape: u.before.Name}, deploymentID, t.revised[u.before.Name])
+		a.reporter.ShapeUpdated(r.Context(), by, ref, deploymentID, u.before, u.put)
+		revised := t.revised[u.before.Name]
+		a.reporter.ShapeRevised(by, refs.ShapeRef{DeploymentRef: ref, Shape: u.before.Name}, deploymentID, revised.Revision, revised.Rollout)
 	}
 
 	for _, c := range t.done.create {
-		a.lifecycle.shapeCreated(r.Context(), by, ref, deploymentID, c.Name, c.DeploymentShapePut)
+		a.reporter.ShapeCreated(r.Context(), by, ref, deploymentID, c.Name, c.DeploymentShapePut)
 	}
 
-	a.lifecycle.emit(by, project, deploymentID, lifecycleManifestCreated, api.DeploymentManifestURL(project, deployment, t.manifest))
+	a.reporter.Send(by, deploymentID, reporter.ManifestCreated.Event(ref, t.manifest))
 }

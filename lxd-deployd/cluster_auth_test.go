@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -38,14 +39,9 @@ func newTestCert(t *testing.T, name string) (*x509.Certificate, string) {
 // looked up in this member's trust store; nobody else can name a caller; the cluster
 // certificate is no credential.
 func TestMemberAuthentication(t *testing.T) {
-	cluster, err := db.Open(context.Background(), t.TempDir(), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	t.Cleanup(func() { _ = cluster.Close(context.Background()) })
+	cluster := dbtest.Open(t)
 	dir := t.TempDir()
-	err = generateClusterCertificate(filepath.Join(dir, "cluster.crt"), filepath.Join(dir, "cluster.key"))
+	err := generateClusterCertificate(filepath.Join(dir, "cluster.crt"), filepath.Join(dir, "cluster.key"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/ui"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
@@ -76,7 +77,7 @@ type daemon struct {
 	inflight   *fleet.Inflight
 	rollouts   *rollout.Engine
 	fleet      *fleet.Fleet
-	wake       *wakers
+	reporter   *reporter.Reporter
 	governors  *governor.Listener
 	tokens     *auth.TokenVerifier
 	webhooks   *webhooks.Dispatcher
@@ -248,7 +249,7 @@ func (d *daemon) goBackground(f func()) {
 
 // apis builds each resource's handler set with only the dependencies it uses.
 func (d *daemon) apis() apis {
-	l := d.lifecycle()
+	l := d.reporter
 	access := access{db: d.db}
 	return apis{
 		server: serverAPI{
@@ -261,17 +262,17 @@ func (d *daemon) apis() apis {
 			lxdPrivate:      d.privateLXD != nil,
 		},
 		certificates: certificatesAPI{db: d.db, serverFingerprint: d.cert.Fingerprint(), addresses: d.addresses},
-		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, fetcher: d.templateFetcher(), engine: d.templateEngine()},
-		keys:         keysAPI{db: d.db, lifecycle: l},
-		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
-		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, lifecycle: l},
+		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, reporter: l, fetcher: d.templateFetcher(), engine: d.templateEngine()},
+		keys:         keysAPI{db: d.db, reporter: l},
+		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, reporter: l},
+		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l},
 		health:       instanceHealthAPI{db: d.db, checker: d.life.checker},
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},
 		metrics:      metricsAPI{metrics: d.metrics},
-		revisions:    revisionsAPI{db: d.db, lxd: d.lxd, lifecycle: l},
-		rollouts:     rolloutsAPI{db: d.db, lxd: d.lxd, ops: d.ops, engine: d.rollouts, lifecycle: l},
-		resize:       resizeAPI{db: d.db, lxd: d.lxd, ops: d.ops, lifecycle: l},
+		revisions:    revisionsAPI{db: d.db, lxd: d.lxd, reporter: l},
+		rollouts:     rolloutsAPI{db: d.db, lxd: d.lxd, ops: d.ops, engine: d.rollouts, reporter: l},
+		resize:       resizeAPI{db: d.db, lxd: d.lxd, ops: d.ops, reporter: l},
 		ui:           ui.API{DB: d.db, Addresses: d.addresses},
 		access:       access,
 	}

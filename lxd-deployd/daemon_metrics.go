@@ -8,7 +8,7 @@ import (
 )
 
 // startMetrics builds the daemon's metrics and hooks them to the parts that report into
-// them (the LXD probe, webhook attempts); the rest report through lifecycle.
+// them (the LXD probe, webhook attempts); the rest report through the reporter.
 func (d *daemon) startMetrics() {
 	d.metrics = metrics.New(metrics.Sources{
 		Snapshot:           metricsSnapshot(d.db),
@@ -22,10 +22,4 @@ func (d *daemon) startMetrics() {
 	d.webhooks.OnAttempt = func(delivery db.Delivery, took time.Duration, err error) {
 		d.metrics.WebhookAttempt(delivery.Project, delivery.Deployment, took, err)
 	}
-}
-
-// lifecycle is how handlers, the fleet and reconcile report what they did: events,
-// webhooks, metrics and one log line.
-func (d *daemon) lifecycle() lifecycle {
-	return lifecycle{events: d.events, webhooks: d.webhooks, metrics: d.metrics, logger: d.logger, wake: d.wake}
 }

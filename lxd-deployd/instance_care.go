@@ -10,8 +10,8 @@ import (
 )
 
 // instanceCare is the background care of instances: health checks here, and the fleet's
-// autohealing, lifecycle hooks and warm pools. They run on one member at a time, the holder of the
-// instances lease (cluster.go), so each instance is checked and healed by one member.
+// autohealing, lifecycle hooks and warm pools. They run on one member at a time, the holder
+// of the instances lease (cluster.go), so each instance is checked and healed by one member.
 type instanceCare struct {
 	checker *health.Checker
 

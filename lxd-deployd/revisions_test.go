@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -14,12 +15,7 @@ import (
 // create and change, with the manifest as cause, and leave unchanged shapes alone.
 func TestTemplateApplyMakesRevisions(t *testing.T) {
 	ctx := context.Background()
-	cluster, err := db.Open(ctx, t.TempDir(), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	t.Cleanup(func() { _ = cluster.Close(ctx) })
+	cluster := dbtest.Open(t)
 	imports := map[string]string{"app.jinja": appJinja}
 	var id int64
 	for i, config := range []string{appConfig("busybox", "web:3", "db:1"), appConfig("alpine", "web:3", "db:1")} {
@@ -43,7 +39,7 @@ func TestTemplateApplyMakesRevisions(t *testing.T) {
 		}
 	}
 
-	err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		shape, err := db.GetShape(ctx, tx, id, "shop-web")
 		if err != nil {
 			return err

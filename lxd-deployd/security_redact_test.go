@@ -15,6 +15,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -174,7 +175,7 @@ func TestHealthOutputForAdminsOnly(t *testing.T) {
 
 	// The webhook carries the verdict and exit code.
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	healer := fleet.New(fleet.Config{DB: a.db, Reporter: lifecycle{webhooks: webhooks.NewDispatcher(a.db, "test", logger)}, Logger: logger}).Healer
+	healer := fleet.New(fleet.Config{DB: a.db, Reporter: reporter.New(reporter.Config{Webhooks: webhooks.NewDispatcher(a.db, "test", logger)}), Logger: logger}).Healer
 	row.Health = unhealthy
 	healer.HealthChanged(context.Background(), health.Change{Instance: row, After: unhealthy})
 	err = a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {

@@ -3,22 +3,34 @@ package main
 import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 )
 
-// wire builds the engines once, before any of them runs: one reporter (lifecycle, with the
-// wakers every copy shares), one fleet (package fleet: the one way instances of shapes are
-// made and removed, with its warm pool, hook keeper, autohealer and reconciler), the
-// health checker and the rollout engine. The API handlers
-// (apis) and the in-package tests use what it built.
+// wire builds the engines once, before any of them runs: one reporter (package reporter;
+// the loops it wakes are set on it last), one fleet (package fleet: the one way instances
+// of shapes are made and removed, with its warm pool, hook keeper, autohealer and
+// reconciler), the health checker and the rollout engine (package rollout, which sees the
+// fleet and the reporter through its own interfaces). The API handlers (apis) and the
+// in-package tests use what it built.
 func (d *daemon) wire() {
-	d.wake = &wakers{}
-	l := d.lifecycle()
+	d.reporter = reporter.New(reporter.Config{Events: d.events, Webhooks: d.webhooks, Metrics: d.metrics, Logger: d.logger})
+	l := d.reporter
 	owner := d.db.Address()
 	d.life = &instanceCare{stopping: make(chan struct{})}
-	d.fleet = fleet.New(fleet.Config{DB: d.db, LXD: d.lxd, Ops: d.ops, Inflight: d.inflight, Sockets: d.governors, Reporter: l, Metrics: l.metrics, Logger: d.logger,
+	d.fleet = fleet.New(fleet.Config{DB: d.db, LXD: d.lxd, Ops: d.ops, Inflight: d.inflight, Sockets: d.governors, Reporter: l, Metrics: d.metrics, Logger: d.logger,
 		RequestLogger: requestLoggerIfAny, Stopping: d.life.stopping, Owner: owner, OfflineAfter: offlineAfter})
 	d.life.checker = &health.Checker{DB: d.db, LXD: d.lxd, Logger: d.logger, Concurrency: healthConcurrency, OnChange: d.fleet.Healer.HealthChanged}
 	d.rollouts = rollout.New(d.db, d.lxd, d.fleet, l, d.logger, owner)
-	*d.wake = wakers{rollouts: d.rollouts.Poke, images: d.rollouts.WatchImages, pools: d.fleet.RefillPools}
+	l.SetWaker(engines{rollouts: d.rollouts, fleet: d.fleet})
 }
+
+// engines are the loops a change wakes (reporter.Waker), set once on the one reporter.
+type engines struct {
+	rollouts *rollout.Engine
+	fleet    *fleet.Fleet
+}
+
+func (e engines) WakeRollouts() { e.rollouts.Poke() }
+func (e engines) WatchImages()  { e.rollouts.WatchImages() }
+func (e engines) RefillPools()  { e.fleet.RefillPools() }

@@ -77,179 +77,196 @@ func manifestNames(t testing.TB, c *client.Server, deployment string) []string {
 func TestTemplatesOnPrivateLXD(t *testing.T) {
 	env := newGovernorEnv(t, 0, 3)
 	admin := env.admin
-
-	// dep1 has the shape "web", made by hand: templates leave it alone.
-	_, err := applyTemplate(t, admin, "dep1", tiersConfig("front:3", "back:2"), client.ApplyOptions{})
-	must(t, err)
-	want := map[string]string{"web": "3/0", "front": "3/0", "back": "2/0"}
-	if got := shapeSummary(t, admin, "dep1"); !reflect.DeepEqual(got, want) {
-		t.Fatalf("shapes after the first apply: %v, want %v", got, want)
-	}
-
-	front, _, err := admin.GetDeploymentShape("dep1", "front")
-	must(t, err)
-	if front.Description != "front tier of dep1" || front.Config["user.tier"] != "front" || front.InstanceTemplate.Source.Alias != "busybox" {
-		t.Fatalf("front: %+v", front)
-	}
-
-	// The governor launches from template-made shapes in the private LXD.
 	f1, b1 := env.name("f1"), env.name("b1")
-	for _, launch := range []struct{ shape, name string }{{"front", f1}, {"back", b1}} {
-		op, err := env.gov.CreateDeploymentShapeInstance("dep1", launch.shape, launch.name)
-		must(t, err)
-		must(t, op.Wait(context.Background()))
-	}
-
-	live := env.lxdInstances(t)
-	if live[f1].Status != "Running" || live[f1].Config["user.lxd-deployd.shape"] != "front" || live[b1].Status != "Running" {
-		t.Fatalf("LXD instances: %v", live)
-	}
 
 	// The next version: front grows, back goes, extra comes.
 	next := tiersConfig("front:5", "extra:1")
+	var want map[string]string
 
-	// A dry run changes nothing.
-	plan, err := applyTemplate(t, admin, "dep1", next, client.ApplyOptions{DryRun: true})
-	must(t, err)
-	if len(plan.Create) != 1 || plan.Create[0].Name != "extra" || len(plan.Update) != 1 || plan.Update[0].Name != "front" ||
-		len(plan.Delete) != 1 || plan.Delete[0] != (api.DeploymentShapeDeletion{Name: "back", Instances: 1}) || !reflect.DeepEqual(plan.Unmanaged, []string{"web"}) {
-		t.Fatalf("plan: %+v", plan)
-	}
-
-	if changes := plan.Update[0].Changes; len(changes) != 1 || changes[0].Field != "scaling_maximum" {
-		t.Fatalf("front changes: %+v", changes)
-	}
-
-	want = map[string]string{"web": "3/0", "front": "3/1", "back": "2/1"}
-	if got := shapeSummary(t, admin, "dep1"); !reflect.DeepEqual(got, want) {
-		t.Fatalf("a dry run changed the shapes: %v", got)
-	}
-
-	// A bad config is a 400 that changes nothing.
-	d, etag, err := admin.GetDeployment("dep1")
-	must(t, err)
-	put := d.Writable()
-	put.Description = "must not stick"
-	put.Template = "resources:\n- name: app\n  type: tiers.jinja\n  properties: {tiers: [{name: Bad_Name, max: 1}]}\n"
-	put.TemplateImports = tiersImports
-	_, err = admin.ApplyDeploymentTemplate("dep1", put, etag, client.ApplyOptions{})
-	expectCode(t, err, 400, "bad shape name")
-	if !strings.Contains(err.Error(), "Bad_Name") {
-		t.Fatalf("the 400 must carry the engine's message: %v", err)
-	}
-
-	put.Template = "resources: [{name: x, type: missing.jinja}]"
-	_, err = admin.ApplyDeploymentTemplate("dep1", put, etag, client.ApplyOptions{})
-	expectCode(t, err, 400, "missing template")
-
-	// back still has an instance: applying is a 409 and changes nothing.
-	_, err = applyTemplate(t, admin, "dep1", next, client.ApplyOptions{})
-	expectCode(t, err, 409, "dropping a shape with instances")
-	if got := shapeSummary(t, admin, "dep1"); !reflect.DeepEqual(got, want) {
-		t.Fatalf("refused applies changed the shapes: %v", got)
-	}
-
-	if names := manifestNames(t, admin, "dep1"); len(names) != 1 {
-		t.Fatalf("refused applies recorded manifests: %v", names)
-	}
-
-	if d, _, _ := admin.GetDeployment("dep1"); d.Description == "must not stick" {
-		t.Fatal("a refused apply changed the deployment's description")
-	}
-
-	// With force, back's instance goes first; front keeps its instance (sizes are the
-	// governor's), extra comes, web stays.
-	_, err = applyTemplate(t, admin, "dep1", next, client.ApplyOptions{Force: true})
-	must(t, err)
-	want = map[string]string{"web": "3/0", "front": "5/1", "extra": "1/0"}
-	if got := shapeSummary(t, admin, "dep1"); !reflect.DeepEqual(got, want) {
-		t.Fatalf("shapes after the second apply: %v, want %v", got, want)
-	}
-
-	live = env.lxdInstances(t)
-	if _, ok := live[b1]; ok || live[f1].Status != "Running" {
-		t.Fatalf("LXD after the forced apply: %v", live)
-	}
-
-	// Manifests.
-	manifests, err := admin.GetDeploymentManifests("dep1")
-	must(t, err)
-	if len(manifests) != 2 || manifests[0].Name != "manifest-1" || manifests[1].Cause != "update" || manifests[1].InputConfig != next || manifests[1].Imports["tiers.jinja"] != tiersJinja {
-		t.Fatalf("manifests: %+v", manifests)
-	}
-
-	if layout := manifests[1].Layout.Resources; len(layout) != 1 || layout[0].Type != "tiers.jinja" || len(layout[0].Resources) != 2 {
-		t.Fatalf("layout: %+v", manifests[1].Layout)
-	}
-
-	// Types.
-	instances, err := admin.GetTemplateTypeInstances("shape")
-	must(t, err)
-	var paths []string
-	for _, i := range instances {
-		if i.Deployment == "dep1" {
-			paths = append(paths, i.Name+"@"+i.Manifest+":"+i.Path)
+	phase(t, "the first apply", func(t *testing.T) {
+		// dep1 has the shape "web", made by hand: templates leave it alone.
+		_, err := applyTemplate(t, admin, "dep1", tiersConfig("front:3", "back:2"), client.ApplyOptions{})
+		must(t, err)
+		want = map[string]string{"web": "3/0", "front": "3/0", "back": "2/0"}
+		if got := shapeSummary(t, admin, "dep1"); !reflect.DeepEqual(got, want) {
+			t.Fatalf("shapes after the first apply: %v, want %v", got, want)
 		}
-	}
 
-	if want := []string{"front@manifest-2:$.resources[0].resources[0]", "extra@manifest-2:$.resources[0].resources[1]"}; !reflect.DeepEqual(paths, want) {
-		t.Fatalf("shape instances: %v, want %v", paths, want)
-	}
+		front, _, err := admin.GetDeploymentShape("dep1", "front")
+		must(t, err)
+		if front.Description != "front tier of dep1" || front.Config["user.tier"] != "front" || front.InstanceTemplate.Source.Alias != "busybox" {
+			t.Fatalf("front: %+v", front)
+		}
+	})
 
-	types, err := admin.GetTemplateTypeNames()
-	must(t, err)
-	if !reflect.DeepEqual(types, []string{"shape", "tiers.jinja"}) {
-		t.Fatalf("types: %v", types)
-	}
+	phase(t, "the governor launches from template-made shapes", func(t *testing.T) {
+		for _, launch := range []struct{ shape, name string }{{"front", f1}, {"back", b1}} {
+			op, err := env.gov.CreateDeploymentShapeInstance("dep1", launch.shape, launch.name)
+			must(t, err)
+			must(t, op.Wait(context.Background()))
+		}
 
-	// Rollback to the first version: back returns (empty), extra goes, front shrinks its
-	// bounds but keeps its instance.
-	_, plan, err = admin.RollbackDeployment("dep1", "manifest-1", client.ApplyOptions{DryRun: true})
-	must(t, err)
-	if len(plan.Create) != 1 || plan.Create[0].Name != "back" || len(plan.Delete) != 1 || plan.Delete[0].Name != "extra" {
-		t.Fatalf("rollback plan: %+v", plan)
-	}
+		live := env.lxdInstances(t)
+		if live[f1].Status != "Running" || live[f1].Config["user.lxd-deployd.shape"] != "front" || live[b1].Status != "Running" {
+			t.Fatalf("LXD instances: %v", live)
+		}
+	})
 
-	applied, _, err := admin.RollbackDeployment("dep1", "manifest-1", client.ApplyOptions{})
-	must(t, err)
-	if applied.Name != "manifest-3" || applied.Cause != "rollback of manifest-1" {
-		t.Fatalf("rollback manifest: %+v", applied)
-	}
+	phase(t, "a dry run changes nothing", func(t *testing.T) {
+		plan, err := applyTemplate(t, admin, "dep1", next, client.ApplyOptions{DryRun: true})
+		must(t, err)
+		if len(plan.Create) != 1 || plan.Create[0].Name != "extra" || len(plan.Update) != 1 || plan.Update[0].Name != "front" ||
+			len(plan.Delete) != 1 || plan.Delete[0] != (api.DeploymentShapeDeletion{Name: "back", Instances: 1}) || !reflect.DeepEqual(plan.Unmanaged, []string{"web"}) {
+			t.Fatalf("plan: %+v", plan)
+		}
 
-	want = map[string]string{"web": "3/0", "front": "3/1", "back": "2/0"}
-	if got := shapeSummary(t, admin, "dep1"); !reflect.DeepEqual(got, want) {
-		t.Fatalf("shapes after the rollback: %v, want %v", got, want)
-	}
+		if changes := plan.Update[0].Changes; len(changes) != 1 || changes[0].Field != "scaling_maximum" {
+			t.Fatalf("front changes: %+v", changes)
+		}
 
-	_, _, err = admin.RollbackDeployment("dep1", "manifest-9", client.ApplyOptions{})
-	expectCode(t, err, 404, "rollback to a missing manifest")
+		want = map[string]string{"web": "3/0", "front": "3/1", "back": "2/1"}
+		if got := shapeSummary(t, admin, "dep1"); !reflect.DeepEqual(got, want) {
+			t.Fatalf("a dry run changed the shapes: %v", got)
+		}
+	})
 
-	// A deployment created from a template, in one request.
-	req := api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "shop"}}
-	req.Template = tiersConfig("web:2")
-	req.TemplateImports = tiersImports
-	plan, err = admin.PlanDeploymentCreate(req)
-	must(t, err)
-	if len(plan.Create) != 1 || plan.Create[0].Description != "web tier of shop" {
-		t.Fatalf("create plan: %+v", plan)
-	}
+	phase(t, "refused applies change nothing", func(t *testing.T) {
+		// A bad config is a 400 that changes nothing.
+		d, etag, err := admin.GetDeployment("dep1")
+		must(t, err)
+		put := d.Writable()
+		put.Description = "must not stick"
+		put.Template = "resources:\n- name: app\n  type: tiers.jinja\n  properties: {tiers: [{name: Bad_Name, max: 1}]}\n"
+		put.TemplateImports = tiersImports
+		_, err = admin.ApplyDeploymentTemplate("dep1", put, etag, client.ApplyOptions{})
+		expectCode(t, err, 400, "bad shape name")
+		if !strings.Contains(err.Error(), "Bad_Name") {
+			t.Fatalf("the 400 must carry the engine's message: %v", err)
+		}
 
-	_, _, err = admin.GetDeployment("shop")
-	expectCode(t, err, 404, "a dry-run create")
-	must(t, admin.CreateDeployment(req))
-	if got := shapeSummary(t, admin, "shop"); !reflect.DeepEqual(got, map[string]string{"web": "2/0"}) {
-		t.Fatalf("shop: %v", got)
-	}
+		put.Template = "resources: [{name: x, type: missing.jinja}]"
+		_, err = admin.ApplyDeploymentTemplate("dep1", put, etag, client.ApplyOptions{})
+		expectCode(t, err, 400, "missing template")
 
-	if names := manifestNames(t, admin, "shop"); !reflect.DeepEqual(names, []string{"manifest-1"}) {
-		t.Fatalf("shop manifests: %v", names)
-	}
+		// back still has an instance: applying is a 409 and changes nothing.
+		_, err = applyTemplate(t, admin, "dep1", next, client.ApplyOptions{})
+		expectCode(t, err, 409, "dropping a shape with instances")
+		if got := shapeSummary(t, admin, "dep1"); !reflect.DeepEqual(got, want) {
+			t.Fatalf("refused applies changed the shapes: %v", got)
+		}
 
-	// Governors (deployment keys) cannot read manifests: admin only.
-	_, err = env.gov.GetDeploymentManifestNames("dep1")
-	expectCode(t, err, 403, "a governor reading manifests")
-	_, err = env.gov.GetTemplateTypeNames()
-	expectCode(t, err, 403, "a governor reading types")
+		if names := manifestNames(t, admin, "dep1"); len(names) != 1 {
+			t.Fatalf("refused applies recorded manifests: %v", names)
+		}
+
+		if d, _, _ := admin.GetDeployment("dep1"); d.Description == "must not stick" {
+			t.Fatal("a refused apply changed the deployment's description")
+		}
+	})
+
+	phase(t, "a forced apply", func(t *testing.T) {
+		// With force, back's instance goes first; front keeps its instance (sizes are the
+		// governor's), extra comes, web stays.
+		_, err := applyTemplate(t, admin, "dep1", next, client.ApplyOptions{Force: true})
+		must(t, err)
+		want = map[string]string{"web": "3/0", "front": "5/1", "extra": "1/0"}
+		if got := shapeSummary(t, admin, "dep1"); !reflect.DeepEqual(got, want) {
+			t.Fatalf("shapes after the second apply: %v, want %v", got, want)
+		}
+
+		live := env.lxdInstances(t)
+		if _, ok := live[b1]; ok || live[f1].Status != "Running" {
+			t.Fatalf("LXD after the forced apply: %v", live)
+		}
+	})
+
+	phase(t, "manifests and types", func(t *testing.T) {
+		// Manifests.
+		manifests, err := admin.GetDeploymentManifests("dep1")
+		must(t, err)
+		if len(manifests) != 2 || manifests[0].Name != "manifest-1" || manifests[1].Cause != "update" || manifests[1].InputConfig != next || manifests[1].Imports["tiers.jinja"] != tiersJinja {
+			t.Fatalf("manifests: %+v", manifests)
+		}
+
+		if layout := manifests[1].Layout.Resources; len(layout) != 1 || layout[0].Type != "tiers.jinja" || len(layout[0].Resources) != 2 {
+			t.Fatalf("layout: %+v", manifests[1].Layout)
+		}
+
+		// Types.
+		instances, err := admin.GetTemplateTypeInstances("shape")
+		must(t, err)
+		var paths []string
+		for _, i := range instances {
+			if i.Deployment == "dep1" {
+				paths = append(paths, i.Name+"@"+i.Manifest+":"+i.Path)
+			}
+		}
+
+		if want := []string{"front@manifest-2:$.resources[0].resources[0]", "extra@manifest-2:$.resources[0].resources[1]"}; !reflect.DeepEqual(paths, want) {
+			t.Fatalf("shape instances: %v, want %v", paths, want)
+		}
+
+		types, err := admin.GetTemplateTypeNames()
+		must(t, err)
+		if !reflect.DeepEqual(types, []string{"shape", "tiers.jinja"}) {
+			t.Fatalf("types: %v", types)
+		}
+	})
+
+	phase(t, "a rollback to the first version", func(t *testing.T) {
+		// Rollback to the first version: back returns (empty), extra goes, front shrinks its
+		// bounds but keeps its instance.
+		_, plan, err := admin.RollbackDeployment("dep1", "manifest-1", client.ApplyOptions{DryRun: true})
+		must(t, err)
+		if len(plan.Create) != 1 || plan.Create[0].Name != "back" || len(plan.Delete) != 1 || plan.Delete[0].Name != "extra" {
+			t.Fatalf("rollback plan: %+v", plan)
+		}
+
+		applied, _, err := admin.RollbackDeployment("dep1", "manifest-1", client.ApplyOptions{})
+		must(t, err)
+		if applied.Name != "manifest-3" || applied.Cause != "rollback of manifest-1" {
+			t.Fatalf("rollback manifest: %+v", applied)
+		}
+
+		want = map[string]string{"web": "3/0", "front": "3/1", "back": "2/0"}
+		if got := shapeSummary(t, admin, "dep1"); !reflect.DeepEqual(got, want) {
+			t.Fatalf("shapes after the rollback: %v, want %v", got, want)
+		}
+
+		_, _, err = admin.RollbackDeployment("dep1", "manifest-9", client.ApplyOptions{})
+		expectCode(t, err, 404, "rollback to a missing manifest")
+	})
+
+	phase(t, "a deployment created from a template", func(t *testing.T) {
+		// A deployment created from a template, in one request.
+		req := api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "shop"}}
+		req.Template = tiersConfig("web:2")
+		req.TemplateImports = tiersImports
+		plan, err := admin.PlanDeploymentCreate(req)
+		must(t, err)
+		if len(plan.Create) != 1 || plan.Create[0].Description != "web tier of shop" {
+			t.Fatalf("create plan: %+v", plan)
+		}
+
+		_, _, err = admin.GetDeployment("shop")
+		expectCode(t, err, 404, "a dry-run create")
+		must(t, admin.CreateDeployment(req))
+		if got := shapeSummary(t, admin, "shop"); !reflect.DeepEqual(got, map[string]string{"web": "2/0"}) {
+			t.Fatalf("shop: %v", got)
+		}
+
+		if names := manifestNames(t, admin, "shop"); !reflect.DeepEqual(names, []string{"manifest-1"}) {
+			t.Fatalf("shop manifests: %v", names)
+		}
+	})
+
+	phase(t, "governors cannot read manifests", func(t *testing.T) {
+		// Governors (deployment keys) cannot read manifests: admin only.
+		_, err := env.gov.GetDeploymentManifestNames("dep1")
+		expectCode(t, err, 403, "a governor reading manifests")
+		_, err = env.gov.GetTemplateTypeNames()
+		expectCode(t, err, 403, "a governor reading types")
+	})
 }
 
 // writeFiles writes files under dir.

@@ -118,91 +118,102 @@ func TestReadmeTour(t *testing.T) {
 		return string(data)
 	}
 
-	// Wait until it answers with LXD online (the private LXD starts before the API).
 	admin, err := client.ConnectUnix(filepath.Join(runDir, "unix.socket"), nil)
 	must(t, err)
-	waitUntil(t, "the daemon up with its private LXD", 90*time.Second, func() bool {
-		server, _, err := admin.GetServer()
-		if err == nil && server.Environment != nil && server.Environment.LXDStatus == "online" {
-			lxdDir, err := filepath.EvalSymlinks(filepath.Join(runDir, "lxd"))
-			must(t, err)
-			if !server.Environment.LXDPrivate || server.Environment.LXDSocket != filepath.Join(lxdDir, "unix.socket") {
-				t.Fatalf("GET /1.0 does not say the LXD is the private one in %s: %+v", lxdDir, server.Environment)
+	var out []byte
+
+	phase(t, "the daemon up with its private LXD", func(t *testing.T) {
+		// Wait until it answers with LXD online (the private LXD starts before the API).
+		waitUntil(t, "the daemon up with its private LXD", 90*time.Second, func() bool {
+			server, _, err := admin.GetServer()
+			if err == nil && server.Environment != nil && server.Environment.LXDStatus == "online" {
+				lxdDir, err := filepath.EvalSymlinks(filepath.Join(runDir, "lxd"))
+				must(t, err)
+				if !server.Environment.LXDPrivate || server.Environment.LXDSocket != filepath.Join(lxdDir, "unix.socket") {
+					t.Fatalf("GET /1.0 does not say the LXD is the private one in %s: %+v", lxdDir, server.Environment)
+				}
+
+				if filepath.Dir(lxdDir) != privatelxd.RelocatedRoot {
+					t.Fatalf("the private LXD lives in %s, which containers cannot reach: want it under %s", lxdDir, privatelxd.RelocatedRoot)
+				}
+
+				return true
 			}
 
-			if filepath.Dir(lxdDir) != privatelxd.RelocatedRoot {
-				t.Fatalf("the private LXD lives in %s, which containers cannot reach: want it under %s", lxdDir, privatelxd.RelocatedRoot)
-			}
+			return false
+		}, every(100*time.Millisecond), withLog(daemonLog))
 
-			return true
+		if strings.Count(daemonLog(), "running a private LXD") != 1 || !strings.Contains(daemonLog(), "the private LXD lives in "+privatelxd.RelocatedRoot) {
+			t.Fatalf("the daemon does not say once that it runs a private LXD, and where:\n%s", daemonLog())
 		}
+	})
 
-		return false
-	}, every(100*time.Millisecond), withLog(daemonLog))
-
-	if strings.Count(daemonLog(), "running a private LXD") != 1 || !strings.Contains(daemonLog(), "the private LXD lives in "+privatelxd.RelocatedRoot) {
-		t.Fatalf("the daemon does not say once that it runs a private LXD, and where:\n%s", daemonLog())
-	}
-
-	// The tour, as written, in the daemon's network namespace; aliases as in a terminal.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	tour := exec.CommandContext(ctx, "nsenter", fmt.Sprintf("--net=/proc/%d/ns/net", daemonCmd.Process.Pid), "bash", "-e", "-c", "shopt -s expand_aliases\n"+readmeTour(t))
-	tour.Dir = dir
-	tour.Env = append(os.Environ(), "LXD_DEPLOY_CONF="+filepath.Join(dir, "conf"), "HOME="+dir)
-	// On a timeout the whole tour goes, the governor it left in the background included.
-	tour.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	tour.Cancel = func() error { return syscall.Kill(-tour.Process.Pid, syscall.SIGKILL) }
-	tour.WaitDelay = 5 * time.Second
-	out, err := tour.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the README tour failed: %v\n%s\ndaemon log:\n%s", err, out, daemonLog())
-	}
-
-	if !strings.Contains(string(out), "at its scaling minimum") || !strings.Contains(string(out), "action=scale-up") {
-		t.Fatalf("the tour did not show the refused delete and the governor's scale up:\n%s", out)
-	}
-
-	// What the tour did: two running instances of web, the second launched by the governor
-	// (its launch finishes in the daemon even though the tour stopped the governor).
-	var instances []api.DeploymentInstance
-	running := 0
-	waitUntil(t, "two running instances after the tour", 60*time.Second, func() bool {
+	phase(t, "the README tour", func(t *testing.T) {
+		// The tour, as written, in the daemon's network namespace; aliases as in a terminal.
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		tour := exec.CommandContext(ctx, "nsenter", fmt.Sprintf("--net=/proc/%d/ns/net", daemonCmd.Process.Pid), "bash", "-e", "-c", "shopt -s expand_aliases\n"+readmeTour(t))
+		tour.Dir = dir
+		tour.Env = append(os.Environ(), "LXD_DEPLOY_CONF="+filepath.Join(dir, "conf"), "HOME="+dir)
+		// On a timeout the whole tour goes, the governor it left in the background included.
+		tour.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		tour.Cancel = func() error { return syscall.Kill(-tour.Process.Pid, syscall.SIGKILL) }
+		tour.WaitDelay = 5 * time.Second
 		var err error
-		instances, err = admin.GetDeploymentShapeInstances("dep1", "web")
+		out, err = tour.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the README tour failed: %v\n%s\ndaemon log:\n%s", err, out, daemonLog())
+		}
+
+		if !strings.Contains(string(out), "at its scaling minimum") || !strings.Contains(string(out), "action=scale-up") {
+			t.Fatalf("the tour did not show the refused delete and the governor's scale up:\n%s", out)
+		}
+	})
+
+	phase(t, "what the tour did", func(t *testing.T) {
+		// What the tour did: two running instances of web, the second launched by the governor
+		// (its launch finishes in the daemon even though the tour stopped the governor).
+		var instances []api.DeploymentInstance
+		running := 0
+		waitUntil(t, "two running instances after the tour", 60*time.Second, func() bool {
+			var err error
+			instances, err = admin.GetDeploymentShapeInstances("dep1", "web")
+			must(t, err)
+			running = 0
+			for _, instance := range instances {
+				if instance.Status == "Running" && instance.State == "created" {
+					running++
+				}
+			}
+
+			return running == 2
+		}, showing(func() string { return fmt.Sprintf("%d running instances: %+v\noutput:\n%s", running, instances, out) }))
+
+		// LXD itself runs them, the one the tour launched by hand among them.
+		lxdConn, err := lxd.ConnectLXDUnix(filepath.Join(runDir, "lxd", "unix.socket"), nil)
 		must(t, err)
-		running = 0
-		for _, instance := range instances {
-			if instance.Status == "Running" && instance.State == "created" {
-				running++
+		lxdInstances, err := lxdConn.GetInstances(lxdapi.InstanceTypeAny)
+		lxdConn.Disconnect()
+		must(t, err)
+		held := map[string]string{}
+		for _, instance := range lxdInstances {
+			if instance.Config["user.lxd-deployd.deployment"] == "dep1" {
+				held[instance.Name] = instance.Status
 			}
 		}
 
-		return running == 2
-	}, showing(func() string { return fmt.Sprintf("%d running instances: %+v\noutput:\n%s", running, instances, out) }))
-
-	// LXD itself runs them, the one the tour launched by hand among them.
-	lxdConn, err := lxd.ConnectLXDUnix(filepath.Join(runDir, "lxd", "unix.socket"), nil)
-	must(t, err)
-	lxdInstances, err := lxdConn.GetInstances(lxdapi.InstanceTypeAny)
-	lxdConn.Disconnect()
-	must(t, err)
-	held := map[string]string{}
-	for _, instance := range lxdInstances {
-		if instance.Config["user.lxd-deployd.deployment"] == "dep1" {
-			held[instance.Name] = instance.Status
+		if len(held) != 2 || held["web1"] != "Running" {
+			t.Fatalf("LXD holds %v of dep1, want web1 and the governor's instance, running\noutput:\n%s", held, out)
 		}
-	}
+	})
 
-	if len(held) != 2 || held["web1"] != "Running" {
-		t.Fatalf("LXD holds %v of dep1, want web1 and the governor's instance, running\noutput:\n%s", held, out)
-	}
-
-	// On exit the daemon stops its private LXD, and the next run starts it again.
-	stop()
-	c, err := lxd.ConnectLXDUnix(filepath.Join(runDir, "lxd", "unix.socket"), nil)
-	if err == nil {
-		c.Disconnect()
-		t.Fatalf("the private LXD still answers after the daemon stopped:\n%s", daemonLog())
-	}
+	phase(t, "the private LXD stops with the daemon", func(t *testing.T) {
+		// On exit the daemon stops its private LXD, and the next run starts it again.
+		stop()
+		c, err := lxd.ConnectLXDUnix(filepath.Join(runDir, "lxd", "unix.socket"), nil)
+		if err == nil {
+			c.Disconnect()
+			t.Fatalf("the private LXD still answers after the daemon stopped:\n%s", daemonLog())
+		}
+	})
 }

@@ -166,6 +166,6 @@ func (f *Fleet) finishDelete(ctx context.Context, p *pendingDelete) (err error) 
 	}
 
 	f.reporter.Send(p.by, p.deploymentID, reporter.InstanceDeleted.Event(ref, nil))
-	f.instanceChanged(ctx, p.deploymentID, reporter.InstanceDeleted, ref.Shape, ref.Instance)
+	instanceChanged(ctx, f.reporter, p.deploymentID, reporter.InstanceDeleted, ref.Shape, ref.Instance)
 	return nil
 }

@@ -132,8 +132,8 @@ func (silent) Send(api.DeploymentRequestor, int64, reporter.Event) {}
 func (silent) Notify(context.Context, int64, string, any)          {}
 
 // instanceChanged tells the governor what happened to one of its instances.
-func (f *Fleet) instanceChanged(ctx context.Context, deploymentID int64, action reporter.InstanceAction, shape string, instance string) {
-	f.reporter.Notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(action), Shape: shape, Instance: instance})
+func instanceChanged(ctx context.Context, r Reporter, deploymentID int64, action reporter.InstanceAction, shape string, instance string) {
+	r.Notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(action), Shape: shape, Instance: instance})
 }
 
 // Change says who asks for an instance change and why, for the activity log and events.

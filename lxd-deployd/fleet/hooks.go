@@ -285,38 +285,45 @@ func (k *HookKeeper) end(ctx context.Context, row db.Instance, action string) {
 		if clear() == nil {
 			k.fleet.countHookEnd(row, action)
 			k.fleet.reporter.Send(by, row.DeploymentID, reporter.InstanceKept.Event(ref, nil))
-			k.fleet.instanceChanged(ctx, row.DeploymentID, reporter.InstanceKept, row.Shape, row.Name)
+			instanceChanged(ctx, k.fleet.reporter, row.DeploymentID, reporter.InstanceKept, row.Shape, row.Name)
 		}
 	case action == api.LifecycleActionContinue:
 		if clear() == nil {
 			k.fleet.countHookEnd(row, action)
 			k.fleet.reporter.Send(by, row.DeploymentID, reporter.InstanceReady.Event(ref, nil))
-			k.fleet.instanceChanged(ctx, row.DeploymentID, reporter.InstanceReady, row.Shape, row.Name)
+			instanceChanged(ctx, k.fleet.reporter, row.DeploymentID, reporter.InstanceReady, row.Shape, row.Name)
 		}
 	default:
-		// An abandoned launch is undone like a failed one: the instance goes. It turns into
-		// a decided drain first, so that a delete that fails now is retried next round.
-		err := k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			err := db.SetInstanceHook(ctx, tx, row.ID, api.LifecycleTerminatingWait, row.Hook.Deadline)
-			if err != nil {
-				return err
-			}
+		k.abandonLaunch(ctx, row, action)
+	}
+}
 
-			return db.SetInstanceHookAction(ctx, tx, row.ID, api.LifecycleTerminatingWait, api.LifecycleActionContinue, row.Hook.Deadline)
-		})
+// abandonLaunch undoes a launch whose launching:wait was abandoned, as a failed one is: the
+// instance goes. It turns into a decided drain first, so that a delete that fails now is
+// retried next round.
+func (k *HookKeeper) abandonLaunch(ctx context.Context, row db.Instance, action string) {
+	ref := refs.Instance(row)
+	by := InternalRequestor("lifecycle-hooks")
+	err := k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := db.SetInstanceHook(ctx, tx, row.ID, api.LifecycleTerminatingWait, row.Hook.Deadline)
 		if err != nil {
-			return
+			return err
 		}
 
-		// The wait ended here; a delete that fails is retried as a decided drain.
-		k.fleet.countHookEnd(row, action)
-		p, err := k.fleet.reserveDelete(ctx, ref, Change{By: by, Why: "launch abandoned", drained: true})
-		if err == nil {
-			err = k.fleet.finishDelete(ctx, p)
-		}
+		return db.SetInstanceHookAction(ctx, tx, row.ID, api.LifecycleTerminatingWait, api.LifecycleActionContinue, row.Hook.Deadline)
+	})
+	if err != nil {
+		return
+	}
 
-		if err != nil && !errors.Is(err, db.ErrInstanceChanged) {
-			k.logger.Warn("delete abandoned launch", "instance", row.Name, "err", err)
-		}
+	// The wait ended here; a delete that fails is retried as a decided drain.
+	k.fleet.countHookEnd(row, action)
+	p, err := k.fleet.reserveDelete(ctx, ref, Change{By: by, Why: "launch abandoned", drained: true})
+	if err == nil {
+		err = k.fleet.finishDelete(ctx, p)
+	}
+
+	if err != nil && !errors.Is(err, db.ErrInstanceChanged) {
+		k.logger.Warn("delete abandoned launch", "instance", row.Name, "err", err)
 	}
 }

@@ -213,7 +213,7 @@ func (f *Fleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) 
 	}
 
 	f.reporter.Send(p.by, p.deploymentID, reporter.InstanceCreated.Event(ref, nil))
-	f.instanceChanged(ctx, p.deploymentID, reporter.InstanceCreated, ref.Shape, ref.Instance)
+	instanceChanged(ctx, f.reporter, p.deploymentID, reporter.InstanceCreated, ref.Shape, ref.Instance)
 	if p.launchHook != nil {
 		f.waiting(ctx, p.by, ref, p.deploymentID, api.LifecycleLaunchingWait, time.Now().Add(*p.launchHook))
 	}

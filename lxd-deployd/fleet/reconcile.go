@@ -182,7 +182,7 @@ func (rc *Reconciler) recordOrphans(ctx context.Context, plan ReconcilePlan) err
 			instance := plan.Tagged[url]
 			rc.logger.Warn("orphaned instance: tagged for a deployment but not recorded; not deleting it", "instance", instance.Name, "project", instance.Project, "deployment", instance.Config[backend.ConfigDeployment])
 			rc.reporter.Send(InternalRequestor("reconcile"), id, reporter.InstanceOrphaned.LXDEvent(instance.Project, instance.Name))
-			rc.instanceChanged(ctx, id, reporter.InstanceOrphaned, instance.Config[backend.ConfigShape], instance.Name)
+			instanceChanged(ctx, rc.reporter, id, reporter.InstanceOrphaned, instance.Config[backend.ConfigShape], instance.Name)
 		}
 	}
 
@@ -209,7 +209,7 @@ func (rc *Reconciler) Repair(ctx context.Context, client lxd.InstanceServer, ste
 		rc.logger.Warn("reconcile: instance missing from LXD", "instance", row.Name, "project", row.Project)
 		rc.setState(ctx, row, db.InstanceMissing, ReconcileActivity(row, -1, "instance "+row.Name+" is missing from LXD"))
 		rc.reporter.Send(InternalRequestor("reconcile"), row.DeploymentID, reporter.InstanceMissing.Event(refs.Instance(row), nil))
-		rc.instanceChanged(ctx, row.DeploymentID, reporter.InstanceMissing, row.Shape, row.Name)
+		instanceChanged(ctx, rc.reporter, row.DeploymentID, reporter.InstanceMissing, row.Shape, row.Name)
 		rc.askReplacement(ctx, row)
 	case RepairBack:
 		rc.setState(ctx, row, db.InstanceCreated, ReconcileActivity(row, +1, "instance "+row.Name+" is back in LXD"))
@@ -380,9 +380,4 @@ func (rc *Reconciler) askReplacement(ctx context.Context, row db.Instance) {
 		Reason:      fmt.Sprintf("instance %s is missing from LXD: replace it", row.Name),
 		RequestedBy: "lxd-deployd",
 	})
-}
-
-// instanceChanged tells the governor what happened to one of its instances.
-func (rc *Reconciler) instanceChanged(ctx context.Context, deploymentID int64, action reporter.InstanceAction, shape string, instance string) {
-	rc.reporter.Notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(action), Shape: shape, Instance: instance})
 }

@@ -10,17 +10,12 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 )
 
 func newStore(t *testing.T) *db.Cluster {
 	t.Helper()
-	c, err := db.Open(context.Background(), t.TempDir(), db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	return c
+	return dbtest.Open(t)
 }
 
 func TestAcquireRenewReleaseAndFencing(t *testing.T) {

@@ -12,6 +12,8 @@ type InstanceAction string
 const (
 	InstanceCreated     InstanceAction = "deployment-instance-created"
 	InstanceDeleted     InstanceAction = "deployment-instance-deleted"
+	InstanceUpdated     InstanceAction = "deployment-instance-updated"
+	InstanceStopped     InstanceAction = "deployment-instance-stopped"
 	InstanceMissing     InstanceAction = "deployment-instance-missing"
 	InstanceOrphaned    InstanceAction = "deployment-instance-orphaned"
 	InstanceTerminating InstanceAction = "deployment-instance-terminating"

@@ -10,12 +10,17 @@ type ShapeAction string
 
 // The shape actions.
 const (
-	ShapeUpdated  ShapeAction = "deployment-shape-updated"
-	ShapeDegraded ShapeAction = "deployment-shape-degraded"
-	ShapeResized  ShapeAction = "deployment-shape-resized"
+	ShapeCreated     ShapeAction = "deployment-shape-created"
+	ShapeUpdated     ShapeAction = "deployment-shape-updated"
+	ShapeRenamed     ShapeAction = "deployment-shape-renamed"
+	ShapeDeleted     ShapeAction = "deployment-shape-deleted"
+	ShapeDegraded    ShapeAction = "deployment-shape-degraded"
+	ShapeOutOfBounds ShapeAction = "deployment-shape-out-of-bounds"
+	ShapeResized     ShapeAction = "deployment-shape-resized"
 )
 
-// Event is the action's event about the shape ref names, with context (nil: none).
+// Event is the action's event about the shape ref names (for a rename: its new name), with
+// context (nil: none).
 func (a ShapeAction) Event(ref refs.ShapeRef, context map[string]any) Event {
 	return Event{Action: string(a), Project: ref.Project, Source: api.DeploymentShapeURL(ref.Project, ref.Name, ref.Shape), Context: context}
 }

@@ -123,8 +123,29 @@ func (e *Engine) step(ctx context.Context, client lxd.InstanceServer, r db.Rollo
 		return e.fail(ctx, r, fmt.Sprintf("no progress for %s (rollout.progress_deadline): %d of %d instances updated, %d ready", v.settings.ProgressDeadline, p.Updated, p.Updated+p.Outdated, p.Ready))
 	}
 
-	// Record where the rollout is: the revision it follows, its phase, its progress.
-	err = e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = e.recordStep(ctx, r, v, now)
+	if errors.Is(err, db.ErrRolloutChanged) || errors.Is(err, db.ErrRolloutClaimLost) {
+		return nil // paused or cancelled meanwhile, or another member took it over
+	}
+
+	if err != nil {
+		return err
+	}
+
+	ref := refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: r.Project, Name: r.Deployment}, Shape: r.Shape}
+	if v.progress {
+		e.reporter.RolloutEvent(Requestor, ref, r.DeploymentID, r.Number, reporter.RolloutStep)
+	}
+
+	e.act(ctx, r, v, ref)
+	return nil
+}
+
+// recordStep records where the rollout is: the revision it follows, its phase, its
+// progress (with an activity entry when it progressed).
+func (e *Engine) recordStep(ctx context.Context, r db.Rollout, v *rolloutView, now time.Time) error {
+	p := v.plan
+	return e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := e.claim.check(ctx, tx, r, time.Now())
 		if err != nil {
 			return err
@@ -143,19 +164,11 @@ func (e *Engine) step(ctx context.Context, client lxd.InstanceServer, r db.Rollo
 
 		return nil
 	})
-	if errors.Is(err, db.ErrRolloutChanged) || errors.Is(err, db.ErrRolloutClaimLost) {
-		return nil // paused or cancelled meanwhile, or another member took it over
-	}
+}
 
-	if err != nil {
-		return err
-	}
-
-	ref := refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: r.Project, Name: r.Deployment}, Shape: r.Shape}
-	if v.progress {
-		e.reporter.RolloutEvent(Requestor, ref, r.DeploymentID, r.Number, reporter.RolloutStep)
-	}
-
+// act asks the fleet for the step's deletes and launches.
+func (e *Engine) act(ctx context.Context, r db.Rollout, v *rolloutView, ref refs.ShapeRef) {
+	p := v.plan
 	// Deletes go first: with max_unavailable they make the room the launches use.
 	for _, name := range p.Remove {
 		c := fleet.Change{By: Requestor, Why: fmt.Sprintf("rollout %d: replace outdated instance", r.Number), InTx: e.stillRunning(r, true), FromRollout: true}
@@ -180,7 +193,6 @@ func (e *Engine) step(ctx context.Context, client lxd.InstanceServer, r db.Rollo
 		e.pokeWhenDone(op)
 	}
 
-	return nil
 }
 
 // Poke makes the engine tick now rather than at its next interval.

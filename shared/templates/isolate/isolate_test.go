@@ -230,8 +230,12 @@ func TestLargeLegitimateExpansionPasses(t *testing.T) {
 	t.Logf("child baseline %d MiB virtual, peak %d MiB resident", stats.Baseline>>20, stats.MaxRSS>>20)
 }
 
+// TestResultCap: a result over MaxResult is refused. The template makes about 300 KiB in a
+// moment, so the size limit is what stops it even on a loaded machine under -race (the
+// 10,000-shape config took past the 30 s budget there, and the time limit answered first).
 func TestResultCap(t *testing.T) {
-	_, err := (&Runner{MaxResult: 64 << 10}).Expand(context.Background(), bigConfig, bigImports, templates.Options{Env: env})
+	imports := map[string][]byte{"t.py": []byte("def GenerateConfig(context):\n    return {'resources': [{'name': 'r%d' % i, 'type': 'lxd-deployd:shape', 'properties': {'pad': 'x' * 120}} for i in range(2000)]}\n")}
+	_, err := (&Runner{MaxResult: 64 << 10}).Expand(context.Background(), []byte("resources:\n- {name: x, type: t.py}\n"), imports, templates.Options{})
 	if !errors.Is(err, templates.ErrLimit) || !strings.Contains(err.Error(), "size limit") {
 		t.Fatalf("want the result size limit, got %v", err)
 	}
