@@ -76,10 +76,11 @@ func writeResourceBounds(ctx context.Context, tx *sql.Tx, id int64, bounds map[s
 	return nil
 }
 
-// SetInstanceRevisionFrom moves one instance to revision to if it is still at from (a
-// resize brought it up to date in place); ErrInstanceChanged when it is not.
-func SetInstanceRevisionFrom(ctx context.Context, tx *sql.Tx, id int64, from int, to int) error {
-	result, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET revision = ? WHERE id = ? AND revision = ?", to, id, from)
+// SetInstanceRevisionFrom moves one instance to revision to, made from the template of
+// hash templateHash, if it is still at from (a resize brought it up to date in place: it
+// now runs as that template makes instances); ErrInstanceChanged when it is not.
+func SetInstanceRevisionFrom(ctx context.Context, tx *sql.Tx, id int64, from int, to int, templateHash string) error {
+	result, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET revision = ?, template_hash = ? WHERE id = ? AND revision = ?", to, templateHash, id, from)
 	if err != nil {
 		return fmt.Errorf("record instance revision: %w", err)
 	}

@@ -125,6 +125,14 @@ func TestResizeInPlace(t *testing.T) {
 		if got := lxdMemory(c); got != "256MiB" {
 			t.Fatalf("a new launch has limits.memory %q, want 256MiB", got)
 		}
+
+		// Resized in place, the first two now match the template a new launch comes from.
+		instances := env.instancesByName(t)
+		for _, name := range names[:2] {
+			if instances[name].TemplateHash != instances[c].TemplateHash {
+				t.Fatalf("%s has template hash %s, a new launch %s", name, instances[name].TemplateHash, instances[c].TemplateHash)
+			}
+		}
 	})
 
 	t.Run("refused", func(t *testing.T) {

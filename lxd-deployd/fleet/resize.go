@@ -14,6 +14,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -177,7 +178,7 @@ func (r Resizer) round(ctx context.Context, target ResizeTarget, results map[str
 			wg.Add(1)
 			go func(step ResizeStep) {
 				defer wg.Done()
-				result := r.apply(ctx, client, target, state.Latest, step)
+				result := r.apply(ctx, client, target, state.Latest, backend.TemplateHash(state.Revisions[state.Latest].InstanceTemplate), step)
 				mu.Lock()
 				results[step.Row.Name] = result
 				mu.Unlock()
@@ -265,8 +266,9 @@ func resizeRecords(ctx context.Context, tx *sql.Tx, target ResizeTarget) (Resize
 }
 
 // apply updates one instance's limits in LXD (unless LXD holds them already), then moves
-// its record to the latest revision.
-func (r Resizer) apply(ctx context.Context, client lxd.InstanceServer, target ResizeTarget, latest int, step ResizeStep) api.DeploymentResizeResult {
+// its record to the latest revision and its template's hash (so that a scale-in may
+// return it to the warm pool like any current instance).
+func (r Resizer) apply(ctx context.Context, client lxd.InstanceServer, target ResizeTarget, latest int, templateHash string, step ResizeStep) api.DeploymentResizeResult {
 	failed := func(err error) api.DeploymentResizeResult {
 		return api.DeploymentResizeResult{Result: api.ResizeFailed, Reason: err.Error()}
 	}
@@ -300,7 +302,7 @@ func (r Resizer) apply(ctx context.Context, client lxd.InstanceServer, target Re
 	}
 
 	err := r.DB.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		err := db.SetInstanceRevisionFrom(ctx, tx, step.Row.ID, step.Row.Revision, latest)
+		err := db.SetInstanceRevisionFrom(ctx, tx, step.Row.ID, step.Row.Revision, latest, templateHash)
 		if err != nil {
 			return err
 		}
