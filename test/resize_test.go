@@ -374,3 +374,61 @@ func oomKills(t testing.TB, env *governorEnv, name string) int {
 	t.Fatal(errors.New("memory.oom_control has no oom_kill line: " + text))
 	return 0
 }
+
+// TestResizeWarmPool: after a resize, the warm pool is remade at the new size at once, and
+// a launch that takes a pool instance runs with the new limit (issue 22).
+func TestResizeWarmPool(t *testing.T) {
+	env := newGovernorEnv(t, 0, 3)
+	env.prefix = "rz-pool" // cleanupLXD removes what carries it
+	seen := map[string]bool{}
+	t.Cleanup(func() {
+		for name := range seen {
+			env.deleteByHand(name)
+		}
+	})
+
+	env.setShape(t, func(put *api.DeploymentShapePut) {
+		put.InstanceTemplate.Config = map[string]string{"limits.memory": "128MiB"}
+		put.ResourceBounds = map[string]api.DeploymentShapeResourceBound{api.LimitMemory: {Minimum: "64MiB", Maximum: "512MiB"}}
+		put.WarmPool = &api.DeploymentShapeWarmPool{Size: 1}
+	})
+
+	readyWith := func(memory string) string {
+		t.Helper()
+		name := ""
+		env.waitUntil(t, "a ready pool instance with limits.memory "+memory, time.Minute, func() bool {
+			pool, err := env.readOnly.GetDeploymentShapeWarmPool("dep1", "web")
+			must(t, err)
+			name = ""
+			for _, p := range pool {
+				seen[p.Name] = true
+				if p.State != "ready" {
+					continue
+				}
+
+				inst, _, err := env.lxdConn.GetInstance(p.Name)
+				if err == nil && inst.Config["limits.memory"] == memory {
+					name = p.Name
+				}
+			}
+
+			return name != "" && len(pool) == 1
+		})
+
+		return name
+	}
+
+	readyWith("128MiB")
+	op, err := env.gov.ResizeDeploymentShape("dep1", "web", api.DeploymentShapeResourcesPut{Memory: "256MiB"})
+	must(t, err)
+	must(t, op.Wait(context.Background()))
+	readyWith("256MiB")
+
+	a := env.name("a")
+	env.launch(t, env.gov, a)
+	inst, _, err := env.lxdConn.GetInstance(a)
+	must(t, err)
+	if inst.Config["limits.memory"] != "256MiB" {
+		t.Fatalf("a launch from the pool has limits.memory %q, want 256MiB", inst.Config["limits.memory"])
+	}
+}
