@@ -198,6 +198,7 @@ func (g *governor) handle(w *shapeWorker, j governorJob) {
 
 		in = policy.ScaleRequestInput(j.request, shape.ScalingCurrent, shape.ScalingMinimum, shape.ScalingMaximum)
 	case policy.Metrics:
+		g.vertical(ctx, log, w, j.metrics)
 		in = policy.MetricsInput(j.metrics)
 	default:
 		log.Error("unknown job")

@@ -91,7 +91,7 @@ func (a *app) instanceTarget(deploymentArg string, shape string, instance string
 func instanceRows(instances []api.DeploymentInstance) [][]string {
 	rows := make([][]string, 0, len(instances))
 	for _, i := range instances {
-		rows = append(rows, []string{i.Name, i.Status, i.State, createdAt(i.CreatedAt), shortFingerprint(i.TemplateHash)})
+		rows = append(rows, []string{i.Name, i.Status, i.State, createdAt(i.CreatedAt), shortFingerprint(i.TemplateHash), instanceLimits(i.Limits)})
 	}
 
 	sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
@@ -115,7 +115,7 @@ func (a *app) instanceListCommand() *cobra.Command {
 		Long:    "List the instances of a shape with LXD's status (Running, Stopped, ...), the state lxd-deployd\nrecorded (creating, created, deleting, missing) and the hash of the template each was created from.",
 		Args:    exactArgs(2),
 	}, func(args []string) (listing, error) {
-		return a.shapeInstances(args, []string{"NAME", "STATUS", "STATE", "CREATED", "TEMPLATE"}, instanceRows)
+		return a.shapeInstances(args, []string{"NAME", "STATUS", "STATE", "CREATED", "TEMPLATE", "LIMITS"}, instanceRows)
 	})
 }
 

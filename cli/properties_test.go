@@ -140,7 +140,7 @@ func TestShapeFields(t *testing.T) {
 	}
 
 	err = fields.applySet(s, []string{"scaling_current=2"}, true)
-	if err == nil || !strings.Contains(err.Error(), "description, rollout.auto_revert, rollout.canary.count, rollout.max_surge, rollout.max_unavailable, rollout.min_ready, rollout.progress_deadline, rollout.strategy, rollout.trigger, scaling_maximum, scaling_minimum") {
+	if err == nil || !strings.Contains(err.Error(), "description, resource_bounds.limits.cpu.maximum, resource_bounds.limits.cpu.minimum, resource_bounds.limits.memory.maximum, resource_bounds.limits.memory.minimum, rollout.auto_revert, rollout.canary.count, rollout.max_surge, rollout.max_unavailable, rollout.min_ready, rollout.progress_deadline, rollout.strategy, rollout.trigger, scaling_maximum, scaling_minimum") {
 		t.Errorf("set -p scaling_current: %v", err)
 	}
 }

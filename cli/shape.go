@@ -39,6 +39,7 @@ func (a *app) shapeCommand() *cobra.Command {
 		a.shapeRevisionCommand(), a.shapeRollbackCommand(), a.shapeRolloutCommand(),
 		a.shapeHealthCommand(),
 		a.shapeWarmPoolCommand(),
+		a.shapeResizeCommand(),
 	)
 
 	return cmd
@@ -59,6 +60,7 @@ func shapeFields() configurable[api.DeploymentShape] {
 	}
 
 	maps.Copy(fields.properties, rolloutProperties())
+	maps.Copy(fields.properties, resourceBoundProperties())
 	return fields
 }
 

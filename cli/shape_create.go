@@ -20,6 +20,7 @@ type shapeCreateFlags struct {
 	maximum     int
 	maximumSet  bool
 	vm          bool
+	resources   resourceBoundFlags
 }
 
 // request builds the creation request from the flags.
@@ -68,6 +69,15 @@ func (f shapeCreateFlags) request(name string) (api.DeploymentShapesPost, error)
 		return api.DeploymentShapesPost{}, err
 	}
 
+	req.ResourceBounds, err = f.resources.bounds()
+	if err == nil {
+		err = validate.ResourceBounds(req.DeploymentShapePut)
+	}
+
+	if err != nil {
+		return api.DeploymentShapesPost{}, err
+	}
+
 	return req, validate.InstanceTemplate(template)
 }
 
@@ -111,6 +121,8 @@ func (a *app) shapeCreateCommand() *cobra.Command {
 	flags.IntVar(&f.maximum, "scaling-max", 0, "maximum number of instances (default: the minimum, at least 1)")
 	flags.BoolVar(&f.vm, "vm", false, "instances are virtual machines instead of containers")
 	flags.StringVar(&f.description, "description", "", "description of the shape")
+	flags.StringVar(&f.resources.cpu, "cpu-bounds", "", "resource bounds of limits.cpu for resizes, MIN-MAX (such as 1-4)")
+	flags.StringVar(&f.resources.memory, "memory-bounds", "", "resource bounds of limits.memory for resizes, MIN-MAX (such as 64MiB-2GiB)")
 	return cmd
 }
 

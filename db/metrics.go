@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -56,6 +57,11 @@ type ShapeCount struct {
 	// Health and WarmPool are the shape's settings (nil when not set).
 	Health   *api.DeploymentShapeHealth
 	WarmPool *api.DeploymentShapeWarmPool
+
+	// LimitCPU and LimitMemory are the template's limits.cpu and limits.memory of a shape
+	// with resource_bounds ("" otherwise): the sizes resizes move.
+	LimitCPU    string
+	LimitMemory string
 }
 
 // DeliveryCount is how many of a deployment's webhook deliveries are in one status.
@@ -78,7 +84,8 @@ SELECT d.project, d.name, s.name, s.scaling_minimum, s.scaling_maximum, s.revisi
        COALESCE(c.current, 0), COALESCE(c.outdated, 0),
        COALESCE(c.healthy, 0), COALESCE(c.unhealthy, 0), COALESCE(c.starting, 0), COALESCE(c.unknown, 0),
        COALESCE(c.settled, 0), COALESCE(c.settled_healthy, 0), COALESCE(c.launching, 0), COALESCE(c.terminating, 0),
-       COALESCE(p.ready, 0), COALESCE(r.running, 0), COALESCE(r.paused, 0), s.hooks != ''
+       COALESCE(p.ready, 0), COALESCE(r.running, 0), COALESCE(r.paused, 0), s.hooks != '',
+       CASE WHEN s.resource_bounds != '' THEN s.instance_template ELSE '' END
   FROM deployments_shapes s
   JOIN deployments d ON d.id = s.deployment_id
   LEFT JOIN (
@@ -106,10 +113,10 @@ SELECT d.project, d.name, s.name, s.scaling_minimum, s.scaling_maximum, s.revisi
 	counts := []ShapeCount{}
 	for rows.Next() {
 		var c ShapeCount
-		var degraded, health, warmPool string
+		var degraded, health, warmPool, template string
 		err = rows.Scan(&c.Project, &c.Deployment, &c.Shape, &c.Minimum, &c.Maximum, &c.Revision, &degraded, &health, &warmPool,
 			&c.Current, &c.Outdated, &c.Healthy, &c.Unhealthy, &c.Starting, &c.Unknown, &c.Settled, &c.SettledHealthy,
-			&c.LaunchingWait, &c.TerminatingWait, &c.WarmPoolReady, &c.RolloutsRunning, &c.RolloutsPaused, &c.HasHooks)
+			&c.LaunchingWait, &c.TerminatingWait, &c.WarmPoolReady, &c.RolloutsRunning, &c.RolloutsPaused, &c.HasHooks, &template)
 		if err != nil {
 			return nil, fmt.Errorf("count shape instances: %w", err)
 		}
@@ -118,6 +125,15 @@ SELECT d.project, d.name, s.name, s.scaling_minimum, s.scaling_maximum, s.revisi
 		err = unmarshalLifecycle(health, "", warmPool, &put)
 		if err != nil {
 			return nil, fmt.Errorf("shape %q: %w", c.Shape, err)
+		}
+
+		if template != "" {
+			var t struct {
+				Config map[string]string `json:"config"`
+			}
+
+			_ = json.Unmarshal([]byte(template), &t) // GetShapes reports a corrupt template
+			c.LimitCPU, c.LimitMemory = t.Config[api.LimitCPU], t.Config[api.LimitMemory]
 		}
 
 		c.Degraded = degraded != ""

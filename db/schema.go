@@ -26,6 +26,7 @@ var updates = map[int]update{
 	11: updateAddInstanceSizesRollout,
 	12: updateAddMemberCredentials,
 	13: updateAddUISessions,
+	14: updateAddResourceBounds,
 }
 
 // SchemaVersion is the version a fully updated database has.

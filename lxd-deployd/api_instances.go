@@ -59,6 +59,10 @@ func instanceAPI(row db.Instance, latest int, lxdInstance *lxdapi.Instance, lxdO
 		Outdated:     shapes.Outdated(row, latest),
 	}
 
+	if lxdInstance != nil && lxdInstance.Config != nil {
+		instance.Limits = fleet.LimitsOf(lxdInstance.Config)
+	}
+
 	withLifecycle(&instance, row)
 	return instance
 }
@@ -99,7 +103,19 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		return response.SyncResponse(urls)
 	}
 
+	// Usage comes from LXD's /1.0/metrics, one call beside the listing (doc/api.md).
+	var usage map[string]api.DeploymentInstanceUsage
+	usageDone := make(chan struct{})
+	go func() {
+		defer close(usageDone)
+		client, err := a.lxd.Client()
+		if err == nil && len(rows) > 0 {
+			usage = instanceUsage(client, ref.Project)
+		}
+	}()
+
 	live, err := a.liveStatuses(ref, rows)
+	<-usageDone
 	online := err == nil
 	result := make([]api.DeploymentInstance, 0, len(rows))
 	for _, row := range rows {
@@ -109,7 +125,12 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 			lxdInstance = &instance
 		}
 
-		result = append(result, instanceFor(r, instanceAPI(row, latest, lxdInstance, online)))
+		shown := instanceAPI(row, latest, lxdInstance, online)
+		if u, ok := usage[row.Name]; ok && lxdInstance != nil && lxdInstance.Status == "Running" {
+			shown.Usage = &u
+		}
+
+		result = append(result, instanceFor(r, shown))
 	}
 
 	return response.SyncResponse(result)

@@ -11,6 +11,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
 // errMetricsOnly is what a metrics certificate gets anywhere but /1.0/metrics.
@@ -92,6 +93,17 @@ func shapeStat(s db.ShapeCount) metrics.ShapeStat {
 	_, stat.HasHealthChecks = health.Parse(s.Health)
 	if stat.HasHealthChecks {
 		stat.Ready = s.SettledHealthy
+	}
+
+	for key, limit := range map[string]string{api.LimitCPU: s.LimitCPU, api.LimitMemory: s.LimitMemory} {
+		value, err := validate.ParseResource(key, limit)
+		if err == nil {
+			if stat.ResourceLimits == nil {
+				stat.ResourceLimits = map[string]float64{}
+			}
+
+			stat.ResourceLimits[key] = float64(value)
+		}
 	}
 
 	if s.WarmPool != nil && s.WarmPool.Size > 0 {

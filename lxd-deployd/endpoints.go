@@ -22,6 +22,7 @@ type apis struct {
 	metrics      metricsAPI
 	revisions    revisionsAPI
 	rollouts     rolloutsAPI
+	resize       resizeAPI
 	ui           ui.API
 	access       access
 }
@@ -113,6 +114,11 @@ func endpoints(a apis) []endpoint {
 			patch:  with(admin, a.shapes.patch),
 			post:   with(admin, a.shapes.rename),
 			delete: with(admin, a.shapes.delete),
+		},
+		{
+			// Vertical scaling: the governor API too, for the roles that may launch and delete.
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/resources",
+			put:  governor(with(deploymentAdmin, a.resize.put)),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/revisions",

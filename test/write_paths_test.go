@@ -41,6 +41,9 @@ var writeFields = []writeField{
 	{"health", func(p *api.DeploymentShapePut) { p.Health.Command = []string{"true", "changed"} }, `{"health":{"command":["true","changed"]}}`, nil, false},
 	{"hooks", func(p *api.DeploymentShapePut) { p.Hooks.DefaultAction = "abandon" }, `{"hooks":{"default_action":"abandon"}}`, nil, false},
 	{"warm pool", func(p *api.DeploymentShapePut) { p.WarmPool.ReuseOnScaleIn = true }, `{"warm_pool":{"reuse_on_scale_in":true}}`, nil, false},
+	{"resource bounds", func(p *api.DeploymentShapePut) {
+		p.ResourceBounds[api.LimitMemory] = api.DeploymentShapeResourceBound{Minimum: "64MiB", Maximum: "2GiB"}
+	}, `{"resource_bounds":{"limits.memory":{"maximum":"2GiB"}}}`, nil, false},
 }
 
 // writePathsBaseline is shape web before each change: every map and pointer field set, so
@@ -55,6 +58,7 @@ func writePathsBaseline() api.DeploymentShapePut {
 		Health:         &api.DeploymentShapeHealth{Command: []string{"true"}, Interval: "1h"},
 		Hooks:          &api.DeploymentShapeHooks{DefaultAction: "continue"},
 		WarmPool:       &api.DeploymentShapeWarmPool{Size: 0},
+		ResourceBounds: map[string]api.DeploymentShapeResourceBound{api.LimitMemory: {Minimum: "64MiB", Maximum: "1GiB"}},
 	}
 
 	put.InstanceTemplate.Source = lxdapi.InstanceSource{Type: "image", Alias: lxdtest.Image}

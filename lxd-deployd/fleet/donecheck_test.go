@@ -15,7 +15,7 @@ import (
 // makes them. Health verdicts (db.SetInstanceHealth, package health) and a revision's
 // relabelling of equivalent instances (db.SetInstancesRevision, package rollout) are no
 // instance's life and stay with their owners.
-var instanceWriters = regexp.MustCompile(`\b(db\.(CreateInstance|SetInstanceState|DeleteInstance|SetInstanceHook|SetInstanceHookAction|SetInstanceKeepsRolloutSize|SetInstanceGovernorSocket|MarkInstanceReplacement|CreatePoolInstance|TakePoolInstance|ClaimPoolInstance|SetPoolInstanceReady|DeletePoolInstance)|backend\.(CreateInstance|DeleteInstance|CreatePoolInstance|TakePoolInstance|ReturnToPool))\(`)
+var instanceWriters = regexp.MustCompile(`\b(db\.(CreateInstance|SetInstanceState|DeleteInstance|SetInstanceHook|SetInstanceHookAction|SetInstanceKeepsRolloutSize|SetInstanceGovernorSocket|SetInstanceRevisionFrom|MarkInstanceReplacement|CreatePoolInstance|TakePoolInstance|ClaimPoolInstance|SetPoolInstanceReady|DeletePoolInstance)|backend\.(CreateInstance|DeleteInstance|CreatePoolInstance|TakePoolInstance|ReturnToPool))\(`)
 
 // TestDoneCheck holds issue 18's done-check (doc/internals.md): outside tests, the instance
 // writers above appear only under lxd-deployd/fleet, and package fleet imports neither

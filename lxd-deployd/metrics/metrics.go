@@ -65,6 +65,10 @@ type ShapeStat struct {
 	RolloutsRunning int
 	RolloutsPaused  int
 
+	// ResourceLimits are the template's limits by resource (limits.cpu as a CPU count,
+	// limits.memory in bytes) of a shape with resource_bounds; nil for the others.
+	ResourceLimits map[string]float64
+
 	// What the shape sets: the families of a feature it does not use are left out, so a
 	// scrape of many plain shapes stays small.
 	HasHealthChecks bool
@@ -133,6 +137,7 @@ type Metrics struct {
 	replacements   *prometheus.CounterVec
 	rolloutsEnded  *prometheus.CounterVec
 	hookWaitsEnded *prometheus.CounterVec
+	resizes        *prometheus.CounterVec
 }
 
 var shapeLabels = []string{"project", "deployment", "shape"}
@@ -173,6 +178,8 @@ func New(sources Sources) *Metrics {
 	m.replacements = counter("autoheal_replacements_total", "Replacements autohealing started, by result: ok (the replacement was launched; the old instance goes next), failed (the replacement could not be launched), gave_up (not started: too many failed in a row, the shape is now degraded).", append(shapeLabels, "result")...)
 	m.rolloutsEnded = counter("rollouts_finished_total", "Rollouts that ended, by final status: complete, failed, cancelled, reverted.", append(shapeLabels, "status")...)
 	m.hookWaitsEnded = counter("lifecycle_hook_waits_ended_total", "Lifecycle hook waits ended, by hook (launching:wait, terminating:wait), action (continue, abandon) and by whom (request: an action was posted; timeout: the shape's default_action).", append(shapeLabels, "hook", "action", "by")...)
+
+	m.resizes = counter("shape_resizes_total", "Instances a resize reached, by result: applied (the new limits run live), refused (a lower memory limit would not fit the instance's usage plus the margin, or LXD cannot do it live: left outdated), failed (LXD refused the update).", append(shapeLabels, "result")...)
 
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registry.MustRegister(newStateCollector(sources))
@@ -277,6 +284,15 @@ func (m *Metrics) Replacement(project string, deployment string, shape string, r
 	}
 
 	m.replacements.WithLabelValues(project, deployment, shape, result).Inc()
+}
+
+// Resize counts one instance a resize reached, by result (applied, refused, failed).
+func (m *Metrics) Resize(project string, deployment string, shape string, result string) {
+	if m == nil {
+		return
+	}
+
+	m.resizes.WithLabelValues(project, deployment, shape, result).Inc()
 }
 
 // RolloutFinished counts a rollout that reached a final status.

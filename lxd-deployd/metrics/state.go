@@ -85,6 +85,7 @@ type stateCollector struct {
 	shapeHooks      *prometheus.Desc
 	shapeRollouts   *prometheus.Desc
 	rolloutProgress *prometheus.Desc
+	resourceLimit   *prometheus.Desc
 	deliveries      *prometheus.Desc
 	lxdReachable    *prometheus.Desc
 	operations      *prometheus.Desc
@@ -110,6 +111,7 @@ func newStateCollector(sources Sources) *stateCollector {
 		shapeHooks:      desc("shape_instances_hook_waiting", "Instances waiting in a lifecycle hook: launching:wait, terminating:wait; shapes with hooks only.", append(shapeLabels, "hook")...),
 		shapeRollouts:   desc("shape_rollouts", "A shape's active rollout by status: running, paused (0 or 1), while it has one.", append(shapeLabels, "status")...),
 		rolloutProgress: desc("shape_rollout_progress_ratio", "Share of a shape's instances at its latest revision, while a rollout is running or paused.", shapeLabels...),
+		resourceLimit:   desc("shape_resource_limit", "A shape's template limit by resource: limits.cpu (CPUs), limits.memory (bytes); shapes with resource_bounds only (what resizes move).", append(shapeLabels, "resource")...),
 		deliveries:      desc("webhook_deliveries", "Webhook deliveries by status (pending, delivered, failed); finished ones are kept 7 days.", "project", "deployment", "status"),
 		lxdReachable:    desc("lxd_reachable", "1 when LXD answered the last probe, 0 otherwise."),
 		operations:      desc("operations_running", "Background operations running on this member."),
@@ -125,7 +127,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- g.desc
 	}
 
-	for _, d := range []*prometheus.Desc{c.shapeHealth, c.shapeHooks, c.shapeRollouts, c.rolloutProgress, c.deliveries, c.lxdReachable, c.operations, c.leader, c.members, c.retries} {
+	for _, d := range []*prometheus.Desc{c.shapeHealth, c.shapeHooks, c.shapeRollouts, c.rolloutProgress, c.resourceLimit, c.deliveries, c.lxdReachable, c.operations, c.leader, c.members, c.retries} {
 		ch <- d
 	}
 }
@@ -208,6 +210,10 @@ func (c *stateCollector) collectSnapshot(snap Snapshot, gauge func(*prometheus.D
 			}
 		}
 
+		for _, resource := range sortedKeys(s.ResourceLimits) {
+			shapeGauge(c.resourceLimit, withLabel(labels, "resource", resource), s.ResourceLimits[resource])
+		}
+
 		// Rollout series exist while a rollout is running or paused (both statuses then,
 		// so a pause shows as running 0, paused 1).
 		if s.RolloutsRunning+s.RolloutsPaused > 0 {
@@ -240,6 +246,17 @@ func (c *stateCollector) collectSnapshot(snap Snapshot, gauge func(*prometheus.D
 			gauge(c.deliveries, float64(byStatus[status]), key.project, key.deployment, status)
 		}
 	}
+}
+
+// sortedKeys returns a map's keys in order, so that a scrape reads the same each time.
+func sortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+
+	sort.Strings(keys)
+	return keys
 }
 
 func boolInt(b bool) int {

@@ -23,6 +23,11 @@ const (
 	InstanceReplaced    InstanceAction = "deployment-instance-replaced"
 	InstanceHealthy     InstanceAction = "deployment-instance-healthy"
 	InstanceUnhealthy   InstanceAction = "deployment-instance-unhealthy"
+
+	// A resize (or a rollout in place) applied new limits to the instance live, or left it
+	// at its limit (doc/api.md, Resizing).
+	InstanceResized       InstanceAction = "deployment-instance-resized"
+	InstanceResizeRefused InstanceAction = "deployment-instance-resize-refused"
 )
 
 // Event is the action's event about the instance ref names, with context (nil: none).

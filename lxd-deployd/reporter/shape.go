@@ -16,6 +16,7 @@ const (
 	ShapeDeleted     ShapeAction = "deployment-shape-deleted"
 	ShapeDegraded    ShapeAction = "deployment-shape-degraded"
 	ShapeOutOfBounds ShapeAction = "deployment-shape-out-of-bounds"
+	ShapeResized     ShapeAction = "deployment-shape-resized"
 )
 
 // Event is the action's event about the shape ref names (for a rename: its new name), with

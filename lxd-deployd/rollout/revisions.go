@@ -27,6 +27,7 @@ const (
 	CauseConfig      = "config-change"
 	CauseAutoRevert  = "auto-revert"
 	CauseAbort       = "abort"
+	CauseResize      = "resize"
 )
 
 // CauseApplyManifest is the cause of the revisions applying a manifest records.
@@ -51,6 +52,10 @@ type RevisionArgs struct {
 	// Image says the alias of the template now names another image (the image-change
 	// trigger): instances are outdated though no field changed.
 	Image bool
+
+	// InPlace says the change reaches the instances in place (a resize and its operation):
+	// no rollout starts, whatever the shape's trigger.
+	InPlace bool
 }
 
 // Revised is the outcome of RecordRevision.
@@ -124,7 +129,7 @@ func RecordRevision(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeID
 		trigger, cause = api.RolloutTriggerImageChange, CauseImageChange
 	}
 
-	if before == nil || !templateChanged || after.Rollout.Trigger != trigger {
+	if before == nil || !templateChanged || after.Rollout.Trigger != trigger || args.InPlace {
 		return out, nil
 	}
 

@@ -106,6 +106,19 @@ func (e *Engine) step(ctx context.Context, client lxd.InstanceServer, r db.Rollo
 		return err
 	}
 
+	// What LXD can apply live goes in place first: same instances, no restart. A step that
+	// updated some in place replaces nothing: the next step takes the next batch, and only
+	// what cannot go in place (or was refused) is replaced once none is left.
+	if v.plan.Outdated > 0 && e.inPlace(ctx, r, v) > 0 {
+		v, err = e.observe(ctx, client, r)
+		if err != nil {
+			return err
+		}
+
+		v.progress = true
+		v.plan.Launch, v.plan.Remove, v.plan.Refuse = 0, nil, ""
+	}
+
 	p := v.plan
 	now := time.Now()
 	switch {

@@ -67,6 +67,14 @@ type DeploymentInstance struct {
 	// Example: false
 	Outdated bool `json:"outdated" yaml:"outdated"`
 
+	// The limits the instance runs with, as LXD holds them (limits.cpu, limits.memory, ...)
+	// Example: {"limits.memory": "256MiB"}
+	Limits map[string]string `json:"limits,omitempty" yaml:"limits,omitempty"`
+
+	// CPU and memory use of a running instance, from LXD's /1.0/metrics (listings with
+	// recursion=1; absent when LXD did not report it)
+	Usage *DeploymentInstanceUsage `json:"usage,omitempty" yaml:"usage,omitempty"`
+
 	// Health check verdict: unknown, starting, healthy or unhealthy
 	// Example: healthy
 	Health string `json:"health" yaml:"health"`

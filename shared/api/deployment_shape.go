@@ -50,6 +50,10 @@ type DeploymentShapePut struct {
 
 	// Instances kept made but stopped, for fast launches (none when absent)
 	WarmPool *DeploymentShapeWarmPool `json:"warm_pool,omitempty" yaml:"warm_pool,omitempty"`
+
+	// Bounds of a resize, per LXD limit key (limits.cpu, limits.memory; none when absent)
+	// Example: {"limits.memory": {"minimum": "64MiB", "maximum": "2GiB"}}
+	ResourceBounds DeploymentShapeResourceBounds `json:"resource_bounds,omitempty" yaml:"resource_bounds,omitempty"`
 }
 
 // DeploymentShape represents a shape.

@@ -39,6 +39,10 @@ type Shape struct {
 	// ScaleDownStabilization: a scale down goes only to the highest recommendation seen in
 	// this window, so a short dip does not shed instances that are needed again a minute later.
 	ScaleDownStabilization time.Duration
+
+	// MemoryTarget is the share of its memory limit the hungriest instance should use (the
+	// vertical mode, vertical.go); 0 turns it off.
+	MemoryTarget float64
 }
 
 // DefaultShape is the policy of a shape the file does not list: follow scale requests,
@@ -62,6 +66,10 @@ func (s Shape) String() string {
 		parts = append(parts, fmt.Sprintf("scale-down stabilization %s", s.ScaleDownStabilization))
 	} else {
 		parts = append(parts, "no cpu target tracking")
+	}
+
+	if s.MemoryTarget > 0 {
+		parts = append(parts, fmt.Sprintf("memory target %g%% of the limit (resizes within resource_bounds)", s.MemoryTarget*100))
 	}
 
 	return strings.Join(parts, ", ")
@@ -107,6 +115,7 @@ type fileShape struct {
 	ScaleUpCooldown        duration `yaml:"scale_up_cooldown"`
 	ScaleDownCooldown      duration `yaml:"scale_down_cooldown"`
 	ScaleDownStabilization duration `yaml:"scale_down_stabilization"`
+	MemoryTarget           float64  `yaml:"memory_target"`
 }
 
 // duration reads "30s", "2m" or "1h30m". A bare number is refused: yaml.v2 would read it as
@@ -163,6 +172,7 @@ func Parse(data []byte) (*Policy, error) {
 		s.ScaleUpCooldown = time.Duration(fs.ScaleUpCooldown)
 		s.ScaleDownCooldown = time.Duration(fs.ScaleDownCooldown)
 		s.ScaleDownStabilization = time.Duration(fs.ScaleDownStabilization)
+		s.MemoryTarget = fs.MemoryTarget
 
 		err = s.Validate()
 		if err != nil {
@@ -179,6 +189,10 @@ func Parse(data []byte) (*Policy, error) {
 func (s Shape) Validate() error {
 	if math.IsNaN(s.CPUTarget) || math.IsInf(s.CPUTarget, 0) || s.CPUTarget < 0 {
 		return fmt.Errorf("cpu_target must be 0 (off) or a positive number of cores, got %g", s.CPUTarget)
+	}
+
+	if math.IsNaN(s.MemoryTarget) || s.MemoryTarget < 0 || s.MemoryTarget > 1 {
+		return fmt.Errorf("memory_target must be 0 (off) or a share of the memory limit up to 1, such as 0.7, got %g", s.MemoryTarget)
 	}
 
 	if math.IsNaN(s.Tolerance) || s.Tolerance < 0 || s.Tolerance >= 1 {

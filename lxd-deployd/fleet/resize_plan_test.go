@@ -1,0 +1,122 @@
+package fleet
+
+import (
+	"testing"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+func resizeRevision(memory string, alias string) api.DeploymentShapePut {
+	put := api.DeploymentShapePut{}
+	put.InstanceTemplate.Source.Alias = alias
+	put.InstanceTemplate.Config = map[string]string{api.LimitMemory: memory}
+	return put
+}
+
+func liveInstance(memory string, status lxdapi.StatusCode, usage int64, vm bool) lxdapi.InstanceFull {
+	inst := lxdapi.InstanceFull{}
+	inst.Config = map[string]string{api.LimitMemory: memory}
+	inst.StatusCode = status
+	inst.Type = string(lxdapi.InstanceTypeContainer)
+	if vm {
+		inst.Type = string(lxdapi.InstanceTypeVM)
+	}
+
+	inst.State = &lxdapi.InstanceState{Memory: lxdapi.InstanceStateMemory{Usage: usage}}
+	return inst
+}
+
+func TestPlanResize(t *testing.T) {
+	const mib = 1 << 20
+	revisions := map[int]api.DeploymentShapePut{
+		1: resizeRevision("256MiB", "busybox"),
+		2: resizeRevision("256MiB", "other"), // another image: not in place
+		3: resizeRevision("64MiB", "busybox"),
+	}
+
+	row := func(name string, revision int, state string) db.Instance {
+		return db.Instance{Name: name, Revision: revision, State: state}
+	}
+
+	state := ResizeState{
+		Latest:    3,
+		Revisions: revisions,
+		Rows: []db.Instance{
+			row("rz-idle", 1, db.InstanceCreated),
+			row("rz-full", 1, db.InstanceCreated),
+			row("rz-stopped", 1, db.InstanceCreated),
+			row("rz-image", 2, db.InstanceCreated),
+			row("rz-current", 3, db.InstanceCreated),
+			row("rz-creating", 1, db.InstanceCreating),
+			row("rz-gone", 1, db.InstanceCreated),
+			row("rz-pruned", 0, db.InstanceCreated),
+			row("rz-already", 1, db.InstanceCreated),
+			row("rz-vm", 1, db.InstanceCreated),
+		},
+		Live: map[string]lxdapi.InstanceFull{
+			"rz-idle":    liveInstance("256MiB", lxdapi.Running, 4*mib, false),
+			"rz-full":    liveInstance("256MiB", lxdapi.Running, 104*mib, false),
+			"rz-stopped": liveInstance("256MiB", lxdapi.Stopped, 0, false),
+			"rz-image":   liveInstance("256MiB", lxdapi.Running, 4*mib, false),
+			"rz-current": liveInstance("64MiB", lxdapi.Running, 4*mib, false),
+			"rz-already": liveInstance("64MiB", lxdapi.Running, 4*mib, false),
+			"rz-vm":      liveInstance("256MiB", lxdapi.Running, 10*mib, true),
+		},
+	}
+
+	plan := PlanResize(state)
+	steps := map[string]ResizeStep{}
+	for _, s := range plan.Steps {
+		steps[s.Row.Name] = s
+	}
+
+	for _, name := range []string{"rz-idle", "rz-stopped", "rz-vm"} {
+		if s, ok := steps[name]; !ok || s.Relabel || s.Limits[api.LimitMemory] != "64MiB" {
+			t.Errorf("%s: want a step to 64MiB, got %+v (plan %+v)", name, s, plan)
+		}
+	}
+
+	if s, ok := steps["rz-already"]; !ok || !s.Relabel {
+		t.Errorf("rz-already: LXD holds 64MiB already: want a relabel, got %+v", s)
+	}
+
+	if plan.Refused["rz-full"] == "" || !plan.Pending() {
+		t.Errorf("rz-full uses 104MiB: want it refused, got %+v", plan)
+	}
+
+	for _, name := range []string{"rz-image", "rz-gone", "rz-pruned"} {
+		if plan.Skipped[name] == "" {
+			t.Errorf("%s: want it skipped, got %+v", name, plan)
+		}
+	}
+
+	for _, name := range []string{"rz-current", "rz-creating"} {
+		if _, ok := steps[name]; ok || plan.Skipped[name] != "" || plan.Refused[name] != "" {
+			t.Errorf("%s: want nothing, got %+v", name, plan)
+		}
+	}
+
+	// A VM cannot grow past its boot memory.
+	state.Latest = 4
+	state.Revisions[4] = resizeRevision("1GiB", "busybox")
+	plan = PlanResize(state)
+	if plan.Refused["rz-vm"] == "" || plan.Refused["rz-full"] != "" {
+		t.Errorf("growing: want only rz-vm refused, got %+v", plan.Refused)
+	}
+}
+
+func TestBatches(t *testing.T) {
+	steps := make([]ResizeStep, 5)
+	for size, want := range map[int]int{0: 5, 1: 5, 2: 3, 5: 1, 9: 1} {
+		if got := len(Batches(steps, size)); got != want {
+			t.Errorf("size %d: %d batches, want %d", size, got, want)
+		}
+	}
+
+	if len(Batches(nil, 2)) != 0 {
+		t.Error("no steps, no batches")
+	}
+}
