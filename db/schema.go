@@ -26,6 +26,9 @@ var updates = map[int]update{
 	11: updateAddInstanceSizesRollout,
 	12: updateAddMemberCredentials,
 	13: updateAddUISessions,
+	// Issue 21 asked for step 15 (resource bounds take 14): steps must be contiguous, so
+	// this is 14 until that lands, then the merge renumbers it.
+	14: updateAddPlacement,
 }
 
 // SchemaVersion is the version a fully updated database has.

@@ -124,6 +124,11 @@ SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scal
 		return shapes, nil
 	}
 
+	err = loadShapePlacements(ctx, tx, shapes)
+	if err != nil {
+		return nil, err
+	}
+
 	configs, err := getConfigs(ctx, tx, shapesConfig)
 	if err != nil {
 		return nil, err
@@ -214,6 +219,13 @@ func CreateShape(ctx context.Context, tx *sql.Tx, deploymentID int64, req api.De
 		return 0, err
 	}
 
+	if req.Placement != nil {
+		err = setShapePlacement(ctx, tx, id, req.Placement)
+		if err != nil {
+			return 0, err
+		}
+	}
+
 	return id, replaceConfig(ctx, tx, shapesConfig, id, req.Config)
 }
 
@@ -239,6 +251,11 @@ func UpdateShape(ctx context.Context, tx *sql.Tx, id int64, put api.DeploymentSh
 		put.Description, string(template), put.ScalingMinimum, put.ScalingMaximum, string(rollout), health, hooks, warmPool, id)
 	if err != nil {
 		return fmt.Errorf("update shape: %w", err)
+	}
+
+	err = setShapePlacement(ctx, tx, id, put.Placement)
+	if err != nil {
+		return err
 	}
 
 	// Without checks, old verdicts would mislead (an unhealthy instance picked first to go).

@@ -50,6 +50,9 @@ type DeploymentShapePut struct {
 
 	// Instances kept made but stopped, for fast launches (none when absent)
 	WarmPool *DeploymentShapeWarmPool `json:"warm_pool,omitempty" yaml:"warm_pool,omitempty"`
+
+	// Where the instances go in an LXD cluster (doc/placement.md; LXD decides when absent)
+	Placement *DeploymentShapePlacement `json:"placement,omitempty" yaml:"placement,omitempty"`
 }
 
 // DeploymentShape represents a shape.
@@ -83,6 +86,10 @@ type DeploymentShape struct {
 	// Read only: true
 	// Example: 2
 	WarmPoolReady int `json:"warm_pool_ready,omitempty" yaml:"warm_pool_ready,omitempty"`
+
+	// How the instances sit over the placement's failure domains (with a placement only)
+	// Read only: true
+	PlacementStatus *DeploymentShapePlacementStatus `json:"placement_status,omitempty" yaml:"placement_status,omitempty"`
 }
 
 // Shape statuses.

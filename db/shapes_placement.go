@@ -1,0 +1,105 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// The placement column is read and written apart from the shape's main row so that the
+// other fields' queries stay as they are (doc/placement.md).
+
+// loadShapePlacements fills in the placement of each shape read by GetShapes.
+func loadShapePlacements(ctx context.Context, tx *sql.Tx, shapes []Shape) error {
+	byID := make(map[int64]*Shape, len(shapes))
+	for i := range shapes {
+		byID[shapes[i].ID] = &shapes[i]
+	}
+
+	rows, err := tx.QueryContext(ctx, "SELECT id, placement FROM deployments_shapes WHERE placement != ''")
+	if err != nil {
+		return fmt.Errorf("read shape placements: %w", err)
+	}
+
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		var id int64
+		var placement string
+		err = rows.Scan(&id, &placement)
+		if err != nil {
+			return fmt.Errorf("read shape placements: %w", err)
+		}
+
+		s := byID[id]
+		if s == nil {
+			continue
+		}
+
+		s.Placement = &api.DeploymentShapePlacement{}
+		err = json.Unmarshal([]byte(placement), s.Placement)
+		if err != nil {
+			return fmt.Errorf("shape %q has a corrupt placement: %w", s.Name, err)
+		}
+	}
+
+	return rows.Err()
+}
+
+// setShapePlacement stores a shape's placement (absent: empty).
+func setShapePlacement(ctx context.Context, tx *sql.Tx, id int64, placement *api.DeploymentShapePlacement) error {
+	value := ""
+	if placement != nil {
+		data, err := json.Marshal(placement)
+		if err != nil {
+			return err
+		}
+
+		value = string(data)
+	}
+
+	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes SET placement = ? WHERE id = ?", value, id)
+	if err != nil {
+		return fmt.Errorf("store shape placement: %w", err)
+	}
+
+	return nil
+}
+
+// SetInstanceLocation records the LXD member an instance runs on, as LXD reported it.
+func SetInstanceLocation(ctx context.Context, tx *sql.Tx, id int64, location string) error {
+	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET location = ? WHERE id = ?", location, id)
+	if err != nil {
+		return fmt.Errorf("record instance location: %w", err)
+	}
+
+	return nil
+}
+
+// GetShapeLocationCounts counts a shape's counted instances (see countedInstance) per LXD
+// member; instances whose member is not known yet count under "". Placement reads it in
+// the launch's reservation transaction, so that concurrent launches see each other's
+// reserved member.
+func GetShapeLocationCounts(ctx context.Context, tx *sql.Tx, shapeID int64) (map[string]int, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT i.location, COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = ? AND "+countedInstance+" GROUP BY i.location", shapeID)
+	if err != nil {
+		return nil, fmt.Errorf("count instances per member: %w", err)
+	}
+
+	defer func() { _ = rows.Close() }()
+	counts := map[string]int{}
+	for rows.Next() {
+		var location string
+		var n int
+		err = rows.Scan(&location, &n)
+		if err != nil {
+			return nil, fmt.Errorf("count instances per member: %w", err)
+		}
+
+		counts[location] = n
+	}
+
+	return counts, rows.Err()
+}
