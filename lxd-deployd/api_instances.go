@@ -116,7 +116,9 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 			lxdInstance = &instance
 		}
 
-		result = append(result, instanceFor(r, instanceAPI(row, latest, lxdInstance, online)))
+		item := instanceAPI(row, latest, lxdInstance, online)
+		withLocation(&item, row, lxdInstance, a.lxd.Cluster())
+		result = append(result, instanceFor(r, item))
 	}
 
 	return response.SyncResponse(result)
@@ -152,10 +154,13 @@ func (a instancesAPI) get(r *http.Request) response.Response {
 	c := client.UseProject(ref.project)
 	lxdInstance, _, err := c.GetInstance(row.Name)
 	if err != nil {
-		return response.SyncResponse(instanceFor(r, instanceAPI(*row, latest, nil, !lxdapi.StatusErrorCheck(err, http.StatusServiceUnavailable))))
+		result := instanceAPI(*row, latest, nil, !lxdapi.StatusErrorCheck(err, http.StatusServiceUnavailable))
+		withLocation(&result, *row, nil, a.lxd.Cluster())
+		return response.SyncResponse(instanceFor(r, result))
 	}
 
 	result := instanceAPI(*row, latest, lxdInstance, true)
+	withLocation(&result, *row, lxdInstance, a.lxd.Cluster())
 	state, _, err := c.GetInstanceState(row.Name)
 	if err == nil {
 		result.LiveState = state

@@ -11,8 +11,9 @@ import (
 
 // instanceStatus is what a listing of a shape's instances needs of each LXD instance.
 type instanceStatus struct {
-	Name   string `json:"name"`
-	Status string `json:"status"`
+	Name     string `json:"name"`
+	Status   string `json:"status"`
+	Location string `json:"location"`
 }
 
 // ListInstanceStatuses returns the name and status of every instance of a project, by name,
@@ -39,7 +40,11 @@ func ListInstanceStatuses(c lxd.InstanceServer, project string) (map[string]lxda
 
 	byName := make(map[string]lxdapi.Instance, len(statuses))
 	for _, s := range statuses {
-		byName[s.Name] = lxdapi.Instance{Name: s.Name, Status: s.Status}
+		if s.Location == "none" {
+			s.Location = "" // a standalone LXD's word for no member
+		}
+
+		byName[s.Name] = lxdapi.Instance{Name: s.Name, Status: s.Status, Location: s.Location}
 	}
 
 	return byName, nil
