@@ -103,3 +103,42 @@ func GetShapeLocationCounts(ctx context.Context, tx *sql.Tx, shapeID int64) (map
 
 	return counts, rows.Err()
 }
+
+// MemberCount is how many counted instances of a shape run on one LXD member.
+type MemberCount struct {
+	Project    string
+	Deployment string
+	Shape      string
+	Member     string
+	Count      int
+}
+
+// GetMemberCounts counts every shape's counted instances per LXD member, for the metrics;
+// instances whose member is not known yet are left out.
+func GetMemberCounts(ctx context.Context, tx *sql.Tx) ([]MemberCount, error) {
+	rows, err := tx.QueryContext(ctx, `
+SELECT d.project, d.name, s.name, i.location, COUNT(*)
+  FROM deployments_shapes_instances i
+  JOIN deployments_shapes s ON s.id = i.deployment_shape_id
+  JOIN deployments d ON d.id = s.deployment_id
+ WHERE i.location != '' AND `+countedInstance+`
+ GROUP BY d.project, d.name, s.name, i.location
+ ORDER BY d.project, d.name, s.name, i.location`)
+	if err != nil {
+		return nil, fmt.Errorf("count instances per member: %w", err)
+	}
+
+	defer func() { _ = rows.Close() }()
+	counts := []MemberCount{}
+	for rows.Next() {
+		var c MemberCount
+		err = rows.Scan(&c.Project, &c.Deployment, &c.Shape, &c.Member, &c.Count)
+		if err != nil {
+			return nil, fmt.Errorf("count instances per member: %w", err)
+		}
+
+		counts = append(counts, c)
+	}
+
+	return counts, rows.Err()
+}
