@@ -90,7 +90,7 @@ func (a *app) instanceTarget(deploymentArg string, shape string, instance string
 func instanceRows(instances []api.DeploymentInstance) [][]string {
 	rows := make([][]string, 0, len(instances))
 	for _, i := range instances {
-		rows = append(rows, []string{i.Name, i.Status, i.State, createdAt(i.CreatedAt), shortFingerprint(i.TemplateHash)})
+		rows = append(rows, []string{i.Name, i.Status, i.State, createdAt(i.CreatedAt), shortFingerprint(i.TemplateHash), i.Location})
 	}
 
 	sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
@@ -111,10 +111,10 @@ func (a *app) instanceListCommand() *cobra.Command {
 		Use:     "list [<remote>:]<deployment> <shape>",
 		Aliases: []string{"ls"},
 		Short:   "List the instances of a shape",
-		Long:    "List the instances of a shape with LXD's status (Running, Stopped, ...), the state lxd-deployd\nrecorded (creating, created, deleting, missing) and the hash of the template each was created from.",
+		Long:    "List the instances of a shape with LXD's status (Running, Stopped, ...; Unreachable while their\nLXD cluster member is offline), the state lxd-deployd recorded (creating, created, deleting,\nmissing), the hash of the template each was created from and the LXD cluster member it runs on.",
 		Args:    exactArgs(2),
 	}, func(args []string) (listing, error) {
-		return a.shapeInstances(args, []string{"NAME", "STATUS", "STATE", "CREATED", "TEMPLATE"}, instanceRows)
+		return a.shapeInstances(args, []string{"NAME", "STATUS", "STATE", "CREATED", "TEMPLATE", "LOCATION"}, instanceRows)
 	})
 }
 
