@@ -41,6 +41,7 @@ var writeFields = []writeField{
 	{"health", func(p *api.DeploymentShapePut) { p.Health.Command = []string{"true", "changed"} }, `{"health":{"command":["true","changed"]}}`, nil, false},
 	{"hooks", func(p *api.DeploymentShapePut) { p.Hooks.DefaultAction = "abandon" }, `{"hooks":{"default_action":"abandon"}}`, nil, false},
 	{"warm pool", func(p *api.DeploymentShapePut) { p.WarmPool.ReuseOnScaleIn = true }, `{"warm_pool":{"reuse_on_scale_in":true}}`, nil, false},
+	{"placement", func(p *api.DeploymentShapePut) { p.Placement.Rigor = "strict" }, `{"placement":{"rigor":"strict"}}`, nil, false},
 }
 
 // writePathsBaseline is shape web before each change: every map and pointer field set, so
@@ -55,6 +56,7 @@ func writePathsBaseline() api.DeploymentShapePut {
 		Health:         &api.DeploymentShapeHealth{Command: []string{"true"}, Interval: "1h"},
 		Hooks:          &api.DeploymentShapeHooks{DefaultAction: "continue"},
 		WarmPool:       &api.DeploymentShapeWarmPool{Size: 0},
+		Placement:      &api.DeploymentShapePlacement{Spread: "member"},
 	}
 
 	put.InstanceTemplate.Source = lxdapi.InstanceSource{Type: "image", Alias: lxdtest.Image}
