@@ -68,7 +68,7 @@ func setShapePlacement(ctx context.Context, tx *sql.Tx, id int64, placement *api
 	return nil
 }
 
-// SetInstanceLocation records the LXD member an instance runs on, as LXD reported it.
+// SetInstanceLocation records the LXD member an instance runs on (or is reserved on).
 func SetInstanceLocation(ctx context.Context, tx *sql.Tx, id int64, location string) error {
 	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET location = ? WHERE id = ?", location, id)
 	if err != nil {
@@ -76,6 +76,18 @@ func SetInstanceLocation(ctx context.Context, tx *sql.Tx, id int64, location str
 	}
 
 	return nil
+}
+
+// MoveInstanceLocation records that LXD has an instance on member to, if the record still
+// says from: a compare-and-set, so an observation read before a newer placement does not
+// undo it (ErrInstanceChanged).
+func MoveInstanceLocation(ctx context.Context, tx *sql.Tx, id int64, from string, to string) error {
+	result, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET location = ? WHERE id = ? AND location = ?", to, id, from)
+	if err != nil {
+		return fmt.Errorf("record instance location: %w", err)
+	}
+
+	return expectOneRow(result)
 }
 
 // GetShapeLocationCounts counts a shape's counted instances (see countedInstance) per LXD

@@ -41,11 +41,15 @@ func (d *daemon) startInstanceCare(ctx context.Context) {
 	d.goBackground(func() {
 		d.leases.Run(ctx, leaseInstances, func(ctx context.Context, _ lease.Lease) {
 			var parts sync.WaitGroup
-			parts.Add(4)
+			parts.Add(5)
 			go func() { defer parts.Done(); d.life.pool.run(ctx, warmPoolInterval) }()
 			go func() { defer parts.Done(); d.life.hooks.run(ctx, hooksInterval) }()
 			go func() { defer parts.Done(); d.life.healer.run(ctx, autohealInterval) }()
 			go func() { defer parts.Done(); d.life.checker.Run(ctx, healthTick) }()
+			go func() {
+				defer parts.Done()
+				locationKeeper{db: d.db, lxd: d.lxd, logger: d.logger}.run(ctx, locationInterval)
+			}()
 			parts.Wait()
 		})
 	})
