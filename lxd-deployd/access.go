@@ -11,6 +11,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -75,7 +76,7 @@ func (a access) deploymentRole(r *http.Request, what string) (string, error) {
 			}
 		}
 
-		role, _, err = db.GetCertificateRole(ctx, tx, caller.Fingerprint, ref.project, ref.name)
+		role, _, err = db.GetCertificateRole(ctx, tx, caller.Fingerprint, ref.Project, ref.Name)
 		return err
 	})
 	if err != nil {
@@ -83,7 +84,7 @@ func (a access) deploymentRole(r *http.Request, what string) (string, error) {
 	}
 
 	if role == "" {
-		return "", forbidden("this certificate has no key on deployment %q in project %q: an admin must create one (lxd-deploy deployment key create)", ref.name, ref.project)
+		return "", forbidden("this certificate has no key on deployment %q in project %q: an admin must create one (lxd-deploy deployment key create)", ref.Name, ref.Project)
 	}
 
 	return role, nil
@@ -126,7 +127,7 @@ func (a access) filter(caller *auth.Caller) events.Filter {
 						return err
 					}
 
-					err = checkGovernorScope(ctx, tx, caller, deploymentRef{project: project, name: name}, "")
+					err = checkGovernorScope(ctx, tx, caller, refs.DeploymentRef{Project: project, Name: name}, "")
 					if err != nil {
 						return err
 					}

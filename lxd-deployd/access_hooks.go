@@ -36,19 +36,19 @@ func (a access) allowOwnInstance(r *http.Request, may string) error {
 		return err
 	}
 
-	refused := forbidden("a governor inside instance %q may %s, not %q's: ask an admin, or a governor holding a key over HTTPS", caller.Instance, may, ref.instance)
-	if caller.Instance == "" || caller.Instance != ref.instance {
+	refused := forbidden("a governor inside instance %q may %s, not %q's: ask an admin, or a governor holding a key over HTTPS", caller.Instance, may, ref.Instance)
+	if caller.Instance == "" || caller.Instance != ref.Instance {
 		return refused
 	}
 
 	// Same name is not enough: another project may hold an instance of that name.
 	return a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
 
-		rows, err := db.GetInstances(ctx, tx, db.InstanceFilter{DeploymentID: deploymentID, Name: ref.instance})
+		rows, err := db.GetInstances(ctx, tx, db.InstanceFilter{DeploymentID: deploymentID, Name: ref.Instance})
 		if err != nil {
 			return err
 		}

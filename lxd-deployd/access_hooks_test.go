@@ -9,6 +9,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -21,7 +22,7 @@ func TestHookActionsScopedToInstance(t *testing.T) {
 	a.expect("POST", "/1.0/deployments/dep1/shapes", shapeBody, 201, "")
 	fingerprint := strings.Repeat("a", 64)
 	err := a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, shape, err := shapeInTx(ctx, tx, shapeRef{deploymentRef: deploymentRef{project: "default", name: "dep1"}, shape: "web"})
+		deploymentID, shape, err := refs.ShapeInTx(ctx, tx, refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: "default", Name: "dep1"}, Shape: "web"})
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -71,9 +72,9 @@ func TestReconcileUndoesStaleLaunchReservation(t *testing.T) {
 		return err
 	})
 
-	// The reservations, as fleet.reserveLaunch writes them, of a governor's launch and of
+	// The reservations, as the fleet's reserveLaunch writes them, of a governor's launch and of
 	// the rollout's own; then the daemon "crashes": nothing makes them in LXD.
-	reserve := func(name string, c change) {
+	reserve := func(name string, c fleet.Change) {
 		a.tx(func(ctx context.Context, tx *sql.Tx) error {
 			s, err := db.GetShape(ctx, tx, deploymentID, "web")
 			if err != nil {
@@ -85,8 +86,8 @@ func TestReconcileUndoesStaleLaunchReservation(t *testing.T) {
 				return err
 			}
 
-			err = scaleActivity(ctx, tx, deploymentID, s, name, +1, c)
-			if err != nil || !c.fromRollout {
+			err = fleet.ScaleActivity(ctx, tx, deploymentID, s, name, +1, c)
+			if err != nil || !c.FromRollout {
 				return err
 			}
 
@@ -105,8 +106,8 @@ func TestReconcileUndoesStaleLaunchReservation(t *testing.T) {
 		return r.Size
 	}
 
-	reserve("web3", change{by: api.DeploymentRequestor{Protocol: auth.ProtocolGovernor, Name: "gov"}})
-	reserve("web-r1-abcdef", change{by: rolloutRequestor, fromRollout: true})
+	reserve("web3", fleet.Change{By: api.DeploymentRequestor{Protocol: auth.ProtocolGovernor, Name: "gov"}})
+	reserve("web-r1-abcdef", fleet.Change{By: rollout.Requestor, FromRollout: true})
 	if got := rolloutSize(); got != 3 {
 		t.Fatalf("the governor's reservation must move the rollout's size to 3, got %d", got)
 	}
@@ -117,7 +118,7 @@ func TestReconcileUndoesStaleLaunchReservation(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rc := newReconciler(a.db, backend.NewLXD("/nonexistent", logger), fleet.NewInflight(), sockets, lifecycle{}, logger, "restarted")
+	rc := fleet.New(fleet.Config{DB: a.db, LXD: backend.NewLXD("/nonexistent", logger), Sockets: sockets, Reporter: lifecycle{}, Logger: logger, Owner: "restarted"}).Reconciler
 	before := len(a.activity())
 	for _, name := range []string{"web3", "web-r1-abcdef"} {
 		row := a.instanceRow(name)
@@ -125,7 +126,7 @@ func TestReconcileUndoesStaleLaunchReservation(t *testing.T) {
 			t.Fatalf("%s: state %s, want creating", name, row.State)
 		}
 
-		rc.repair(context.Background(), nil, fleet.RepairStep{Row: row, Action: fleet.PlanRepair(row, false)})
+		rc.Repair(context.Background(), nil, fleet.RepairStep{Row: row, Action: fleet.PlanRepair(row, false)})
 	}
 
 	var left []db.Instance
@@ -155,7 +156,7 @@ func TestReconcileUndoesStaleLaunchReservation(t *testing.T) {
 
 	// A second pass finds nothing to undo twice.
 	gone := db.Instance{ID: 999, DeploymentID: deploymentID, Shape: "web", Name: "web3", State: db.InstanceCreating, SizesRollout: true}
-	rc.repair(context.Background(), nil, fleet.RepairStep{Row: gone, Action: fleet.PlanRepair(gone, false)})
+	rc.Repair(context.Background(), nil, fleet.RepairStep{Row: gone, Action: fleet.PlanRepair(gone, false)})
 	if got := rolloutSize(); got != 2 || len(a.activity()) != before+2 {
 		t.Fatalf("removing a record already gone must change nothing: size %d, %d entries", got, len(a.activity())-before)
 	}

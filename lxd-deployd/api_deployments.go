@@ -162,7 +162,7 @@ func (a deploymentsAPI) get(r *http.Request) response.Response {
 
 	var d *db.Deployment
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		d, err = db.GetDeployment(ctx, tx, ref.project, ref.name)
+		d, err = db.GetDeployment(ctx, tx, ref.Project, ref.Name)
 		return err
 	})
 	if err != nil {
@@ -206,7 +206,7 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 
 	var id int64
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		current, err := db.GetDeployment(ctx, tx, ref.project, ref.name)
+		current, err := db.GetDeployment(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
@@ -250,8 +250,8 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, id, lifecycleDeploymentUpdated, api.DeploymentURL(ref.project, ref.name))
-	a.announceTemplate(r, ref.project, ref.name, id, tmpl)
+	a.lifecycle.emit(requestorFromContext(r.Context()), ref.Project, id, lifecycleDeploymentUpdated, api.DeploymentURL(ref.Project, ref.Name))
+	a.announceTemplate(r, ref.Project, ref.Name, id, tmpl)
 	if tmpl != nil {
 		return response.SyncResponse(api.DeploymentTemplateResult{Warnings: tmpl.warnings})
 	}
@@ -278,19 +278,19 @@ func (a deploymentsAPI) rename(r *http.Request) response.Response {
 
 	var id int64
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		id, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
 
-		return db.RenameDeployment(ctx, tx, ref.project, id, req.Name)
+		return db.RenameDeployment(ctx, tx, ref.Project, id, req.Name)
 	})
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	url := api.DeploymentURL(ref.project, req.Name)
-	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, id, lifecycleDeploymentRenamed, url)
+	url := api.DeploymentURL(ref.Project, req.Name)
+	a.lifecycle.emit(requestorFromContext(r.Context()), ref.Project, id, lifecycleDeploymentRenamed, url)
 	return response.SyncResponseLocation(nil, url)
 }
 
@@ -302,14 +302,14 @@ func (a deploymentsAPI) delete(r *http.Request) response.Response {
 
 	var id int64
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		id, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		return err
 	})
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	err = fleet.DeleteWithInstances(r.Context(), a.db, a.lxd, a.sockets, requestorFromContext(r.Context()), fmt.Sprintf("deployment %q", ref.name), forceParam(r),
+	err = fleet.DeleteWithInstances(r.Context(), a.db, a.lxd, a.sockets, requestorFromContext(r.Context()), fmt.Sprintf("deployment %q", ref.Name), forceParam(r),
 		func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error) {
 			return db.GetInstances(ctx, tx, db.InstanceFilter{DeploymentID: id})
 		},
@@ -318,6 +318,6 @@ func (a deploymentsAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, id, lifecycleDeploymentDeleted, api.DeploymentURL(ref.project, ref.name))
+	a.lifecycle.emit(requestorFromContext(r.Context()), ref.Project, id, lifecycleDeploymentDeleted, api.DeploymentURL(ref.Project, ref.Name))
 	return response.EmptySyncResponse()
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -49,7 +50,7 @@ func (a instanceHealthAPI) report(r *http.Request) response.Response {
 
 	var change *health.Change
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		_, shape, err := shapeInTx(ctx, tx, ref.shapeRef)
+		_, shape, err := refs.ShapeInTx(ctx, tx, ref.ShapeRef)
 		if err != nil {
 			return err
 		}
@@ -59,7 +60,7 @@ func (a instanceHealthAPI) report(r *http.Request) response.Response {
 			return lxdapi.StatusErrorf(http.StatusConflict, "shape %s has no ttl health check: set health.ttl on the shape for its instances to report their own health", shape.Name)
 		}
 
-		row, err := db.GetInstance(ctx, tx, shape.ID, ref.instance)
+		row, err := db.GetInstance(ctx, tx, shape.ID, ref.Instance)
 		if err != nil {
 			return err
 		}

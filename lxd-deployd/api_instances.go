@@ -13,7 +13,9 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -26,9 +28,8 @@ type instancesAPI struct {
 	db        *db.Cluster
 	lxd       *backend.LXD
 	ops       *operations.Manager
-	fleet     *instanceFleet
+	fleet     *fleet.Fleet
 	lifecycle lifecycle
-	hooks     *hookKeeper
 }
 
 // instanceAPI turns a row (and LXD's view of it, if known) into the API type.
@@ -75,7 +76,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 	var rows []db.Instance
 	var latest int
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		_, shape, err := shapeInTx(ctx, tx, ref)
+		_, shape, err := refs.ShapeInTx(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
@@ -91,7 +92,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 	if level == 0 {
 		urls := make([]string, 0, len(rows))
 		for _, row := range rows {
-			urls = append(urls, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, row.Name))
+			urls = append(urls, api.DeploymentShapeInstanceURL(ref.Project, ref.Name, ref.Shape, row.Name))
 		}
 
 		return response.SyncResponse(urls)
@@ -103,7 +104,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 	client, err := a.lxd.Client()
 	if err == nil && len(rows) > 0 {
 		callStart := time.Now()
-		live, err = backend.ListInstanceStatuses(client, ref.project)
+		live, err = backend.ListInstanceStatuses(client, ref.Project)
 		a.lifecycle.metrics.LXDCall("list", time.Since(callStart), err)
 	}
 
@@ -133,13 +134,13 @@ func (a instancesAPI) get(r *http.Request) response.Response {
 	var row *db.Instance
 	var latest int
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		_, shape, err := shapeInTx(ctx, tx, ref.shapeRef)
+		_, shape, err := refs.ShapeInTx(ctx, tx, ref.ShapeRef)
 		if err != nil {
 			return err
 		}
 
 		latest = shape.Revision
-		row, err = db.GetInstance(ctx, tx, shape.ID, ref.instance)
+		row, err = db.GetInstance(ctx, tx, shape.ID, ref.Instance)
 		return err
 	})
 	if err != nil {
@@ -151,7 +152,7 @@ func (a instancesAPI) get(r *http.Request) response.Response {
 		return response.SyncResponse(instanceFor(r, instanceAPI(*row, latest, nil, false)))
 	}
 
-	c := client.UseProject(ref.project)
+	c := client.UseProject(ref.Project)
 	lxdInstance, _, err := c.GetInstance(row.Name)
 	if err != nil {
 		result := instanceAPI(*row, latest, nil, !lxdapi.StatusErrorCheck(err, http.StatusServiceUnavailable))
@@ -185,7 +186,7 @@ func (a instancesAPI) create(r *http.Request) response.Response {
 		return response.SmartError(badRequest(err))
 	}
 
-	ref := instanceRef{shapeRef: shape, instance: name}
+	ref := refs.InstanceRef{ShapeRef: shape, Instance: name}
 	// The body is optional; when given it must agree with the URL.
 	var req api.DeploymentInstancesPost
 	err = decodeOptionalBody(r, &req)
@@ -193,11 +194,11 @@ func (a instancesAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	if (req.InstanceName != "" && req.InstanceName != ref.instance) || (req.DeploymentShapeName != "" && req.DeploymentShapeName != ref.shape) {
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "the body names %s/%s but the URL %s/%s: leave the body empty or make them agree", req.DeploymentShapeName, req.InstanceName, ref.shape, ref.instance))
+	if (req.InstanceName != "" && req.InstanceName != ref.Instance) || (req.DeploymentShapeName != "" && req.DeploymentShapeName != ref.Shape) {
+		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "the body names %s/%s but the URL %s/%s: leave the body empty or make them agree", req.DeploymentShapeName, req.InstanceName, ref.Shape, ref.Instance))
 	}
 
-	op, err := a.fleet.startLaunch(r.Context(), ref, change{by: requestorFromContext(r.Context()), why: "governor API"})
+	op, err := a.fleet.StartLaunch(r.Context(), ref, fleet.Change{By: requestorFromContext(r.Context()), Why: "governor API"})
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -211,7 +212,7 @@ func (a instancesAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	op, err := a.fleet.startDelete(r.Context(), ref, change{by: requestorFromContext(r.Context()), why: "governor API"})
+	op, err := a.fleet.StartDelete(r.Context(), ref, fleet.Change{By: requestorFromContext(r.Context()), Why: "governor API"})
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -246,12 +247,12 @@ func (a instancesAPI) putState(r *http.Request) response.Response {
 	var deploymentID int64
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		var shape *db.Shape
-		deploymentID, shape, err = shapeInTx(ctx, tx, ref.shapeRef)
+		deploymentID, shape, err = refs.ShapeInTx(ctx, tx, ref.ShapeRef)
 		if err != nil {
 			return err
 		}
 
-		row, err := db.GetInstance(ctx, tx, shape.ID, ref.instance)
+		row, err := db.GetInstance(ctx, tx, shape.ID, ref.Instance)
 		if err != nil {
 			return err
 		}
@@ -268,18 +269,18 @@ func (a instancesAPI) putState(r *http.Request) response.Response {
 
 	by := requestorFromContext(r.Context())
 	op := a.ops.Start(operations.Args{
-		Description:  fmt.Sprintf("Changing state of instance %s (%s)", ref.instance, req.Action),
-		Project:      ref.project,
+		Description:  fmt.Sprintf("Changing state of instance %s (%s)", ref.Instance, req.Action),
+		Project:      ref.Project,
 		DeploymentID: deploymentID,
-		Resources:    instanceResources(ref),
+		Resources:    fleet.InstanceResources(ref),
 		Run: func(ctx context.Context, op *operations.Operation) error {
 			callStart := time.Now()
-			err := backend.UpdateInstanceState(ctx, client, ref.project, ref.instance, req)
+			err := backend.UpdateInstanceState(ctx, client, ref.Project, ref.Instance, req)
 			a.lifecycle.metrics.LXDCall("state", time.Since(callStart), err)
 			if err == nil {
-				a.lifecycle.emit(by, ref.project, deploymentID, lifecycleInstanceUpdated, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
+				a.lifecycle.emit(by, ref.Project, deploymentID, lifecycleInstanceUpdated, api.DeploymentShapeInstanceURL(ref.Project, ref.Name, ref.Shape, ref.Instance))
 				if req.Action == "stop" {
-					a.lifecycle.instanceChanged(ctx, deploymentID, lifecycleInstanceStopped, ref.shape, ref.instance)
+					a.lifecycle.instanceChanged(ctx, deploymentID, lifecycleInstanceStopped, ref.Shape, ref.Instance)
 				}
 			}
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -19,7 +20,7 @@ type keysAPI struct {
 
 // keyRef is the deployment key a request is about.
 type keyRef struct {
-	deploymentRef
+	refs.DeploymentRef
 	key string
 }
 
@@ -34,13 +35,13 @@ func keyFromRequest(r *http.Request) (keyRef, error) {
 		return keyRef{}, err
 	}
 
-	return keyRef{deploymentRef: ref, key: name}, nil
+	return keyRef{DeploymentRef: ref, key: name}, nil
 }
 
 // withKey runs f in a transaction with the deployment id and the key the request names.
 func (a keysAPI) withKey(ctx context.Context, ref keyRef, f func(ctx context.Context, tx *sql.Tx, deploymentID int64, key *db.Key) error) error {
 	return a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
@@ -67,7 +68,7 @@ func (a keysAPI) list(r *http.Request) response.Response {
 
 	var keys []db.Key
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		id, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
@@ -80,7 +81,7 @@ func (a keysAPI) list(r *http.Request) response.Response {
 	}
 
 	return listResponse(level, keys,
-		func(k db.Key) string { return api.DeploymentKeyURL(ref.project, ref.name, k.Name) },
+		func(k db.Key) string { return api.DeploymentKeyURL(ref.Project, ref.Name, k.Name) },
 		func(k db.Key) api.DeploymentKey { return k.DeploymentKey })
 }
 
@@ -101,13 +102,13 @@ func (a keysAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	url := api.DeploymentKeyURL(ref.project, ref.name, req.Name)
-	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, deploymentID, lifecycleKeyCreated, url)
+	url := api.DeploymentKeyURL(ref.Project, ref.Name, req.Name)
+	a.lifecycle.emit(requestorFromContext(r.Context()), ref.Project, deploymentID, lifecycleKeyCreated, url)
 	return response.SyncResponseLocation(nil, url)
 }
 
 // createKey validates and stores a new deployment key; the role defaults to read-only.
-func createKey(ctx context.Context, cluster *db.Cluster, ref deploymentRef, req api.DeploymentKeysPost) (int64, error) {
+func createKey(ctx context.Context, cluster *db.Cluster, ref refs.DeploymentRef, req api.DeploymentKeysPost) (int64, error) {
 	err := validate.Name("deployment key", req.Name)
 	if err != nil {
 		return 0, badRequest(err)
@@ -129,7 +130,7 @@ func createKey(ctx context.Context, cluster *db.Cluster, ref deploymentRef, req 
 
 	var id int64
 	err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		id, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		id, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
@@ -215,7 +216,7 @@ func (a keysAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, deploymentID, lifecycleKeyUpdated, api.DeploymentKeyURL(ref.project, ref.name, ref.key))
+	a.lifecycle.emit(requestorFromContext(r.Context()), ref.Project, deploymentID, lifecycleKeyUpdated, api.DeploymentKeyURL(ref.Project, ref.Name, ref.key))
 	return response.EmptySyncResponse()
 }
 
@@ -245,8 +246,8 @@ func (a keysAPI) rename(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	url := api.DeploymentKeyURL(ref.project, ref.name, req.Name)
-	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, deploymentID, lifecycleKeyRenamed, url)
+	url := api.DeploymentKeyURL(ref.Project, ref.Name, req.Name)
+	a.lifecycle.emit(requestorFromContext(r.Context()), ref.Project, deploymentID, lifecycleKeyRenamed, url)
 	return response.SyncResponseLocation(nil, url)
 }
 
@@ -265,6 +266,6 @@ func (a keysAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, deploymentID, lifecycleKeyDeleted, api.DeploymentKeyURL(ref.project, ref.name, ref.key))
+	a.lifecycle.emit(requestorFromContext(r.Context()), ref.Project, deploymentID, lifecycleKeyDeleted, api.DeploymentKeyURL(ref.Project, ref.Name, ref.key))
 	return response.EmptySyncResponse()
 }

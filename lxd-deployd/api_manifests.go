@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -28,7 +29,7 @@ func (a deploymentsAPI) listManifests(r *http.Request) response.Response {
 	var names []string
 	var manifests []db.Manifest
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		id, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
@@ -48,7 +49,7 @@ func (a deploymentsAPI) listManifests(r *http.Request) response.Response {
 	if level == 0 {
 		urls := make([]string, 0, len(names))
 		for _, name := range names {
-			urls = append(urls, api.DeploymentManifestURL(ref.project, ref.name, name))
+			urls = append(urls, api.DeploymentManifestURL(ref.Project, ref.Name, name))
 		}
 
 		return response.SyncResponse(urls)
@@ -63,10 +64,10 @@ func (a deploymentsAPI) listManifests(r *http.Request) response.Response {
 }
 
 // getManifest reads one manifest in its own transaction.
-func (a deploymentsAPI) getManifest(ctx context.Context, ref deploymentRef, name string) (*db.Manifest, error) {
+func (a deploymentsAPI) getManifest(ctx context.Context, ref refs.DeploymentRef, name string) (*db.Manifest, error) {
 	var m *db.Manifest
 	err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		id, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
@@ -108,7 +109,7 @@ func (a deploymentsAPI) rollback(r *http.Request) response.Response {
 	}
 
 	expandStart := time.Now()
-	t, err := expandTemplate(r.Context(), a.engine, a.fetcher, ref.project, ref.name, m.InputConfig, m.Imports, causeRollback+name)
+	t, err := expandTemplate(r.Context(), a.engine, a.fetcher, ref.Project, ref.Name, m.InputConfig, m.Imports, causeRollback+name)
 	a.lifecycle.metrics.TemplateExpansion(time.Since(expandStart))
 	if err != nil {
 		return response.SmartError(err)
@@ -122,7 +123,7 @@ func (a deploymentsAPI) rollback(r *http.Request) response.Response {
 	var id int64
 	var applied *db.Manifest
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		id, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
@@ -139,6 +140,6 @@ func (a deploymentsAPI) rollback(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.announceTemplate(r, ref.project, ref.name, id, t)
-	return response.SyncResponseLocation(applied.DeploymentManifest, api.DeploymentManifestURL(ref.project, ref.name, t.manifest))
+	a.announceTemplate(r, ref.Project, ref.Name, id, t)
+	return response.SyncResponseLocation(applied.DeploymentManifest, api.DeploymentManifestURL(ref.Project, ref.Name, t.manifest))
 }

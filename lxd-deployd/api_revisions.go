@@ -13,7 +13,9 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -41,8 +43,8 @@ func (a revisionsAPI) list(r *http.Request) response.Response {
 		func(ctx context.Context, tx *sql.Tx, shape *db.Shape) ([]api.DeploymentShapeRevision, error) {
 			return db.GetRevisions(ctx, tx, shape.ID, 0)
 		},
-		func(ref shapeRef, rev api.DeploymentShapeRevision) string {
-			return api.DeploymentShapeRevisionURL(ref.project, ref.name, ref.shape, rev.Revision)
+		func(ref refs.ShapeRef, rev api.DeploymentShapeRevision) string {
+			return api.DeploymentShapeRevisionURL(ref.Project, ref.Name, ref.Shape, rev.Revision)
 		},
 		func(rev api.DeploymentShapeRevision) api.DeploymentShapeRevision { return revisionFor(r, rev) })
 }
@@ -68,7 +70,7 @@ func (a revisionsAPI) get(r *http.Request) response.Response {
 	}
 
 	var rev, other *api.DeploymentShapeRevision
-	err = inShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, _ int64, shape *db.Shape) (err error) {
+	err = refs.InShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, _ int64, shape *db.Shape) (err error) {
 		rev, err = db.GetRevision(ctx, tx, shape.ID, n)
 		if err != nil || diff == 0 {
 			return err
@@ -118,7 +120,7 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 
 	// Read the revision and check it against LXD before changing anything.
 	var old *api.DeploymentShapeRevision
-	err = inShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, _ int64, shape *db.Shape) (err error) {
+	err = refs.InShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, _ int64, shape *db.Shape) (err error) {
 		if req.Revision == 0 {
 			req.Revision = shape.Revision - 1
 			if req.Revision < 1 {
@@ -134,7 +136,7 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 	}
 
 	if template {
-		err = a.checkLXDHas(ref.project, old.Shape.InstanceTemplate, req.Revision)
+		err = a.checkLXDHas(ref.Project, old.Shape.InstanceTemplate, req.Revision)
 		if err != nil {
 			return response.SmartError(err)
 		}
@@ -142,26 +144,26 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 
 	by := requestorFromContext(r.Context())
 	var deploymentID int64
-	var out shapeRevised
-	err = inShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, id int64, shape *db.Shape) (err error) {
+	var out rollout.Revised
+	err = refs.InShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, id int64, shape *db.Shape) (err error) {
 		deploymentID = id
-		_, out, err = rollbackShape(ctx, tx, shape, req.Revision, template, req.Scaling, revisionArgs{cause: causeRollbackTo(req.Revision), by: by, notes: req.Notes, always: true})
+		_, out, err = rollout.RollbackShape(ctx, tx, shape, req.Revision, template, req.Scaling, rollout.RevisionArgs{Cause: rollout.CauseRollbackTo(req.Revision), By: by, Notes: req.Notes, Always: true})
 		if err != nil {
 			return err
 		}
 
-		return fleet.RecordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: ref.shape, Action: "rollback", From: shape.Revision, To: out.revision, Requestor: by, Why: fmt.Sprintf("rollback to revision %d", req.Revision)})
+		return fleet.RecordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: ref.Shape, Action: "rollback", From: shape.Revision, To: out.Revision, Requestor: by, Why: fmt.Sprintf("rollback to revision %d", req.Revision)})
 	})
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.emit(by, ref.project, deploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(ref.project, ref.name, ref.shape))
+	a.lifecycle.emit(by, ref.Project, deploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(ref.Project, ref.Name, ref.Shape))
 	a.lifecycle.shapeRevised(by, ref, deploymentID, out)
-	result := api.DeploymentShapeRollback{Revision: out.revision, Rollout: out.rollout}
+	result := api.DeploymentShapeRollback{Revision: out.Revision, Rollout: out.Rollout}
 	switch {
-	case out.rollout != 0:
-		result.Message = fmt.Sprintf("rollout %d replaces the running instances (the shape's trigger is config-change)", out.rollout)
+	case out.Rollout != 0:
+		result.Message = fmt.Sprintf("rollout %d replaces the running instances (the shape's trigger is config-change)", out.Rollout)
 	default:
 		result.Message = "the template changed for new instances only: start a rollout to replace the running ones"
 	}
@@ -227,7 +229,7 @@ func (a revisionsAPI) activity(r *http.Request) response.Response {
 
 	var entries []api.DeploymentActivity
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		filter.DeploymentID, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		filter.DeploymentID, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}

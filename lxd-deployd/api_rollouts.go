@@ -15,7 +15,10 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -26,12 +29,12 @@ type rolloutsAPI struct {
 	db        *db.Cluster
 	lxd       *backend.LXD
 	ops       *operations.Manager
-	engine    *rolloutEngine
+	engine    *rollout.Engine
 	lifecycle lifecycle
 }
 
 // rolloutFromRequest reads the shape and rollout number of a request and the rollout row.
-func (a rolloutsAPI) rolloutFromRequest(r *http.Request) (shapeRef, *db.Rollout, error) {
+func (a rolloutsAPI) rolloutFromRequest(r *http.Request) (refs.ShapeRef, *db.Rollout, error) {
 	ref, err := shapeFromRequest(r)
 	if err != nil {
 		return ref, nil, err
@@ -47,9 +50,9 @@ func (a rolloutsAPI) rolloutFromRequest(r *http.Request) (shapeRef, *db.Rollout,
 }
 
 // readRollout reads rollout n of the shape ref names.
-func (a rolloutsAPI) readRollout(ctx context.Context, ref shapeRef, n int) (*db.Rollout, error) {
+func (a rolloutsAPI) readRollout(ctx context.Context, ref refs.ShapeRef, n int) (*db.Rollout, error) {
 	var rollout *db.Rollout
-	err := inShapeTx(ctx, a.db, ref, func(ctx context.Context, tx *sql.Tx, _ int64, shape *db.Shape) (err error) {
+	err := refs.InShapeTx(ctx, a.db, ref, func(ctx context.Context, tx *sql.Tx, _ int64, shape *db.Shape) (err error) {
 		rollout, err = db.GetRollout(ctx, tx, shape.ID, n)
 		return err
 	})
@@ -64,7 +67,7 @@ func (a rolloutsAPI) withCounts(ctx context.Context, r db.Rollout) api.Deploymen
 	var minReady time.Duration
 	var checks *api.DeploymentShapeHealth
 	err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		shape, err := shapeByID(ctx, tx, r.DeploymentID, r.ShapeID)
+		shape, err := rollout.ShapeByID(ctx, tx, r.DeploymentID, r.ShapeID)
 		if err != nil {
 			return err
 		}
@@ -115,8 +118,8 @@ func (a rolloutsAPI) list(r *http.Request) response.Response {
 		func(ctx context.Context, tx *sql.Tx, shape *db.Shape) ([]db.Rollout, error) {
 			return db.GetRollouts(ctx, tx, db.RolloutFilter{ShapeID: shape.ID})
 		},
-		func(ref shapeRef, ro db.Rollout) string {
-			return api.DeploymentShapeRolloutURL(ref.project, ref.name, ref.shape, ro.Number)
+		func(ref refs.ShapeRef, ro db.Rollout) string {
+			return api.DeploymentShapeRolloutURL(ref.Project, ref.Name, ref.Shape, ro.Number)
 		},
 		func(ro db.Rollout) api.DeploymentRollout {
 			// Only the active rollout (one at most) gets its counts: finished ones replaced
@@ -160,7 +163,7 @@ func (a rolloutsAPI) create(r *http.Request) response.Response {
 	by := requestorFromContext(r.Context())
 	var deploymentID int64
 	var number int
-	err = inShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, id int64, shape *db.Shape) (err error) {
+	err = refs.InShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, id int64, shape *db.Shape) (err error) {
 		deploymentID = id
 		err = checkRolloutFeasible(ctx, tx, shape)
 		if err != nil {
@@ -172,15 +175,15 @@ func (a rolloutsAPI) create(r *http.Request) response.Response {
 			return err
 		}
 
-		number, err = createRollout(ctx, tx, shape, causeAPI, by, req.Notes, false, true)
+		number, err = rollout.Start(ctx, tx, shape, rollout.CauseAPI, by, req.Notes, false, true)
 		return err
 	})
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.rolloutEvent(by, ref, deploymentID, number, lifecycleRolloutStarted)
-	a.engine.poke()
+	a.lifecycle.RolloutEvent(by, ref, deploymentID, number, reporter.RolloutStarted)
+	a.engine.Poke()
 	op := a.watch(ref, deploymentID, number)
 	return response.AsyncResponse(op.URL(), op.API())
 }
@@ -216,14 +219,14 @@ func checkRolloutFeasible(ctx context.Context, tx *sql.Tx, shape *db.Shape) erro
 // watch runs an operation that follows a rollout, its metadata showing progress. The
 // rollout lives in the database, not in the operation: cancelling the operation stops the
 // watching only (POST .../cancel cancels the rollout), and a restart resumes the rollout.
-func (a rolloutsAPI) watch(ref shapeRef, deploymentID int64, number int) *operations.Operation {
+func (a rolloutsAPI) watch(ref refs.ShapeRef, deploymentID int64, number int) *operations.Operation {
 	op := a.ops.Start(operations.Args{
-		Description:  fmt.Sprintf("Rolling out shape %s (rollout %d)", ref.shape, number),
-		Project:      ref.project,
+		Description:  fmt.Sprintf("Rolling out shape %s (rollout %d)", ref.Shape, number),
+		Project:      ref.Project,
 		DeploymentID: deploymentID,
 		Resources: map[string][]string{
-			"deployment_shapes":   {api.DeploymentShapeURL(ref.project, ref.name, ref.shape)},
-			"deployment_rollouts": {api.DeploymentShapeRolloutURL(ref.project, ref.name, ref.shape, number)},
+			"deployment_shapes":   {api.DeploymentShapeURL(ref.Project, ref.Name, ref.Shape)},
+			"deployment_rollouts": {api.DeploymentShapeRolloutURL(ref.Project, ref.Name, ref.Shape, number)},
 		},
 		Run: func(ctx context.Context, op *operations.Operation) error {
 			ticker := time.NewTicker(time.Second)
@@ -264,30 +267,30 @@ func (a rolloutsAPI) watch(ref shapeRef, deploymentID int64, number int) *operat
 // action serves POST .../rollouts/{n}/{action}: pause, resume, cancel, promote, abort.
 func (a rolloutsAPI) action(r *http.Request) response.Response {
 	name := mux.Vars(r)["action"]
-	_, rollout, err := a.rolloutFromRequest(r)
+	_, found, err := a.rolloutFromRequest(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	if rollout.Finished() {
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusConflict, "rollout %d is %s: it is over, start a new one to replace instances again", rollout.Number, rollout.Status))
+	if found.Finished() {
+		return response.SmartError(lxdapi.StatusErrorf(http.StatusConflict, "rollout %d is %s: it is over, start a new one to replace instances again", found.Number, found.Status))
 	}
 
 	by := requestorFromContext(r.Context())
 	e := a.engine
-	ro := *rollout
+	ro := *found
 	switch name {
 	case "pause":
-		err = e.transition(r.Context(), ro, api.RolloutRunning, api.RolloutPaused, "paused", "paused by "+by.String(), lifecycleRolloutPaused, by)
+		err = e.Transition(r.Context(), ro, api.RolloutRunning, api.RolloutPaused, "paused", "paused by "+by.String(), reporter.RolloutPaused, by)
 	case "resume":
 		if ro.Phase == "wait-promote" {
 			err = lxdapi.StatusErrorf(http.StatusConflict, "rollout %d waits for its canaries to be judged: promote or abort it", ro.Number)
 			break
 		}
 
-		err = e.transition(r.Context(), ro, api.RolloutPaused, api.RolloutRunning, "resumed", "resumed by "+by.String(), lifecycleRolloutResumed, by)
+		err = e.Transition(r.Context(), ro, api.RolloutPaused, api.RolloutRunning, "resumed", "resumed by "+by.String(), reporter.RolloutResumed, by)
 	case "cancel":
-		err = e.transition(r.Context(), ro, ro.Status, api.RolloutCancelled, "done", "cancelled by "+by.String()+": instances replaced so far stay", lifecycleRolloutCancelled, by)
+		err = e.Transition(r.Context(), ro, ro.Status, api.RolloutCancelled, "done", "cancelled by "+by.String()+": instances replaced so far stay", reporter.RolloutCancelled, by)
 	case "promote":
 		err = a.promote(r.Context(), ro, by)
 	case "abort":
@@ -296,7 +299,7 @@ func (a rolloutsAPI) action(r *http.Request) response.Response {
 			break
 		}
 
-		err = e.revert(r.Context(), ro, ro.Status, causeAbort, "aborted by "+by.String(), by)
+		err = e.Revert(r.Context(), ro, ro.Status, rollout.CauseAbort, "aborted by "+by.String(), by)
 	}
 
 	if err != nil {
@@ -329,7 +332,7 @@ func (a rolloutsAPI) promote(ctx context.Context, ro db.Rollout, by api.Deployme
 		return err
 	}
 
-	a.lifecycle.rolloutEvent(by, shapeRef{deploymentRef: deploymentRef{project: ro.Project, name: ro.Deployment}, shape: ro.Shape}, ro.DeploymentID, ro.Number, lifecycleRolloutPromoted)
-	a.engine.poke()
+	a.lifecycle.RolloutEvent(by, refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: ro.Project, Name: ro.Deployment}, Shape: ro.Shape}, ro.DeploymentID, ro.Number, reporter.RolloutPromoted)
+	a.engine.Poke()
 	return nil
 }

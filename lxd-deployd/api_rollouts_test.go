@@ -8,6 +8,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
@@ -165,12 +166,12 @@ func TestIsReadyAndReplacementNames(t *testing.T) {
 		t.Error("an instance still being created is not ready")
 	}
 
-	name := replacementName("web", 12)
+	name := rollout.ReplacementName("web", 12)
 	if !strings.HasPrefix(name, "web-r12-") || len(name) != len("web-r12-")+6 || validate.Name("instance", name) != nil {
 		t.Errorf("replacement name %q", name)
 	}
 
-	long := replacementName(strings.Repeat("a", 63), 3)
+	long := rollout.ReplacementName(strings.Repeat("a", 63), 3)
 	if len(long) != 63 || validate.Name("instance", long) != nil {
 		t.Errorf("long replacement name %q (%d)", long, len(long))
 	}

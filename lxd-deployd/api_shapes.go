@@ -9,7 +9,9 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
@@ -35,7 +37,7 @@ func (a shapesAPI) list(r *http.Request) response.Response {
 
 	var shapes []db.Shape
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		id, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
@@ -48,7 +50,7 @@ func (a shapesAPI) list(r *http.Request) response.Response {
 	}
 
 	return listResponse(level, shapes,
-		func(s db.Shape) string { return api.DeploymentShapeURL(ref.project, ref.name, s.Name) },
+		func(s db.Shape) string { return api.DeploymentShapeURL(ref.Project, ref.Name, s.Name) },
 		func(s db.Shape) api.DeploymentShape { return shapeFor(r, s.DeploymentShape) })
 }
 
@@ -69,18 +71,18 @@ func (a shapesAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	deploymentID, err := createShape(r.Context(), a.db, ref, req, revisionArgs{cause: causeAPI, by: requestorFromContext(r.Context()), notes: notes})
+	deploymentID, err := createShape(r.Context(), a.db, ref, req, rollout.RevisionArgs{Cause: rollout.CauseAPI, By: requestorFromContext(r.Context()), Notes: notes})
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	a.lifecycle.shapeCreated(r.Context(), requestorFromContext(r.Context()), ref, deploymentID, req.Name, req.DeploymentShapePut)
-	return response.SyncResponseLocation(nil, api.DeploymentShapeURL(ref.project, ref.name, req.Name))
+	return response.SyncResponseLocation(nil, api.DeploymentShapeURL(ref.Project, ref.Name, req.Name))
 }
 
 // createShape validates and stores a new shape in a deployment, and returns the
 // deployment's id.
-func createShape(ctx context.Context, cluster *db.Cluster, ref deploymentRef, req api.DeploymentShapesPost, args revisionArgs) (int64, error) {
+func createShape(ctx context.Context, cluster *db.Cluster, ref refs.DeploymentRef, req api.DeploymentShapesPost, args rollout.RevisionArgs) (int64, error) {
 	err := validate.Name("shape", req.Name)
 	if err != nil {
 		return 0, badRequest(err)
@@ -97,7 +99,7 @@ func createShape(ctx context.Context, cluster *db.Cluster, ref deploymentRef, re
 
 	var id int64
 	err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		id, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		id, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
@@ -107,7 +109,7 @@ func createShape(ctx context.Context, cluster *db.Cluster, ref deploymentRef, re
 			return err
 		}
 
-		_, err = recordRevision(ctx, tx, id, shapeID, nil, req.DeploymentShapePut, args)
+		_, err = rollout.RecordRevision(ctx, tx, id, shapeID, nil, req.DeploymentShapePut, args)
 		return err
 	})
 
@@ -115,15 +117,15 @@ func createShape(ctx context.Context, cluster *db.Cluster, ref deploymentRef, re
 }
 
 // getShape reads one shape in its own transaction.
-func getShape(ctx context.Context, cluster *db.Cluster, ref shapeRef) (*db.Shape, error) {
+func getShape(ctx context.Context, cluster *db.Cluster, ref refs.ShapeRef) (*db.Shape, error) {
 	var shape *db.Shape
 	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		id, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
 
-		shape, err = db.GetShape(ctx, tx, id, ref.shape)
+		shape, err = db.GetShape(ctx, tx, id, ref.Shape)
 		return err
 	})
 
@@ -174,15 +176,15 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 
 	var deploymentID int64
 	var before, after api.DeploymentShape
-	var revised shapeRevised
-	args := revisionArgs{cause: causeAPI, by: requestorFromContext(r.Context()), notes: notes}
+	var revised rollout.Revised
+	args := rollout.RevisionArgs{Cause: rollout.CauseAPI, By: requestorFromContext(r.Context()), Notes: notes}
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		deploymentID, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
 
-		current, err := db.GetShape(ctx, tx, deploymentID, ref.shape)
+		current, err := db.GetShape(ctx, tx, deploymentID, ref.Shape)
 		if err != nil {
 			return err
 		}
@@ -223,15 +225,15 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 			return err
 		}
 
-		revised, err = recordRevision(ctx, tx, deploymentID, current.ID, current, put, args)
+		revised, err = rollout.RecordRevision(ctx, tx, deploymentID, current.ID, current, put, args)
 		return err
 	})
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.shapeUpdated(r.Context(), args.by, ref.deploymentRef, deploymentID, before, after.DeploymentShapePut)
-	a.lifecycle.shapeRevised(args.by, ref, deploymentID, revised)
+	a.lifecycle.shapeUpdated(r.Context(), args.By, ref.DeploymentRef, deploymentID, before, after.DeploymentShapePut)
+	a.lifecycle.shapeRevised(args.By, ref, deploymentID, revised)
 	return response.EmptySyncResponse()
 }
 
@@ -254,12 +256,12 @@ func (a shapesAPI) rename(r *http.Request) response.Response {
 
 	var deploymentID int64
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err = db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		deploymentID, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
 
-		id, err := db.GetShapeID(ctx, tx, deploymentID, ref.shape)
+		id, err := db.GetShapeID(ctx, tx, deploymentID, ref.Shape)
 		if err != nil {
 			return err
 		}
@@ -270,8 +272,8 @@ func (a shapesAPI) rename(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	url := api.DeploymentShapeURL(ref.project, ref.name, req.Name)
-	a.lifecycle.emit(requestorFromContext(r.Context()), ref.project, deploymentID, lifecycleShapeRenamed, url)
+	url := api.DeploymentShapeURL(ref.Project, ref.Name, req.Name)
+	a.lifecycle.emit(requestorFromContext(r.Context()), ref.Project, deploymentID, lifecycleShapeRenamed, url)
 	return response.SyncResponseLocation(nil, url)
 }
 
@@ -284,14 +286,14 @@ func (a shapesAPI) delete(r *http.Request) response.Response {
 	var deploymentID int64
 	var shape *db.Shape
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, shape, err = shapeInTx(ctx, tx, ref)
+		deploymentID, shape, err = refs.ShapeInTx(ctx, tx, ref)
 		return err
 	})
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	err = fleet.DeleteWithInstances(r.Context(), a.db, a.lxd, a.sockets, requestorFromContext(r.Context()), fmt.Sprintf("shape %q", ref.shape), forceParam(r),
+	err = fleet.DeleteWithInstances(r.Context(), a.db, a.lxd, a.sockets, requestorFromContext(r.Context()), fmt.Sprintf("shape %q", ref.Shape), forceParam(r),
 		func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error) {
 			return db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: shape.ID})
 		},
@@ -300,6 +302,6 @@ func (a shapesAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.lifecycle.shapeDeleted(requestorFromContext(r.Context()), ref.deploymentRef, deploymentID, ref.shape)
+	a.lifecycle.shapeDeleted(requestorFromContext(r.Context()), ref.DeploymentRef, deploymentID, ref.Shape)
 	return response.EmptySyncResponse()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -55,13 +56,13 @@ func (a webhooksAPI) scaleRequest(r *http.Request) response.Response {
 	caller := auth.CallerFromContext(r.Context())
 	var id string
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, shape, err := shapeInTx(ctx, tx, ref)
+		deploymentID, shape, err := refs.ShapeInTx(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
 
 		if req.Target < shape.ScalingMinimum || req.Target > shape.ScalingMaximum {
-			return lxdapi.StatusErrorf(http.StatusBadRequest, "target %d is outside shape %s's bounds [%d, %d]: change the bounds first", req.Target, ref.shape, shape.ScalingMinimum, shape.ScalingMaximum)
+			return lxdapi.StatusErrorf(http.StatusBadRequest, "target %d is outside shape %s's bounds [%d, %d]: change the bounds first", req.Target, ref.Shape, shape.ScalingMinimum, shape.ScalingMaximum)
 		}
 
 		deployment, err := db.GetDeploymentRow(ctx, tx, deploymentID)
@@ -70,11 +71,11 @@ func (a webhooksAPI) scaleRequest(r *http.Request) response.Response {
 		}
 
 		if deployment.GovernorWebhookURL == "" {
-			return lxdapi.StatusErrorf(http.StatusConflict, "deployment %q has no governor_webhook_url: set one so the governor can hear the request", ref.name)
+			return lxdapi.StatusErrorf(http.StatusConflict, "deployment %q has no governor_webhook_url: set one so the governor can hear the request", ref.Name)
 		}
 
 		id, err = webhooks.Enqueue(ctx, tx, deploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
-			Shape:       ref.shape,
+			Shape:       ref.Shape,
 			Target:      req.Target,
 			Reason:      req.Reason,
 			RequestedBy: caller.String(),
@@ -86,8 +87,8 @@ func (a webhooksAPI) scaleRequest(r *http.Request) response.Response {
 	}
 
 	a.dispatcher.Poke()
-	a.metrics.ScaleRequest(ref.project, ref.name, ref.shape)
-	return response.SyncResponseLocation(map[string]string{"id": id}, api.DeploymentWebhookDeliveryURL(ref.project, ref.name, id))
+	a.metrics.ScaleRequest(ref.Project, ref.Name, ref.Shape)
+	return response.SyncResponseLocation(map[string]string{"id": id}, api.DeploymentWebhookDeliveryURL(ref.Project, ref.Name, id))
 }
 
 // ping queues a ping event, to check the webhook end to end.
@@ -99,14 +100,14 @@ func (a webhooksAPI) ping(r *http.Request) response.Response {
 
 	var id string
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
 
 		id, err = webhooks.Enqueue(ctx, tx, deploymentID, api.WebhookPing, map[string]string{}, time.Now())
 		if err == nil && id == "" {
-			return lxdapi.StatusErrorf(http.StatusConflict, "deployment %q has no governor_webhook_url", ref.name)
+			return lxdapi.StatusErrorf(http.StatusConflict, "deployment %q has no governor_webhook_url", ref.Name)
 		}
 
 		return err
@@ -127,7 +128,7 @@ func (a webhooksAPI) deliveries(r *http.Request) response.Response {
 
 	var deliveries []db.Delivery
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
@@ -155,7 +156,7 @@ func (a webhooksAPI) delivery(ctx context.Context, r *http.Request, f func(ctx c
 	}
 
 	return a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
@@ -210,7 +211,7 @@ func (a webhooksAPI) secret(r *http.Request) response.Response {
 
 	var secret string
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}

@@ -15,7 +15,9 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
@@ -58,7 +60,7 @@ type templateApply struct {
 	// What the last run of apply did, for the events sent once its transaction committed.
 	done     *shapePlan
 	manifest string
-	revised  map[string]shapeRevised
+	revised  map[string]rollout.Revised
 }
 
 // expansionBudget is the most time one request may spend expanding a config.
@@ -281,8 +283,8 @@ func (t *templateApply) apply(ctx context.Context, tx *sql.Tx, deploymentID int6
 		return err
 	}
 
-	args := revisionArgs{cause: causeApplyManifest(name), by: t.by}
-	t.revised = map[string]shapeRevised{}
+	args := rollout.RevisionArgs{Cause: rollout.CauseApplyManifest(name), By: t.by}
+	t.revised = map[string]rollout.Revised{}
 	for _, d := range p.delete {
 		if d.instances > 0 {
 			return lxdapi.StatusErrorf(http.StatusConflict, "shape %q is no longer in the config and still has %d instances: delete them first, or apply with force to delete them with it", d.name, d.instances)
@@ -295,7 +297,7 @@ func (t *templateApply) apply(ctx context.Context, tx *sql.Tx, deploymentID int6
 	}
 
 	for _, u := range p.update {
-		before, err := shapeByID(ctx, tx, deploymentID, u.id)
+		before, err := rollout.ShapeByID(ctx, tx, deploymentID, u.id)
 		if err != nil {
 			return err
 		}
@@ -305,7 +307,7 @@ func (t *templateApply) apply(ctx context.Context, tx *sql.Tx, deploymentID int6
 			return err
 		}
 
-		t.revised[u.before.Name], err = recordRevision(ctx, tx, deploymentID, u.id, before, u.put, args)
+		t.revised[u.before.Name], err = rollout.RecordRevision(ctx, tx, deploymentID, u.id, before, u.put, args)
 		if err != nil {
 			return err
 		}
@@ -317,7 +319,7 @@ func (t *templateApply) apply(ctx context.Context, tx *sql.Tx, deploymentID int6
 			return err
 		}
 
-		_, err = recordRevision(ctx, tx, deploymentID, id, nil, c.DeploymentShapePut, args)
+		_, err = rollout.RecordRevision(ctx, tx, deploymentID, id, nil, c.DeploymentShapePut, args)
 		if err != nil {
 			return err
 		}
@@ -422,7 +424,7 @@ func (a deploymentsAPI) templateForCreate(r *http.Request, project string, req a
 // templateForUpdate expands the template of a PUT. Like templateForCreate it answers a bad
 // template and a dry run; with ?force=1 it deletes the instances of the shapes the config
 // drops before the update's transaction applies the rest. PATCH never applies a template.
-func (a deploymentsAPI) templateForUpdate(r *http.Request, ref deploymentRef, body []byte, patch bool) (*templateApply, response.Response) {
+func (a deploymentsAPI) templateForUpdate(r *http.Request, ref refs.DeploymentRef, body []byte, patch bool) (*templateApply, response.Response) {
 	var probe api.DeploymentPut
 	err := unmarshalBody(body, &probe)
 	if err != nil {
@@ -443,14 +445,14 @@ func (a deploymentsAPI) templateForUpdate(r *http.Request, ref deploymentRef, bo
 	}
 
 	expandStart := time.Now()
-	t, err := expandTemplate(r.Context(), a.engine, a.fetcher, ref.project, ref.name, probe.Template, probe.TemplateImports, causeUpdate)
+	t, err := expandTemplate(r.Context(), a.engine, a.fetcher, ref.Project, ref.Name, probe.Template, probe.TemplateImports, causeUpdate)
 	a.lifecycle.metrics.TemplateExpansion(time.Since(expandStart))
 	if err != nil {
 		return nil, response.SmartError(err)
 	}
 
 	resp := a.prepareTemplate(r, ref, t, func(ctx context.Context, tx *sql.Tx) error {
-		current, err := db.GetDeployment(ctx, tx, ref.project, ref.name)
+		current, err := db.GetDeployment(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
@@ -474,10 +476,10 @@ func (a deploymentsAPI) templateForUpdate(r *http.Request, ref deploymentRef, bo
 // request). A dry run gets the plan as its answer; with ?force=1 the instances of the
 // shapes the plan deletes are deleted now, while the shapes themselves go in the
 // transaction that applies the config, which also refuses any instance launched since.
-func (a deploymentsAPI) prepareTemplate(r *http.Request, ref deploymentRef, t *templateApply, check func(ctx context.Context, tx *sql.Tx) error) response.Response {
+func (a deploymentsAPI) prepareTemplate(r *http.Request, ref refs.DeploymentRef, t *templateApply, check func(ctx context.Context, tx *sql.Tx) error) response.Response {
 	var p shapePlan
 	err := a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+		id, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
 			return err
 		}
@@ -531,14 +533,14 @@ func (a deploymentsAPI) announceTemplate(r *http.Request, project string, deploy
 	}
 
 	by := requestorFromContext(r.Context())
-	ref := deploymentRef{project: project, name: deployment}
+	ref := refs.DeploymentRef{Project: project, Name: deployment}
 	for _, d := range t.done.delete {
 		a.lifecycle.shapeDeleted(by, ref, deploymentID, d.name)
 	}
 
 	for _, u := range t.done.update {
 		a.lifecycle.shapeUpdated(r.Context(), by, ref, deploymentID, u.before, u.put)
-		a.lifecycle.shapeRevised(by, shapeRef{deploymentRef: ref, shape: u.before.Name}, deploymentID, t.revised[u.before.Name])
+		a.lifecycle.shapeRevised(by, refs.ShapeRef{DeploymentRef: ref, Shape: u.before.Name}, deploymentID, t.revised[u.before.Name])
 	}
 
 	for _, c := range t.done.create {

@@ -197,7 +197,7 @@ func (d *daemon) startLeasedWork(ctx context.Context, metrics *webhooks.Collecto
 			ctx, cancel := context.WithCancel(ctx)
 			settled := make(chan struct{})
 			go func() { defer close(settled); d.settleLostOperations(ctx, held) }()
-			d.reconciler.fenced(held).run(ctx, d.config.reconcileInterval)
+			d.fleet.Reconciler.Fenced(held).Run(ctx, d.config.reconcileInterval)
 			cancel()
 			<-settled
 		})

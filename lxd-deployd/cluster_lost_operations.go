@@ -10,6 +10,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
 )
 
 // A member records its operations in dqlite and settles the ones it left unfinished when it
@@ -134,7 +135,7 @@ func (c *clusterOperations) settleLost(ctx context.Context, fence func(ctx conte
 func (d *daemon) settleLostOperations(ctx context.Context, held lease.Lease) {
 	fence := func(ctx context.Context, tx *sql.Tx) error { return lease.Check(ctx, tx, held) }
 	// Never poked (its wake channel is nil): a round every interval only.
-	loop{}.run(ctx, lostOperationsInterval, d.logger, "settle the operations of lost members", func(ctx context.Context) error {
+	loop.Loop{}.Run(ctx, lostOperationsInterval, d.logger, "settle the operations of lost members", func(ctx context.Context) error {
 		settled, err := d.clusterOps().settleLost(ctx, fence, time.Now())
 		if err == nil && settled > 0 {
 			d.logger.Warn("settled the unfinished operations of members that went away", "operations", settled)

@@ -26,6 +26,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/ui"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
@@ -73,9 +74,8 @@ type daemon struct {
 	events     *events.Server
 	ops        *operations.Manager
 	inflight   *fleet.Inflight
-	reconciler *reconciler
-	rollouts   *rolloutEngine
-	fleet      *instanceFleet
+	rollouts   *rollout.Engine
+	fleet      *fleet.Fleet
 	wake       *wakers
 	governors  *governor.Listener
 	tokens     *auth.TokenVerifier
@@ -186,7 +186,7 @@ func (d *daemon) start(ctx context.Context) error {
 	d.wire()
 	d.startInstanceCare(runCtx)
 	// Every member runs the rollout engine; each rollout is claimed by one of them at a time.
-	d.goBackground(func() { d.rollouts.run(runCtx, time.Second) })
+	d.goBackground(func() { d.rollouts.Run(runCtx, time.Second) })
 	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
 	d.goBackground(func() { d.lxd.Run(runCtx, d.config.lxdPollInterval) })
 	d.startLeasedWork(runCtx, metrics)
@@ -264,7 +264,7 @@ func (d *daemon) apis() apis {
 		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l, fetcher: d.templateFetcher(), engine: d.templateEngine()},
 		keys:         keysAPI{db: d.db, lifecycle: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
-		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, lifecycle: l, hooks: d.life.hooks},
+		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, lifecycle: l},
 		health:       instanceHealthAPI{db: d.db, checker: d.life.checker},
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},

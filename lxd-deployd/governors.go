@@ -17,49 +17,20 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 )
 
 // Shape config keys for in-instance governors.
 const (
-	// configGovernorSocket gives every instance of the shape the governor socket.
-	configGovernorSocket = "governor.socket"
-
 	// configGovernorExternal lets governors from instances outside the deployment act on
 	// the shape (then only the token counts).
 	configGovernorExternal = "governor.external"
-
-	// governorDevice is the name of the proxy device that carries the socket.
-	governorDevice = "lxd-deployd-governor"
-
-	// governorSocketInside is where the socket appears in the container.
-	governorSocketInside = "/dev/lxd-deployd.sock"
 )
 
 // governorSockets is what instance handlers need of the governor transports.
-type governorSockets interface {
-	AddInstance(project string, instance string) (string, error)
-	RemoveInstance(project string, instance string)
-}
-
-// withGovernorSocket adds the proxy device that makes the host socket appear inside the
-// container, when the shape asks for it.
-func withGovernorSocket(req *lxdapi.InstancesPost, hostPath string) {
-	devices := map[string]map[string]string{}
-	for name, device := range req.Devices {
-		devices[name] = device
-	}
-
-	devices[governorDevice] = map[string]string{
-		"type":    "proxy",
-		"bind":    "instance",
-		"listen":  "unix:" + governorSocketInside,
-		"connect": "unix:" + hostPath,
-		"mode":    "0600",
-	}
-
-	req.Devices = devices
-}
+type governorSockets = fleet.Sockets
 
 // restoreGovernorSockets re-creates, at start, the sockets of the instances that were made
 // with one (their proxy device is in LXD whatever the shape says now).
@@ -173,12 +144,12 @@ func instanceByVsockID(lxdConn *backend.LXD, cid uint32) (string, string, error)
 
 // checkGovernorScope holds a governor's request to the one deployment its token is for, and
 // to governors running inside that deployment, unless the shape lets external ones in.
-func checkGovernorScope(ctx context.Context, tx *sql.Tx, caller *auth.Caller, ref deploymentRef, shape string) error {
-	if caller.Audience != auth.TokenAudience(ref.project, ref.name) {
-		return forbidden("this token is for %s, not deployment %q in project %q: sign one with that audience", strings.TrimPrefix(caller.Audience, auth.TokenAudiencePrefix), ref.name, ref.project)
+func checkGovernorScope(ctx context.Context, tx *sql.Tx, caller *auth.Caller, ref refs.DeploymentRef, shape string) error {
+	if caller.Audience != auth.TokenAudience(ref.Project, ref.Name) {
+		return forbidden("this token is for %s, not deployment %q in project %q: sign one with that audience", strings.TrimPrefix(caller.Audience, auth.TokenAudiencePrefix), ref.Name, ref.Project)
 	}
 
-	deploymentID, err := db.GetDeploymentID(ctx, tx, ref.project, ref.name)
+	deploymentID, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 	if err != nil {
 		return err
 	}
@@ -205,7 +176,7 @@ func checkGovernorScope(ctx context.Context, tx *sql.Tx, caller *auth.Caller, re
 		}
 	}
 
-	return forbidden("instance %q is not a member of deployment %q: governors act on their own deployment unless a shape sets %s=true", caller.Instance, ref.name, configGovernorExternal)
+	return forbidden("instance %q is not a member of deployment %q: governors act on their own deployment unless a shape sets %s=true", caller.Instance, ref.Name, configGovernorExternal)
 }
 
 // parsePEMCertificate parses a trust store entry's PEM.

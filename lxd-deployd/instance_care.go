@@ -9,13 +9,10 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 )
 
-// instanceCare is the background care of instances: health checks, autohealing,
-// lifecycle hooks and warm pools. They run on one member at a time, the holder of the
+// instanceCare is the background care of instances: health checks here, and the fleet's
+// autohealing, lifecycle hooks and warm pools. They run on one member at a time, the holder of the
 // instances lease (cluster.go), so each instance is checked and healed by one member.
 type instanceCare struct {
-	pool    *warmPool
-	hooks   *hookKeeper
-	healer  *autohealer
 	checker *health.Checker
 
 	// stopping closes when the daemon begins to stop.
@@ -42,9 +39,9 @@ func (d *daemon) startInstanceCare(ctx context.Context) {
 		d.leases.Run(ctx, leaseInstances, func(ctx context.Context, _ lease.Lease) {
 			var parts sync.WaitGroup
 			parts.Add(5)
-			go func() { defer parts.Done(); d.life.pool.run(ctx, warmPoolInterval) }()
-			go func() { defer parts.Done(); d.life.hooks.run(ctx, hooksInterval) }()
-			go func() { defer parts.Done(); d.life.healer.run(ctx, autohealInterval) }()
+			go func() { defer parts.Done(); d.fleet.Pool.Run(ctx, warmPoolInterval) }()
+			go func() { defer parts.Done(); d.fleet.Hooks.Run(ctx, hooksInterval) }()
+			go func() { defer parts.Done(); d.fleet.Healer.Run(ctx, autohealInterval) }()
 			go func() { defer parts.Done(); d.life.checker.Run(ctx, healthTick) }()
 			go func() {
 				defer parts.Done()

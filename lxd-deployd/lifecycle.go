@@ -8,6 +8,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -26,11 +27,7 @@ const (
 	lifecycleKeyUpdated        = "deployment-key-updated"
 	lifecycleKeyRenamed        = "deployment-key-renamed"
 	lifecycleKeyDeleted        = "deployment-key-deleted"
-	lifecycleInstanceCreated   = "deployment-instance-created"
-	lifecycleInstanceDeleted   = "deployment-instance-deleted"
 	lifecycleInstanceUpdated   = "deployment-instance-updated"
-	lifecycleInstanceMissing   = "deployment-instance-missing"
-	lifecycleInstanceOrphaned  = "deployment-instance-orphaned"
 	lifecycleInstanceStopped   = "deployment-instance-stopped"
 	lifecycleShapeOutOfBounds  = "deployment-shape-out-of-bounds"
 )
@@ -73,8 +70,8 @@ func (w *wakers) call(pick func(w *wakers) func()) {
 	}
 }
 
-// notify queues a webhook event for the deployment's governor (nothing without a URL).
-func (l lifecycle) notify(ctx context.Context, deploymentID int64, eventType string, metadata any) {
+// Notify queues a webhook event for the deployment's governor (nothing without a URL).
+func (l lifecycle) Notify(ctx context.Context, deploymentID int64, eventType string, metadata any) {
 	if l.webhooks != nil {
 		l.webhooks.Emit(context.WithoutCancel(ctx), deploymentID, eventType, metadata)
 	}
@@ -82,11 +79,22 @@ func (l lifecycle) notify(ctx context.Context, deploymentID int64, eventType str
 
 // instanceChanged tells the governor what happened to one of its instances.
 func (l lifecycle) instanceChanged(ctx context.Context, deploymentID int64, action string, shape string, instance string) {
-	l.notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: shape, Instance: instance})
+	l.Notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: shape, Instance: instance})
+}
+
+// Send sends a typed lifecycle event (package reporter builds it) on /1.0/events, naming
+// who asked for the change: the fleet reports through it (fleet.Reporter).
+func (l lifecycle) Send(by api.DeploymentRequestor, deploymentID int64, event reporter.Event) {
+	l.report(by, event.Project, deploymentID, event.Action, event.Source, event.Context)
 }
 
 // emit sends a lifecycle event on /1.0/events, naming who asked for the change.
 func (l lifecycle) emit(by api.DeploymentRequestor, project string, deploymentID int64, action string, source string) {
+	l.report(by, project, deploymentID, action, source, nil)
+}
+
+// report logs a lifecycle event and sends it on /1.0/events, with context (nil: none).
+func (l lifecycle) report(by api.DeploymentRequestor, project string, deploymentID int64, action string, source string, metadata map[string]any) {
 	if l.logger != nil {
 		l.logger.Info("lifecycle", "action", action, "source", source, "project", project, "requestor", by.Name, "protocol", by.Protocol)
 	}
@@ -100,5 +108,14 @@ func (l lifecycle) emit(by api.DeploymentRequestor, project string, deploymentID
 		requestor = &lxdapi.EventLifecycleRequestor{Username: by.Name, Protocol: by.Protocol}
 	}
 
-	l.events.Lifecycle(project, deploymentID, action, source, nil, requestor)
+	l.events.Lifecycle(project, deploymentID, action, source, metadata, requestor)
+}
+
+// refillPools has the warm pool look at the shapes now rather than at its next round: a
+// revised shape's pool is outdated (or resized), and the rollout a revision starts should
+// find it remade at the new revision rather than launch cold. Every path that records a
+// revision calls it: shape updates, apply and rollback (shapeRevised), the image-change
+// trigger and a rollout's revert.
+func (l lifecycle) refillPools() {
+	l.wake.call(func(w *wakers) func() { return w.pools })
 }

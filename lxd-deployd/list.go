@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 )
 
@@ -31,7 +32,7 @@ func listResponse[R any, T any](level int, rows []R, url func(R) string, object 
 
 // shapeListResponse answers a collection GET below a shape (its revisions, its rollouts):
 // read lists the rows in the transaction that reads the shape, then listResponse shows them.
-func shapeListResponse[R any, T any](r *http.Request, cluster *db.Cluster, read func(ctx context.Context, tx *sql.Tx, shape *db.Shape) ([]R, error), url func(ref shapeRef, row R) string, object func(R) T) response.Response {
+func shapeListResponse[R any, T any](r *http.Request, cluster *db.Cluster, read func(ctx context.Context, tx *sql.Tx, shape *db.Shape) ([]R, error), url func(ref refs.ShapeRef, row R) string, object func(R) T) response.Response {
 	ref, err := shapeFromRequest(r)
 	if err != nil {
 		return response.SmartError(err)
@@ -43,7 +44,7 @@ func shapeListResponse[R any, T any](r *http.Request, cluster *db.Cluster, read 
 	}
 
 	var rows []R
-	err = inShapeTx(r.Context(), cluster, ref, func(ctx context.Context, tx *sql.Tx, _ int64, shape *db.Shape) (err error) {
+	err = refs.InShapeTx(r.Context(), cluster, ref, func(ctx context.Context, tx *sql.Tx, _ int64, shape *db.Shape) (err error) {
 		rows, err = read(ctx, tx, shape)
 		return err
 	})

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -58,7 +59,7 @@ func TestPatchMakesRevision(t *testing.T) {
 			}
 
 			got := a.expect("GET", fmt.Sprintf("/1.0/deployments/dep1/shapes/web/revisions/%d", revision), "", 200, "")["metadata"].(map[string]any)
-			if got["cause"] != causeAPI || got["notes"] != strings.ReplaceAll(tt.name, " ", "-") {
+			if got["cause"] != rollout.CauseAPI || got["notes"] != strings.ReplaceAll(tt.name, " ", "-") {
 				t.Fatalf("revision %d: %v", revision, got)
 			}
 

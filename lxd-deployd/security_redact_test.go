@@ -12,7 +12,9 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -23,7 +25,7 @@ func securityFixture(t *testing.T, a *testAPI, role string) (readOnly *auth.Call
 	t.Helper()
 	fingerprint := strings.Repeat("b", 64)
 	err := a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, shape, err := shapeInTx(ctx, tx, shapeRef{deploymentRef: deploymentRef{project: "default", name: "dep1"}, shape: "web"})
+		deploymentID, shape, err := refs.ShapeInTx(ctx, tx, refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: "default", Name: "dep1"}, Shape: "web"})
 		if err != nil {
 			return err
 		}
@@ -172,9 +174,9 @@ func TestHealthOutputForAdminsOnly(t *testing.T) {
 
 	// The webhook carries the verdict and exit code.
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	healer := &autohealer{lifecycle: lifecycle{webhooks: webhooks.NewDispatcher(a.db, "test", logger)}}
+	healer := fleet.New(fleet.Config{DB: a.db, Reporter: lifecycle{webhooks: webhooks.NewDispatcher(a.db, "test", logger)}, Logger: logger}).Healer
 	row.Health = unhealthy
-	healer.healthChanged(context.Background(), health.Change{Instance: row, After: unhealthy})
+	healer.HealthChanged(context.Background(), health.Change{Instance: row, After: unhealthy})
 	err = a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 		deliveries, err := db.GetDeliveries(ctx, tx, row.DeploymentID, 10)
 		if err != nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -14,11 +17,11 @@ import (
 
 // shapeCreated announces a new shape; one that starts below its minimum asks the governor
 // to fill it.
-func (l lifecycle) shapeCreated(ctx context.Context, by api.DeploymentRequestor, ref deploymentRef, deploymentID int64, name string, put api.DeploymentShapePut) {
-	l.emit(by, ref.project, deploymentID, lifecycleShapeCreated, api.DeploymentShapeURL(ref.project, ref.name, name))
+func (l lifecycle) shapeCreated(ctx context.Context, by api.DeploymentRequestor, ref refs.DeploymentRef, deploymentID int64, name string, put api.DeploymentShapePut) {
+	l.emit(by, ref.Project, deploymentID, lifecycleShapeCreated, api.DeploymentShapeURL(ref.Project, ref.Name, name))
 	l.watchImages()
 	if put.ScalingMinimum > 0 {
-		l.notify(ctx, deploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
+		l.Notify(ctx, deploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
 			Shape:       name,
 			Target:      put.ScalingMinimum,
 			Reason:      fmt.Sprintf("new shape: scaling_minimum is %d", put.ScalingMinimum),
@@ -29,11 +32,11 @@ func (l lifecycle) shapeCreated(ctx context.Context, by api.DeploymentRequestor,
 
 // shapeUpdated announces a changed shape, and asks the governor to move it back within new
 // bounds that left it outside them: the platform reports, the governor scales.
-func (l lifecycle) shapeUpdated(ctx context.Context, by api.DeploymentRequestor, ref deploymentRef, deploymentID int64, before api.DeploymentShape, put api.DeploymentShapePut) {
+func (l lifecycle) shapeUpdated(ctx context.Context, by api.DeploymentRequestor, ref refs.DeploymentRef, deploymentID int64, before api.DeploymentShape, put api.DeploymentShapePut) {
 	after := before
 	after.DeploymentShapePut = put
 	after.Status = api.ShapeStatus(after.ScalingCurrent, put.ScalingMinimum, put.ScalingMaximum)
-	l.emit(by, ref.project, deploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(ref.project, ref.name, before.Name))
+	l.emit(by, ref.Project, deploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(ref.Project, ref.Name, before.Name))
 	l.watchImages()
 
 	boundsMoved := before.ScalingMinimum != after.ScalingMinimum || before.ScalingMaximum != after.ScalingMaximum
@@ -41,8 +44,8 @@ func (l lifecycle) shapeUpdated(ctx context.Context, by api.DeploymentRequestor,
 		return
 	}
 
-	l.notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: lifecycleShapeOutOfBounds, Shape: after.Name})
-	l.notify(ctx, deploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
+	l.Notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: lifecycleShapeOutOfBounds, Shape: after.Name})
+	l.Notify(ctx, deploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
 		Shape:       after.Name,
 		Target:      shapes.Clamp(after.ScalingCurrent, after.ScalingMinimum, after.ScalingMaximum),
 		Reason:      fmt.Sprintf("the bounds changed to [%d, %d] and the shape has %d instances", after.ScalingMinimum, after.ScalingMaximum, after.ScalingCurrent),
@@ -51,18 +54,18 @@ func (l lifecycle) shapeUpdated(ctx context.Context, by api.DeploymentRequestor,
 }
 
 // shapeDeleted announces a deleted shape.
-func (l lifecycle) shapeDeleted(by api.DeploymentRequestor, ref deploymentRef, deploymentID int64, name string) {
-	l.emit(by, ref.project, deploymentID, lifecycleShapeDeleted, api.DeploymentShapeURL(ref.project, ref.name, name))
+func (l lifecycle) shapeDeleted(by api.DeploymentRequestor, ref refs.DeploymentRef, deploymentID int64, name string) {
+	l.emit(by, ref.Project, deploymentID, lifecycleShapeDeleted, api.DeploymentShapeURL(ref.Project, ref.Name, name))
 }
 
-// shapeRevised announces the rollout a new revision started through the shape's trigger.
-func (l lifecycle) shapeRevised(by api.DeploymentRequestor, ref shapeRef, deploymentID int64, revised shapeRevised) {
-	if revised.revision != 0 {
+// rollout.Revised announces the rollout a new revision started through the shape's trigger.
+func (l lifecycle) shapeRevised(by api.DeploymentRequestor, ref refs.ShapeRef, deploymentID int64, revised rollout.Revised) {
+	if revised.Revision != 0 {
 		l.refillPools()
 	}
 
-	if revised.rollout != 0 {
-		l.rolloutEvent(by, ref, deploymentID, revised.rollout, lifecycleRolloutStarted)
+	if revised.Rollout != 0 {
+		l.RolloutEvent(by, ref, deploymentID, revised.Rollout, reporter.RolloutStarted)
 		l.wake.call(func(w *wakers) func() { return w.rollouts })
 	}
 }

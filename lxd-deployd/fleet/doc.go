@@ -1,9 +1,15 @@
 // Package fleet is the home of the instances of shapes: what the daemon observes of them,
-// how it plans the background work on them, and (as the move of issue 18 goes on) the one
-// place that records, launches and deletes them.
+// how it plans the background work on them, and the one place that records, launches and
+// deletes them. Outside tests, no other code writes an instance row or creates or deletes
+// an LXD instance of a shape (see doc/internals.md, "The done-check").
 //
-// Today it holds the parts every engine shares and that need nothing of package main:
+// What it holds:
 //
+//   - Fleet (New): launches and deletes, each a reservation (one transaction: the bound
+//     check, the record, the activity entry) then the LXD work as an operation
+//     (StartLaunch, StartDelete), with lifecycle hook drains (DecideWait ends a wait).
+//   - The loops New builds with it, which the daemon runs on the holder of their lease:
+//     WarmPool, HookKeeper, Autohealer, Reconciler.
 //   - Snapshot: one listing of LXD's instances in every project that has deployments.
 //   - Inflight: the instances this daemon is launching or deleting right now.
 //   - The pure planners, table-tested: PlanPools (warm pools), PlanHealing (autohealing),
@@ -11,11 +17,12 @@
 //     are another member's work in progress.
 //   - PoolHash and Reusable: which warm pool instances a launch may take or a delete may
 //     give back.
-//   - Forced deletes (DeleteWithInstances), seeing the governor sockets through Sockets.
+//   - Forced deletes (DeleteWithInstances).
 //   - The activity log entries every instance change writes in its own transaction
-//     (RecordActivity, UndoLaunch, ReconcileActivity, WithKey).
+//     (ScaleActivity, RecordActivity, UndoLaunch, ReconcileActivity, WithKey).
 //
-// The acting parts (the reservation and the LXD calls in package main's fleet.go,
-// warmpool.go, autoheal.go, reconcile.go, hooks.go) call these; they move here next,
-// behind interfaces this package declares for the reporter and the wakers.
+// It sees the rest of the daemon only through interfaces it declares: Reporter (lifecycle
+// events and governor webhooks, typed by package reporter) and Sockets (the governor
+// sockets). It imports neither package main nor lxd-deployd/rollout: the rollout engine
+// reaches the fleet through an interface of its own.
 package fleet

@@ -16,12 +16,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
-// Sockets is what the fleet needs of the governor sockets: an instance it deletes loses
-// its socket.
-type Sockets interface {
-	RemoveInstance(project string, instance string)
-}
-
 // deleteInstances deletes every given instance in LXD, a few at a time, then their rows,
 // each with its activity entry (by, why). Forced shape and deployment deletes use it before
 // removing the records.

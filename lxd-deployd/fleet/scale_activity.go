@@ -1,22 +1,18 @@
-package main
+package fleet
 
 import (
 	"context"
 	"database/sql"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
-// The activity log (GET /1.0/deployments/{deployment}/activity): every entry is written in
-// the transaction of the change it records, so the log never says what did not happen.
-
-// scaleActivity records a launch (+1) or delete (-1) in the activity log, in the
+// ScaleActivity records a launch (+1) or delete (-1) in the activity log, in the
 // reservation's transaction; a change that is not a rollout's own also moves the size a
 // running rollout of the shape keeps, so the governor keeps scaling during a rollout.
-func scaleActivity(ctx context.Context, tx *sql.Tx, deploymentID int64, shape *db.Shape, instance string, delta int, c change) error {
-	by, err := fleet.WithKey(ctx, tx, c.by, deploymentID)
+func ScaleActivity(ctx context.Context, tx *sql.Tx, deploymentID int64, shape *db.Shape, instance string, delta int, c Change) error {
+	by, err := WithKey(ctx, tx, c.By, deploymentID)
 	if err != nil {
 		return err
 	}
@@ -33,12 +29,12 @@ func scaleActivity(ctx context.Context, tx *sql.Tx, deploymentID int64, shape *d
 		action, why, from = "replace", why+" to replace "+c.replaces, shape.ScalingCurrent+delta
 	}
 
-	if c.why != "" {
-		why += " (" + c.why + ")"
+	if c.Why != "" {
+		why += " (" + c.Why + ")"
 	}
 
-	err = fleet.RecordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: shape.Name, Action: action, From: from, To: shape.ScalingCurrent + delta, Requestor: by, Why: why})
-	if err != nil || c.fromRollout || c.replaces != "" {
+	err = RecordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: shape.Name, Action: action, From: from, To: shape.ScalingCurrent + delta, Requestor: by, Why: why})
+	if err != nil || c.FromRollout || c.replaces != "" {
 		return err
 	}
 
@@ -49,5 +45,5 @@ func scaleActivity(ctx context.Context, tx *sql.Tx, deploymentID int64, shape *d
 // reservation recorded: the activity log says the size went back, and a running rollout's
 // size moves back when the launch had moved it.
 func launchDropped(ctx context.Context, tx *sql.Tx, p *pendingLaunch) error {
-	return fleet.UndoLaunch(ctx, tx, p.deploymentID, p.ref.shape, p.by, "launch of "+p.ref.instance+" failed", p.sized)
+	return UndoLaunch(ctx, tx, p.deploymentID, p.ref.Shape, p.by, "launch of "+p.ref.Instance+" failed", p.sized)
 }

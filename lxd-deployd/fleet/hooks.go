@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"context"
@@ -12,9 +12,10 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -25,13 +26,6 @@ import (
 // wait, or the timeout passes and the shape's default action applies. The wait and its
 // deadline live in the instance's record, so a restart resumes it; the hook keeper, on the
 // holder of the instances lease, is the one place that ends waits.
-
-const (
-	lifecycleInstanceTerminating = "deployment-instance-terminating"
-	lifecycleInstanceLaunching   = "deployment-instance-launching"
-	lifecycleInstanceReady       = "deployment-instance-ready"
-	lifecycleInstanceKept        = "deployment-instance-kept"
-)
 
 // hookTimeout returns the wait of a shape's terminate (or launch) hook, nil when off.
 func hookTimeout(hooks *api.DeploymentShapeHooks, terminate bool) *time.Duration {
@@ -68,23 +62,23 @@ func startLaunchWait(ctx context.Context, tx *sql.Tx, row int64, timeout time.Du
 }
 
 // waiting tells the governor (webhook) and /1.0/events that an instance waits in a hook.
-func (l lifecycle) waiting(ctx context.Context, by api.DeploymentRequestor, ref instanceRef, deploymentID int64, hook string, deadline time.Time) {
-	action := lifecycleInstanceTerminating
+func (f *Fleet) waiting(ctx context.Context, by api.DeploymentRequestor, ref refs.InstanceRef, deploymentID int64, hook string, deadline time.Time) {
+	action := reporter.InstanceTerminating
 	if hook == api.LifecycleLaunchingWait {
-		action = lifecycleInstanceLaunching
+		action = reporter.InstanceLaunching
 	}
 
-	l.emit(by, ref.project, deploymentID, action, api.DeploymentShapeInstanceURL(ref.project, ref.name, ref.shape, ref.instance))
+	f.reporter.Send(by, deploymentID, action.Event(ref, nil))
 	deadline = deadline.UTC()
-	l.notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: ref.shape, Instance: ref.instance, Deadline: &deadline,
-		Reason: fmt.Sprintf("%s until %s: POST .../instances/%s/lifecycle with continue, abandon or heartbeat", hook, deadline.Format(time.RFC3339), ref.instance)})
+	f.reporter.Notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(action), Shape: ref.Shape, Instance: ref.Instance, Deadline: &deadline,
+		Reason: fmt.Sprintf("%s until %s: POST .../instances/%s/lifecycle with continue, abandon or heartbeat", hook, deadline.Format(time.RFC3339), ref.Instance)})
 }
 
 // startDrain begins a delete of an instance of a shape with a terminate hook: the bound
 // check and the wait in one transaction (the instance counts on, but no second delete may
 // count it), then an operation that ends when the instance is gone or the drain abandoned.
 // draining is false when the shape has no terminate hook: the caller deletes at once.
-func (f *instanceFleet) startDrain(ctx context.Context, ref instanceRef, c change) (*operations.Operation, bool, error) {
+func (f *Fleet) startDrain(ctx context.Context, ref refs.InstanceRef, c Change) (*operations.Operation, bool, error) {
 	var deploymentID int64
 	var deadline time.Time
 	var row *db.Instance
@@ -93,7 +87,7 @@ func (f *instanceFleet) startDrain(ctx context.Context, ref instanceRef, c chang
 		draining = false // a retried transaction starts over
 		var shape *db.Shape
 		var err error
-		deploymentID, shape, err = shapeInTx(ctx, tx, ref.shapeRef)
+		deploymentID, shape, err = refs.ShapeInTx(ctx, tx, ref.ShapeRef)
 		if err != nil {
 			return err
 		}
@@ -103,7 +97,7 @@ func (f *instanceFleet) startDrain(ctx context.Context, ref instanceRef, c chang
 			return nil
 		}
 
-		row, err = db.GetInstance(ctx, tx, shape.ID, ref.instance)
+		row, err = db.GetInstance(ctx, tx, shape.ID, ref.Instance)
 		if err != nil {
 			return err
 		}
@@ -130,13 +124,13 @@ func (f *instanceFleet) startDrain(ctx context.Context, ref instanceRef, c chang
 		return nil, false, err
 	}
 
-	f.lifecycle.waiting(ctx, c.by, ref, deploymentID, api.LifecycleTerminatingWait, deadline)
+	f.waiting(ctx, c.By, ref, deploymentID, api.LifecycleTerminatingWait, deadline)
 	rowID := row.ID
 	op := f.ops.Start(operations.Args{
-		Description:  fmt.Sprintf("Deleting instance %s of shape %s (draining until its hook ends)", ref.instance, ref.shape),
-		Project:      ref.project,
+		Description:  fmt.Sprintf("Deleting instance %s of shape %s (draining until its hook ends)", ref.Instance, ref.Shape),
+		Project:      ref.Project,
 		DeploymentID: deploymentID,
-		Resources:    instanceResources(ref),
+		Resources:    InstanceResources(ref),
 		Run: func(ctx context.Context, op *operations.Operation) error {
 			return f.waitDrained(ctx, ref, rowID)
 		},
@@ -147,7 +141,7 @@ func (f *instanceFleet) startDrain(ctx context.Context, ref instanceRef, c chang
 
 // waitDrained waits until the hook keeper has deleted the instance (success) or the drain
 // was abandoned (the instance stays: an error says so).
-func (f *instanceFleet) waitDrained(ctx context.Context, ref instanceRef, rowID int64) error {
+func (f *Fleet) waitDrained(ctx context.Context, ref refs.InstanceRef, rowID int64) error {
 	ticker := time.NewTicker(200 * time.Millisecond)
 	defer ticker.Stop()
 	for {
@@ -155,18 +149,18 @@ func (f *instanceFleet) waitDrained(ctx context.Context, ref instanceRef, rowID 
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-f.stopping:
-			return fmt.Errorf("lxd-deployd stopped: instance %s still waits in terminating:wait, and its deadline holds across the restart", ref.instance)
+			return fmt.Errorf("lxd-deployd stopped: instance %s still waits in terminating:wait, and its deadline holds across the restart", ref.Instance)
 		case <-ticker.C:
 		}
 
 		var row *db.Instance
 		err := f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			_, shape, err := shapeInTx(ctx, tx, ref.shapeRef)
+			_, shape, err := refs.ShapeInTx(ctx, tx, ref.ShapeRef)
 			if err != nil {
 				return err
 			}
 
-			row, err = db.GetInstance(ctx, tx, shape.ID, ref.instance)
+			row, err = db.GetInstance(ctx, tx, shape.ID, ref.Instance)
 			return err
 		})
 		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) || (err == nil && row.ID != rowID) {
@@ -178,97 +172,38 @@ func (f *instanceFleet) waitDrained(ctx context.Context, ref instanceRef, rowID 
 		}
 
 		if row.State == db.InstanceCreated && row.Hook.Hook == "" {
-			return fmt.Errorf("the drain of instance %s was abandoned: the instance stays", ref.instance)
+			return fmt.Errorf("the drain of instance %s was abandoned: the instance stays", ref.Instance)
 		}
 	}
 }
 
-// lifecycleAction serves POST .../instances/{instance}/lifecycle: continue, abandon or
-// heartbeat an instance's wait.
-func (a instancesAPI) lifecycleAction(r *http.Request) response.Response {
-	ref, err := instanceFromRequest(r)
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	var req api.DeploymentInstanceLifecyclePost
-	err = decodeBody(r, &req)
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	switch req.Action {
-	case api.LifecycleActionContinue, api.LifecycleActionAbandon, api.LifecycleActionHeartbeat:
-	default:
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "action %q is not valid: use continue, abandon or heartbeat", req.Action))
-	}
-
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		_, shape, err := shapeInTx(ctx, tx, ref.shapeRef)
-		if err != nil {
-			return err
-		}
-
-		row, err := db.GetInstance(ctx, tx, shape.ID, ref.instance)
-		if err != nil {
-			return err
-		}
-
-		if row.Hook.Hook == "" || row.State != db.InstanceCreated {
-			return lxdapi.StatusErrorf(http.StatusConflict, "instance %s waits in no lifecycle hook: nothing to %s", row.Name, req.Action)
-		}
-
-		if row.Hook.Action != "" {
-			return lxdapi.StatusErrorf(http.StatusConflict, "the wait of instance %s is already ending (%s)", row.Name, row.Hook.Action)
-		}
-
-		if req.Action == api.LifecycleActionHeartbeat {
-			timeout := hookTimeout(shape.Hooks, row.Hook.Hook == api.LifecycleTerminatingWait)
-			if timeout == nil {
-				return lxdapi.StatusErrorf(http.StatusConflict, "the shape no longer sets a timeout for %s: use continue or abandon", row.Hook.Hook)
-			}
-
-			deadline := time.Now().Add(*timeout).UTC()
-			return db.SetInstanceHookAction(ctx, tx, row.ID, row.Hook.Hook, "", &deadline)
-		}
-
-		return db.SetInstanceHookAction(ctx, tx, row.ID, row.Hook.Hook, req.Action, row.Hook.Deadline)
-	})
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	a.hooks.poke()
-	return response.EmptySyncResponse()
-}
-
-// hookKeeper ends the waits that are decided or past their deadline. It runs on the holder
+// HookKeeper ends the waits that are decided or past their deadline. It runs on the holder
 // of the instances lease; every change it makes is a compare-and-set on the record it read.
-type hookKeeper struct {
-	db        *db.Cluster
-	fleet     *instanceFleet
-	lifecycle lifecycle
-	logger    *slog.Logger
-	loop
+type HookKeeper struct {
+	db     *db.Cluster
+	fleet  *Fleet
+	logger *slog.Logger
+	wake   loop.Loop
 }
 
-func newHookKeeper(cluster *db.Cluster, f *instanceFleet, l lifecycle, logger *slog.Logger) *hookKeeper {
-	return &hookKeeper{db: cluster, fleet: f, lifecycle: l, logger: logger, loop: newLoop()}
+func newHookKeeper(f *Fleet) *HookKeeper {
+	return &HookKeeper{db: f.db, fleet: f, logger: f.logger, wake: loop.New()}
 }
 
-// poke makes the keeper look now rather than at its next tick (nil: no keeper).
-func (k *hookKeeper) poke() {
+// Poke makes the keeper look now rather than at its next tick (nil: no keeper).
+func (k *HookKeeper) Poke() {
 	if k != nil {
-		k.loop.poke()
+		k.wake.Poke()
 	}
 }
 
-func (k *hookKeeper) run(ctx context.Context, interval time.Duration) {
-	k.loop.run(ctx, interval, k.logger, "lifecycle hooks", k.round)
+// Run ends the waits that are due until ctx ends (on the holder of the instances lease).
+func (k *HookKeeper) Run(ctx context.Context, interval time.Duration) {
+	k.wake.Run(ctx, interval, k.logger, "lifecycle hooks", k.round)
 }
 
 // round ends every wait that is due.
-func (k *hookKeeper) round(ctx context.Context) error {
+func (k *HookKeeper) round(ctx context.Context) error {
 	var due []db.Instance
 	actions := map[int64]string{}
 	err := k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -320,10 +255,9 @@ func (k *hookKeeper) round(ctx context.Context) error {
 }
 
 // end ends one wait with an action.
-func (k *hookKeeper) end(ctx context.Context, row db.Instance, action string) {
-	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: row.Project, name: row.Deployment}, shape: row.Shape}, instance: row.Name}
-	source := api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name)
-	by := fleet.InternalRequestor("lifecycle-hooks")
+func (k *HookKeeper) end(ctx context.Context, row db.Instance, action string) {
+	ref := refs.Instance(row)
+	by := InternalRequestor("lifecycle-hooks")
 	clear := func() error {
 		return k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			return db.SetInstanceHook(ctx, tx, row.ID, "", nil)
@@ -333,7 +267,7 @@ func (k *hookKeeper) end(ctx context.Context, row db.Instance, action string) {
 	k.logger.Info("lifecycle hook ends", "instance", row.Name, "hook", row.Hook.Hook, "action", action)
 	switch {
 	case row.Hook.Hook == api.LifecycleTerminatingWait && action == api.LifecycleActionContinue:
-		p, err := k.fleet.reserveDelete(ctx, ref, change{by: by, why: "drained", drained: true})
+		p, err := k.fleet.reserveDelete(ctx, ref, Change{By: by, Why: "drained", drained: true})
 		if err != nil {
 			k.logger.Warn("delete drained instance", "instance", row.Name, "err", err)
 			return
@@ -345,19 +279,19 @@ func (k *hookKeeper) end(ctx context.Context, row db.Instance, action string) {
 			return
 		}
 
-		k.lifecycle.countHookEnd(row, action)
+		k.fleet.countHookEnd(row, action)
 	case row.Hook.Hook == api.LifecycleTerminatingWait:
 		// Abandoning a drain keeps the instance: whoever could not drain it says it must stay.
 		if clear() == nil {
-			k.lifecycle.countHookEnd(row, action)
-			k.lifecycle.emit(by, row.Project, row.DeploymentID, lifecycleInstanceKept, source)
-			k.lifecycle.instanceChanged(ctx, row.DeploymentID, lifecycleInstanceKept, row.Shape, row.Name)
+			k.fleet.countHookEnd(row, action)
+			k.fleet.reporter.Send(by, row.DeploymentID, reporter.InstanceKept.Event(ref, nil))
+			k.fleet.instanceChanged(ctx, row.DeploymentID, reporter.InstanceKept, row.Shape, row.Name)
 		}
 	case action == api.LifecycleActionContinue:
 		if clear() == nil {
-			k.lifecycle.countHookEnd(row, action)
-			k.lifecycle.emit(by, row.Project, row.DeploymentID, lifecycleInstanceReady, source)
-			k.lifecycle.instanceChanged(ctx, row.DeploymentID, lifecycleInstanceReady, row.Shape, row.Name)
+			k.fleet.countHookEnd(row, action)
+			k.fleet.reporter.Send(by, row.DeploymentID, reporter.InstanceReady.Event(ref, nil))
+			k.fleet.instanceChanged(ctx, row.DeploymentID, reporter.InstanceReady, row.Shape, row.Name)
 		}
 	default:
 		// An abandoned launch is undone like a failed one: the instance goes. It turns into
@@ -375,8 +309,8 @@ func (k *hookKeeper) end(ctx context.Context, row db.Instance, action string) {
 		}
 
 		// The wait ended here; a delete that fails is retried as a decided drain.
-		k.lifecycle.countHookEnd(row, action)
-		p, err := k.fleet.reserveDelete(ctx, ref, change{by: by, why: "launch abandoned", drained: true})
+		k.fleet.countHookEnd(row, action)
+		p, err := k.fleet.reserveDelete(ctx, ref, Change{By: by, Why: "launch abandoned", drained: true})
 		if err == nil {
 			err = k.fleet.finishDelete(ctx, p)
 		}
@@ -384,15 +318,5 @@ func (k *hookKeeper) end(ctx context.Context, row db.Instance, action string) {
 		if err != nil && !errors.Is(err, db.ErrInstanceChanged) {
 			k.logger.Warn("delete abandoned launch", "instance", row.Name, "err", err)
 		}
-	}
-}
-
-// withLifecycle adds an instance's health verdict and the hook it waits in to its API form.
-func withLifecycle(instance *api.DeploymentInstance, row db.Instance) {
-	instance.Health = row.Health.Status
-	instance.Lifecycle = row.Hook.Hook
-	instance.LifecycleDeadline = row.Hook.Deadline
-	if row.Health.CheckedAt != nil {
-		instance.HealthCheck = &api.DeploymentInstanceHealth{Status: row.Health.Status, Output: row.Health.Output, CheckedAt: row.Health.CheckedAt}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"context"
@@ -16,25 +16,31 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
-// reconciler brings the instance rows and LXD back into agreement after whatever happened
+// Reconciler brings the instance rows and LXD back into agreement after whatever happened
 // behind lxd-deployd's back: a crash mid-launch, an instance deleted in LXD directly, an
 // instance tagged as ours that we have no record of.
-type reconciler struct {
-	db        *db.Cluster
-	lxd       *backend.LXD
-	inflight  *fleet.Inflight
-	sockets   governorSockets
-	lifecycle lifecycle
-	logger    *slog.Logger
+type Reconciler struct {
+	db       *db.Cluster
+	lxd      *backend.LXD
+	inflight *Inflight
+	sockets  Sockets
+	reporter Reporter
+	metrics  *metrics.Metrics
+	logger   *slog.Logger
 
 	// healer replaces missing instances of shapes with health.replace (nil: none).
-	healer *autohealer
+	healer *Autohealer
+
+	// offlineAfter is how long without a heartbeat before a member counts as offline.
+	offlineAfter time.Duration
 
 	// owner names this daemon on instance records; others' records in flux are left alone
 	// for a grace period, since their launches may still be running.
@@ -45,19 +51,20 @@ type reconciler struct {
 	fence func(ctx context.Context, tx *sql.Tx) error
 }
 
-func newReconciler(cluster *db.Cluster, lxd *backend.LXD, flight *fleet.Inflight, sockets governorSockets, l lifecycle, logger *slog.Logger, owner string) *reconciler {
-	return &reconciler{db: cluster, lxd: lxd, inflight: flight, sockets: sockets, lifecycle: l, logger: logger, owner: owner}
+func newReconciler(f *Fleet, offlineAfter time.Duration) *Reconciler {
+	return &Reconciler{db: f.db, lxd: f.lxd, inflight: f.inflight, sockets: f.sockets, reporter: f.reporter, metrics: f.metrics, logger: f.logger, healer: f.Healer,
+		offlineAfter: offlineAfter, owner: f.owner}
 }
 
-// fenced returns a copy of the reconciler whose writes commit only while held is.
-func (rc *reconciler) fenced(held lease.Lease) *reconciler {
+// Fenced returns a copy of the reconciler whose writes commit only while held is.
+func (rc *Reconciler) Fenced(held lease.Lease) *Reconciler {
 	copied := *rc
 	copied.fence = func(ctx context.Context, tx *sql.Tx) error { return lease.Check(ctx, tx, held) }
 	return &copied
 }
 
-// run reconciles as soon as LXD is reachable, then every interval.
-func (rc *reconciler) run(ctx context.Context, interval time.Duration) {
+// Run reconciles as soon as LXD is reachable, then every interval.
+func (rc *Reconciler) Run(ctx context.Context, interval time.Duration) {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 
@@ -86,8 +93,8 @@ func (rc *reconciler) run(ctx context.Context, interval time.Duration) {
 }
 
 // reconcile makes one pass: observe (the records and one LXD listing per project), plan
-// (fleet.PlanReconcile), act.
-func (rc *reconciler) reconcile(ctx context.Context) error {
+// (PlanReconcile), act.
+func (rc *Reconciler) reconcile(ctx context.Context) error {
 	client, err := rc.lxd.Client()
 	if err != nil {
 		return err
@@ -98,17 +105,17 @@ func (rc *reconciler) reconcile(ctx context.Context) error {
 		return err
 	}
 
-	plan := fleet.PlanReconcile(view, rc.owner, time.Now())
+	plan := PlanReconcile(view, rc.owner, time.Now())
 	for _, step := range plan.Repairs {
-		rc.repair(ctx, client, step)
+		rc.Repair(ctx, client, step)
 	}
 
 	return rc.recordOrphans(ctx, plan)
 }
 
 // observe reads the records and what LXD holds, for one pass.
-func (rc *reconciler) observe(ctx context.Context, client lxd.InstanceServer) (fleet.ReconcileView, error) {
-	v := fleet.ReconcileView{Deployments: map[string]int64{}, Inflight: rc.inflight.Has, OfflineAfter: offlineAfter}
+func (rc *Reconciler) observe(ctx context.Context, client lxd.InstanceServer) (ReconcileView, error) {
+	v := ReconcileView{Deployments: map[string]int64{}, Inflight: rc.inflight.Has, OfflineAfter: rc.offlineAfter}
 	var projects []string
 	err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
@@ -138,7 +145,7 @@ func (rc *reconciler) observe(ctx context.Context, client lxd.InstanceServer) (f
 		return v, err
 	}
 
-	v.Live, err = fleet.TakeSnapshot(client, projects, rc.lifecycle.metrics)
+	v.Live, err = TakeSnapshot(client, projects, rc.metrics)
 	if err != nil {
 		return v, err
 	}
@@ -152,7 +159,7 @@ func (rc *reconciler) observe(ctx context.Context, client lxd.InstanceServer) (f
 // recordOrphans stores the orphans a pass found and announces the new ones. The list lives
 // in dqlite so that every member answers with it; the write is fenced by the reconcile
 // lease, so a member that lost it cannot overwrite the new holder's.
-func (rc *reconciler) recordOrphans(ctx context.Context, plan fleet.ReconcilePlan) error {
+func (rc *Reconciler) recordOrphans(ctx context.Context, plan ReconcilePlan) error {
 	var added map[int64][]string
 	err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if rc.fence != nil {
@@ -174,46 +181,45 @@ func (rc *reconciler) recordOrphans(ctx context.Context, plan fleet.ReconcilePla
 		for _, url := range urls {
 			instance := plan.Tagged[url]
 			rc.logger.Warn("orphaned instance: tagged for a deployment but not recorded; not deleting it", "instance", instance.Name, "project", instance.Project, "deployment", instance.Config[backend.ConfigDeployment])
-			rc.lifecycle.emit(fleet.InternalRequestor("reconcile"), instance.Project, id, lifecycleInstanceOrphaned, url)
-			rc.lifecycle.instanceChanged(ctx, id, lifecycleInstanceOrphaned, instance.Config[backend.ConfigShape], instance.Name)
+			rc.reporter.Send(InternalRequestor("reconcile"), id, reporter.InstanceOrphaned.LXDEvent(instance.Project, instance.Name))
+			rc.instanceChanged(ctx, id, reporter.InstanceOrphaned, instance.Config[backend.ConfigShape], instance.Name)
 		}
 	}
 
 	return nil
 }
 
-// repair applies one planned repair to a record no operation is working on. Every write
+// Repair applies one planned repair to a record no operation is working on. Every write
 // is a compare-and-set on the state the plan saw, so a concurrent change wins.
-func (rc *reconciler) repair(ctx context.Context, client lxd.InstanceServer, step fleet.RepairStep) {
+func (rc *Reconciler) Repair(ctx context.Context, client lxd.InstanceServer, step RepairStep) {
 	row := step.Row
 	switch step.Action {
-	case fleet.RepairAdopt:
+	case RepairAdopt:
 		rc.adopt(ctx, client, row, step.Status)
-	case fleet.RepairDropLaunch:
+	case RepairDropLaunch:
 		// Undo what the reservation recorded, as a launch LXD refused does (launchDropped).
 		rc.logger.Info("reconcile: removing row of an instance whose creation never finished", "instance", row.Name)
-		rc.removeRecord(ctx, row, fleet.StaleLaunchDropped(row))
-	case fleet.RepairFinishDelete:
+		rc.removeRecord(ctx, row, StaleLaunchDropped(row))
+	case RepairFinishDelete:
 		// The bound check passed before the crash: finish the delete.
 		rc.deleteThenRemove(ctx, client, row, "finish interrupted delete")
-	case fleet.RepairRemoveRecord:
+	case RepairRemoveRecord:
 		rc.removeRecord(ctx, row)
-	case fleet.RepairMissing:
+	case RepairMissing:
 		rc.logger.Warn("reconcile: instance missing from LXD", "instance", row.Name, "project", row.Project)
-		rc.setState(ctx, row, db.InstanceMissing, fleet.ReconcileActivity(row, -1, "instance "+row.Name+" is missing from LXD"))
-		source := api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name)
-		rc.lifecycle.emit(fleet.InternalRequestor("reconcile"), row.Project, row.DeploymentID, lifecycleInstanceMissing, source)
-		rc.lifecycle.instanceChanged(ctx, row.DeploymentID, lifecycleInstanceMissing, row.Shape, row.Name)
+		rc.setState(ctx, row, db.InstanceMissing, ReconcileActivity(row, -1, "instance "+row.Name+" is missing from LXD"))
+		rc.reporter.Send(InternalRequestor("reconcile"), row.DeploymentID, reporter.InstanceMissing.Event(refs.Instance(row), nil))
+		rc.instanceChanged(ctx, row.DeploymentID, reporter.InstanceMissing, row.Shape, row.Name)
 		rc.askReplacement(ctx, row)
-	case fleet.RepairBack:
-		rc.setState(ctx, row, db.InstanceCreated, fleet.ReconcileActivity(row, +1, "instance "+row.Name+" is back in LXD"))
+	case RepairBack:
+		rc.setState(ctx, row, db.InstanceCreated, ReconcileActivity(row, +1, "instance "+row.Name+" is back in LXD"))
 	}
 }
 
 // adopt finishes a launch a crash cut short after LXD made the instance, rather than leave
 // an orphan: the launch promised a started instance. One that does not start is no
 // capacity: it goes, as a launch LXD refused does.
-func (rc *reconciler) adopt(ctx context.Context, client lxd.InstanceServer, row db.Instance, status lxdapi.StatusCode) {
+func (rc *Reconciler) adopt(ctx context.Context, client lxd.InstanceServer, row db.Instance, status lxdapi.StatusCode) {
 	// The plan read the record before it listed LXD: a launch that finished in between has
 	// moved the record on (and is out of the in-flight set), and LXD's listing may show its
 	// instance stopped between create and start. Act only on a record still as it was seen,
@@ -226,14 +232,14 @@ func (rc *reconciler) adopt(ctx context.Context, client lxd.InstanceServer, row 
 	if status == lxdapi.Stopped {
 		callStart := time.Now()
 		err := backend.UpdateInstanceState(ctx, client, row.Project, row.Name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1})
-		rc.lifecycle.metrics.LXDCall("state", time.Since(callStart), err)
+		rc.metrics.LXDCall("state", time.Since(callStart), err)
 		if err != nil {
 			rc.logger.Warn("reconcile: adopted instance does not start: deleting it", "instance", row.Name, "err", err)
 			// Going first: it keeps counting against the maximum until LXD has deleted it.
 			going := row
 			going.State = db.InstanceDeleting
 			if rc.claim(ctx, row, going.State) {
-				rc.deleteThenRemove(ctx, client, going, "delete instance of an unfinished launch", fleet.StaleLaunchDropped(row))
+				rc.deleteThenRemove(ctx, client, going, "delete instance of an unfinished launch", StaleLaunchDropped(row))
 			}
 
 			return
@@ -245,10 +251,10 @@ func (rc *reconciler) adopt(ctx context.Context, client lxd.InstanceServer, row 
 
 // deleteThenRemove deletes an instance in LXD, then its record (with also in the same
 // transaction); an instance LXD will not delete yet stays for the next pass.
-func (rc *reconciler) deleteThenRemove(ctx context.Context, client lxd.InstanceServer, row db.Instance, what string, also ...func(ctx context.Context, tx *sql.Tx) error) {
+func (rc *Reconciler) deleteThenRemove(ctx context.Context, client lxd.InstanceServer, row db.Instance, what string, also ...func(ctx context.Context, tx *sql.Tx) error) {
 	callStart := time.Now()
 	err := backend.DeleteInstance(ctx, client, row.Project, row.Name)
-	rc.lifecycle.metrics.LXDCall("delete", time.Since(callStart), err)
+	rc.metrics.LXDCall("delete", time.Since(callStart), err)
 	if err != nil {
 		rc.logger.Warn("reconcile: "+what, "instance", row.Name, "err", err)
 		return
@@ -259,7 +265,7 @@ func (rc *reconciler) deleteThenRemove(ctx context.Context, client lxd.InstanceS
 
 // claim moves a record from the state the plan saw to state (the same state to only make
 // sure it is still there) and says whether it did: false when anything changed it since.
-func (rc *reconciler) claim(ctx context.Context, row db.Instance, state string) bool {
+func (rc *Reconciler) claim(ctx context.Context, row db.Instance, state string) bool {
 	err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return db.SetInstanceState(ctx, tx, row.ID, row.State, state, rc.owner, time.Now())
 	})
@@ -272,7 +278,7 @@ func (rc *reconciler) claim(ctx context.Context, row db.Instance, state string) 
 
 // setState moves a record on from the state the plan saw, with also in the same
 // transaction.
-func (rc *reconciler) setState(ctx context.Context, row db.Instance, state string, also ...func(ctx context.Context, tx *sql.Tx) error) {
+func (rc *Reconciler) setState(ctx context.Context, row db.Instance, state string, also ...func(ctx context.Context, tx *sql.Tx) error) {
 	err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := db.SetInstanceState(ctx, tx, row.ID, row.State, state, rc.owner, time.Now())
 		for _, f := range also {
@@ -290,7 +296,7 @@ func (rc *reconciler) setState(ctx context.Context, row db.Instance, state strin
 
 // removeRecord removes a record still in the state the plan saw, with also in the same
 // transaction.
-func (rc *reconciler) removeRecord(ctx context.Context, row db.Instance, also ...func(ctx context.Context, tx *sql.Tx) error) {
+func (rc *Reconciler) removeRecord(ctx context.Context, row db.Instance, also ...func(ctx context.Context, tx *sql.Tx) error) {
 	rc.sockets.RemoveInstance(row.Project, row.Name)
 	err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := db.DeleteInstance(ctx, tx, row.ID, row.State)
@@ -350,7 +356,7 @@ func busyInstances(client lxd.InstanceServer, projects []string) (map[string]boo
 
 // askReplacement asks the governor to bring a shape that lost an instance back to the size
 // it had: the platform reports, the governor decides.
-func (rc *reconciler) askReplacement(ctx context.Context, row db.Instance) {
+func (rc *Reconciler) askReplacement(ctx context.Context, row db.Instance) {
 	var shape *db.Shape
 	err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
@@ -363,15 +369,20 @@ func (rc *reconciler) askReplacement(ctx context.Context, row db.Instance) {
 
 	// Autohealing replaces it: asking the governor too would make two.
 	if shape.Health != nil && shape.Health.Replace {
-		rc.healer.poke()
+		rc.healer.Poke()
 		return
 	}
 
 	target := shapes.Clamp(shape.ScalingCurrent+1, shape.ScalingMinimum, shape.ScalingMaximum)
-	rc.lifecycle.notify(ctx, row.DeploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
+	rc.reporter.Notify(ctx, row.DeploymentID, api.WebhookScaleRequest, api.WebhookScaleRequestMetadata{
 		Shape:       row.Shape,
 		Target:      target,
 		Reason:      fmt.Sprintf("instance %s is missing from LXD: replace it", row.Name),
 		RequestedBy: "lxd-deployd",
 	})
+}
+
+// instanceChanged tells the governor what happened to one of its instances.
+func (rc *Reconciler) instanceChanged(ctx context.Context, deploymentID int64, action reporter.InstanceAction, shape string, instance string) {
+	rc.reporter.Notify(ctx, deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(action), Shape: shape, Instance: instance})
 }

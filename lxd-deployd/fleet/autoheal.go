@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"context"
@@ -16,8 +16,11 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -31,11 +34,6 @@ import (
 // (as AWS and GCE autohealing do).
 
 const (
-	lifecycleInstanceReplaced  = "deployment-instance-replaced"
-	lifecycleInstanceHealthy   = "deployment-instance-healthy"
-	lifecycleInstanceUnhealthy = "deployment-instance-unhealthy"
-	lifecycleShapeDegraded     = "deployment-shape-degraded"
-
 	// maxReplaceFailures replacements in a row that never became healthy (or could not be
 	// made) stop autohealing of a shape: replacing every instance of a broken shape in a
 	// loop helps nobody.
@@ -83,57 +81,56 @@ func (replacingBudget) take(ctx context.Context, tx *sql.Tx, shape *db.Shape) er
 // errGiveUp says a shape has had maxReplaceFailures failed replacements in a row.
 var errGiveUp = errors.New("too many failed replacements in a row")
 
-// autohealer finds instances to replace and replaces them, on the holder of the instances
+// Autohealer finds instances to replace and replaces them, on the holder of the instances
 // lease.
-type autohealer struct {
-	db        *db.Cluster
-	fleet     *instanceFleet
-	budget    unavailabilityBudget
-	lifecycle lifecycle
-	logger    *slog.Logger
-	owner     string
-	loop
+type Autohealer struct {
+	db     *db.Cluster
+	fleet  *Fleet
+	budget unavailabilityBudget
+	logger *slog.Logger
+	owner  string
+	wake   loop.Loop
 
 	mu     sync.Mutex
 	active map[int64]bool // rows of old instances this daemon is replacing
 	wg     sync.WaitGroup
 }
 
-func newAutohealer(cluster *db.Cluster, f *instanceFleet, l lifecycle, logger *slog.Logger, owner string) *autohealer {
-	return &autohealer{db: cluster, fleet: f, budget: replacingBudget{}, lifecycle: l, logger: logger, owner: owner, loop: newLoop(), active: map[int64]bool{}}
+func newAutohealer(f *Fleet) *Autohealer {
+	return &Autohealer{db: f.db, fleet: f, budget: replacingBudget{}, logger: f.logger, owner: f.owner, wake: loop.New(), active: map[int64]bool{}}
 }
 
-// poke makes the autohealer look now rather than at its next tick (nil: no autohealing).
-func (h *autohealer) poke() {
+// Poke makes the autohealer look now rather than at its next tick (nil: no autohealing).
+func (h *Autohealer) Poke() {
 	if h != nil {
-		h.loop.poke()
+		h.wake.Poke()
 	}
 }
 
-// healthChanged hears the health checker's verdicts: it tells /1.0/events and the
+// HealthChanged hears the health checker's verdicts: it tells /1.0/events and the
 // governor, and looks for replacements at once when an instance turned unhealthy.
-func (h *autohealer) healthChanged(ctx context.Context, c health.Change) {
+func (h *Autohealer) HealthChanged(ctx context.Context, c health.Change) {
 	row := c.Instance
-	action := lifecycleInstanceHealthy
+	action := reporter.InstanceHealthy
 	if c.After.Status == api.HealthUnhealthy {
-		action = lifecycleInstanceUnhealthy
-		h.poke()
+		action = reporter.InstanceUnhealthy
+		h.Poke()
 	}
 
-	h.lifecycle.emit(fleet.InternalRequestor("health"), row.Project, row.DeploymentID, action, api.DeploymentShapeInstanceURL(row.Project, row.Deployment, row.Shape, row.Name))
-	h.lifecycle.notify(ctx, row.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: action, Shape: row.Shape, Instance: row.Name, Reason: health.Summary(c.After)})
+	h.fleet.reporter.Send(InternalRequestor("health"), row.DeploymentID, action.Event(refs.Instance(row), nil))
+	h.fleet.reporter.Notify(ctx, row.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(action), Shape: row.Shape, Instance: row.Name, Reason: health.Summary(c.After)})
 }
 
-// run looks for instances to replace until ctx ends, then waits for the replacements it
+// Run looks for instances to replace until ctx ends, then waits for the replacements it
 // started, which run to the end as launches and deletes do.
-func (h *autohealer) run(ctx context.Context, interval time.Duration) {
+func (h *Autohealer) Run(ctx context.Context, interval time.Duration) {
 	defer h.wg.Wait()
-	h.loop.run(ctx, interval, h.logger, "autohealing", h.round)
+	h.wake.Run(ctx, interval, h.logger, "autohealing", h.round)
 }
 
 // round starts a replacement of every instance that needs one (the budget, checked in each
 // reservation, holds them back), and finishes replacements a crash interrupted.
-func (h *autohealer) round(ctx context.Context) error {
+func (h *Autohealer) round(ctx context.Context) error {
 	if !h.fleet.lxd.Status().Online {
 		return nil
 	}
@@ -156,7 +153,7 @@ func (h *autohealer) round(ctx context.Context) error {
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, step := range fleet.PlanHealing(shapes, rows, h.active, h.owner, time.Now()) {
+	for _, step := range PlanHealing(shapes, rows, h.active, h.owner, time.Now()) {
 		if step.Finish {
 			h.start(step.Row, func(ctx context.Context) { _ = h.removeOld(ctx, step.Row) })
 			continue
@@ -170,7 +167,7 @@ func (h *autohealer) round(ctx context.Context) error {
 
 // start runs f for an old instance's row in the background, once at a time per row.
 // The caller holds h.mu.
-func (h *autohealer) start(row db.Instance, f func(ctx context.Context)) {
+func (h *Autohealer) start(row db.Instance, f func(ctx context.Context)) {
 	h.active[row.ID] = true
 	h.wg.Add(1)
 	go func() {
@@ -185,11 +182,11 @@ func (h *autohealer) start(row db.Instance, f func(ctx context.Context)) {
 
 // replace launches a replacement for old and deletes old: the replacement first below the
 // maximum, old first at it (so that LXD never holds more than the maximum).
-func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instance, cause string) {
-	by := fleet.InternalRequestor("autoheal")
+func (h *Autohealer) replace(ctx context.Context, shape db.Shape, old db.Instance, cause string) {
+	by := InternalRequestor("autoheal")
 	r, err := h.reserveReplacement(ctx, old, cause)
 	if errors.Is(err, errGiveUp) {
-		h.lifecycle.countReplacement(old, replacementGaveUp)
+		h.fleet.countReplacement(old, metrics.ReplacementGaveUp)
 		h.degrade(ctx, shape, old, maxReplaceFailures, cause)
 		return
 	}
@@ -200,9 +197,9 @@ func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 		return
 	}
 
-	name := r.launch.ref.instance
+	name := r.launch.ref.Instance
 	h.logger.Info("autohealing: replacing instance", "instance", old.Name, "replacement", name, "cause", cause, "delete_first", r.deleteFirst)
-	h.lifecycle.replaced(ctx, by, old, name, cause)
+	h.fleet.replaced(ctx, by, old, name, cause)
 	replacing := old
 	replacing.State = db.InstanceReplacing
 	if r.deleteFirst {
@@ -221,7 +218,7 @@ func (h *autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 		return
 	}
 
-	h.lifecycle.countReplacement(old, replacementOK)
+	h.fleet.countReplacement(old, metrics.ReplacementOK)
 	if !r.deleteFirst {
 		_ = h.removeOld(ctx, replacing)
 	}
@@ -241,13 +238,14 @@ type replacement struct {
 
 // reserveReplacement takes the old instance out of the count (state replacing) and
 // reserves its replacement in one transaction, within the shape's budget.
-func (h *autohealer) reserveReplacement(ctx context.Context, old db.Instance, cause string) (*replacement, error) {
-	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: old.Project, name: old.Deployment}, shape: old.Shape}, instance: healedName(old.Name)}
+func (h *Autohealer) reserveReplacement(ctx context.Context, old db.Instance, cause string) (*replacement, error) {
+	ref := refs.Instance(old)
+	ref.Instance = healedName(old.Name)
 	r := &replacement{}
 	var err error
-	r.launch, err = h.fleet.reserveLaunch(ctx, ref, change{
-		by:       fleet.InternalRequestor("autoheal"),
-		why:      cause,
+	r.launch, err = h.fleet.reserveLaunch(ctx, ref, Change{
+		By:       InternalRequestor("autoheal"),
+		Why:      cause,
 		replaces: old.Name,
 		before: func(ctx context.Context, tx *sql.Tx, s *db.Shape) error {
 			if s.StatusReason != "" {
@@ -286,7 +284,7 @@ func (h *autohealer) reserveReplacement(ctx context.Context, old db.Instance, ca
 
 			return nil
 		},
-		inTx: func(ctx context.Context, tx *sql.Tx, s *db.Shape, row int64) error {
+		InTx: func(ctx context.Context, tx *sql.Tx, s *db.Shape, row int64) error {
 			return db.MarkInstanceReplacement(ctx, tx, row)
 		},
 	})
@@ -296,9 +294,9 @@ func (h *autohealer) reserveReplacement(ctx context.Context, old db.Instance, ca
 
 // launchFailed records a replacement LXD did not make: the old instance counts again
 // (unless it went first), and the failure counts toward giving up.
-func (h *autohealer) launchFailed(ctx context.Context, shape db.Shape, old db.Instance, r *replacement, err error) {
-	h.logger.Warn("autohealing: replacement launch failed", "instance", old.Name, "replacement", r.launch.ref.instance, "delete_first", r.deleteFirst, "err", err)
-	h.lifecycle.countReplacement(old, replacementFailed)
+func (h *Autohealer) launchFailed(ctx context.Context, shape db.Shape, old db.Instance, r *replacement, err error) {
+	h.logger.Warn("autohealing: replacement launch failed", "instance", old.Name, "replacement", r.launch.ref.Instance, "delete_first", r.deleteFirst, "err", err)
+	h.fleet.countReplacement(old, metrics.ReplacementFailed)
 	_ = h.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if !r.deleteFirst {
 			err := db.SetInstanceState(ctx, tx, old.ID, db.InstanceReplacing, old.State, h.owner, time.Now())
@@ -316,9 +314,9 @@ func (h *autohealer) launchFailed(ctx context.Context, shape db.Shape, old db.In
 
 // removeOld deletes a replaced instance through the fleet; it no longer counts toward the
 // size, and against the maximum only until LXD has deleted it.
-func (h *autohealer) removeOld(ctx context.Context, old db.Instance) error {
-	ref := instanceRef{shapeRef: shapeRef{deploymentRef: deploymentRef{project: old.Project, name: old.Deployment}, shape: old.Shape}, instance: old.Name}
-	p, err := h.fleet.reserveDelete(ctx, ref, change{by: fleet.InternalRequestor("autoheal"), why: "replaced"})
+func (h *Autohealer) removeOld(ctx context.Context, old db.Instance) error {
+	ref := refs.Instance(old)
+	p, err := h.fleet.reserveDelete(ctx, ref, Change{By: InternalRequestor("autoheal"), Why: "replaced"})
 	if err == nil {
 		err = h.fleet.finishDelete(ctx, p)
 	}
@@ -332,7 +330,7 @@ func (h *autohealer) removeOld(ctx context.Context, old db.Instance) error {
 
 // restoreOld puts an instance whose replacement was given up back into the count; the
 // next round tries again.
-func (h *autohealer) restoreOld(ctx context.Context, old db.Instance) {
+func (h *Autohealer) restoreOld(ctx context.Context, old db.Instance) {
 	err := h.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
 		return db.SetInstanceState(ctx, tx, old.ID, db.InstanceReplacing, old.State, h.owner, time.Now())
 	})
@@ -342,7 +340,7 @@ func (h *autohealer) restoreOld(ctx context.Context, old db.Instance) {
 }
 
 // degrade stops autohealing of a shape and says why.
-func (h *autohealer) degrade(ctx context.Context, shape db.Shape, last db.Instance, failures int, cause string) {
+func (h *Autohealer) degrade(ctx context.Context, shape db.Shape, last db.Instance, failures int, cause string) {
 	reason := fmt.Sprintf("%d replacements in a row did not become healthy (last: %s): autohealing stopped; fix the shape and update it to resume", failures, cause)
 	err := h.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return db.SetShapeReplaceFailures(ctx, tx, shape.ID, failures, reason)
@@ -353,19 +351,15 @@ func (h *autohealer) degrade(ctx context.Context, shape db.Shape, last db.Instan
 	}
 
 	h.logger.Warn("autohealing: shape degraded", "shape", shape.Name, "reason", reason)
-	h.lifecycle.emit(fleet.InternalRequestor("autoheal"), last.Project, shape.DeploymentID, lifecycleShapeDegraded, api.DeploymentShapeURL(last.Project, last.Deployment, shape.Name))
-	h.lifecycle.notify(ctx, shape.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: lifecycleShapeDegraded, Shape: shape.Name, Instance: last.Name, Reason: reason})
+	h.fleet.reporter.Send(InternalRequestor("autoheal"), shape.DeploymentID, reporter.ShapeDegraded.Event(refs.ShapeRef{DeploymentRef: refs.Instance(last).DeploymentRef, Shape: shape.Name}, nil))
+	h.fleet.reporter.Notify(ctx, shape.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(reporter.ShapeDegraded), Shape: shape.Name, Instance: last.Name, Reason: reason})
 }
 
 // replaced reports a replacement, with its cause, on /1.0/events and to the governor. It is
 // the one place replacements are announced, so that an activity log can take them here.
-func (l lifecycle) replaced(ctx context.Context, by api.DeploymentRequestor, old db.Instance, replacement string, cause string) {
-	if l.events != nil {
-		l.events.Lifecycle(old.Project, old.DeploymentID, lifecycleInstanceReplaced, api.DeploymentShapeInstanceURL(old.Project, old.Deployment, old.Shape, old.Name),
-			map[string]any{"cause": cause, "replacement": replacement}, &lxdapi.EventLifecycleRequestor{Username: by.Name, Protocol: by.Protocol})
-	}
-
-	l.notify(ctx, old.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: lifecycleInstanceReplaced, Shape: old.Shape, Instance: old.Name,
+func (f *Fleet) replaced(ctx context.Context, by api.DeploymentRequestor, old db.Instance, replacement string, cause string) {
+	f.reporter.Send(by, old.DeploymentID, reporter.InstanceReplaced.Event(refs.Instance(old), map[string]any{"cause": cause, "replacement": replacement}))
+	f.reporter.Notify(ctx, old.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(reporter.InstanceReplaced), Shape: old.Shape, Instance: old.Name,
 		Reason: fmt.Sprintf("%s: replaced by %s", cause, replacement)})
 }
 

@@ -1,10 +1,13 @@
-package main
+package rollout
 
 import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/http"
 	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
@@ -19,62 +22,65 @@ import (
 
 // Causes of revisions and rollouts.
 const (
-	causeAPI         = "api"
-	causeImageChange = "image-change"
-	causeConfig      = "config-change"
-	causeAutoRevert  = "auto-revert"
-	causeAbort       = "abort"
+	CauseAPI         = "api"
+	CauseImageChange = "image-change"
+	CauseConfig      = "config-change"
+	CauseAutoRevert  = "auto-revert"
+	CauseAbort       = "abort"
 )
 
-func causeApplyManifest(manifest string) string { return "apply " + manifest }
-func causeRollbackTo(revision int) string       { return fmt.Sprintf("rollback to %d", revision) }
+// CauseApplyManifest is the cause of the revisions applying a manifest records.
+func CauseApplyManifest(manifest string) string { return "apply " + manifest }
+
+// CauseRollbackTo is the cause of the revision a rollback to revision records.
+func CauseRollbackTo(revision int) string { return fmt.Sprintf("rollback to %d", revision) }
 
 // defaultRevisionsKeep is the default of the deployment config key revisions.keep.
 const defaultRevisionsKeep = 20
 
-// revisionArgs says why and by whom a shape changes.
-type revisionArgs struct {
-	cause string
-	by    api.DeploymentRequestor
-	notes string
+// RevisionArgs says why and by whom a shape changes.
+type RevisionArgs struct {
+	Cause string
+	By    api.DeploymentRequestor
+	Notes string
 
-	// always records a revision even when no writable field changed (a rollback moves
+	// Always records a revision even when no writable field changed (a rollback moves
 	// history forward either way).
-	always bool
+	Always bool
 
-	// image says the alias of the template now names another image (the image-change
+	// Image says the alias of the template now names another image (the image-change
 	// trigger): instances are outdated though no field changed.
-	image bool
+	Image bool
 }
 
-// shapeRevised is the outcome of recordRevision.
-type shapeRevised struct {
-	revision int // the new revision, 0 when nothing changed
-	rollout  int // the rollout the shape's trigger started, 0 when none
+// Revised is the outcome of RecordRevision.
+type Revised struct {
+	Revision int // the new revision, 0 when nothing changed
+	Rollout  int // the rollout the shape's trigger started, 0 when none
 }
 
-// recordRevision records a new revision of a shape whose writable fields went from before
+// RecordRevision records a new revision of a shape whose writable fields went from before
 // (nil for a new shape) to after, inside the transaction that stored after. When the
 // template changed and the shape's trigger is config-change, it starts a rollout in the
 // same transaction, so that a crash cannot keep the revision and lose the rollout.
-func recordRevision(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeID int64, before *db.Shape, after api.DeploymentShapePut, args revisionArgs) (shapeRevised, error) {
-	var out shapeRevised
+func RecordRevision(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeID int64, before *db.Shape, after api.DeploymentShapePut, args RevisionArgs) (Revised, error) {
+	var out Revised
 	previous := 0
 	if before != nil {
 		previous = before.Revision
-		if !args.always && !args.image && len(shapes.Changes(before.Writable(), after)) == 0 {
+		if !args.Always && !args.Image && len(shapes.Changes(before.Writable(), after)) == 0 {
 			return out, nil
 		}
 	}
 
-	by, err := fleet.WithKey(ctx, tx, args.by, deploymentID)
+	by, err := fleet.WithKey(ctx, tx, args.By, deploymentID)
 	if err != nil {
 		return out, err
 	}
 
-	out.revision = previous + 1
+	out.Revision = previous + 1
 	now := time.Now()
-	err = db.CreateRevision(ctx, tx, shapeID, api.DeploymentShapeRevision{Revision: out.revision, Shape: after, Cause: args.cause, Requestor: by, Notes: args.notes, CreatedAt: now})
+	err = db.CreateRevision(ctx, tx, shapeID, api.DeploymentShapeRevision{Revision: out.Revision, Shape: after, Cause: args.Cause, Requestor: by, Notes: args.Notes, CreatedAt: now})
 	if err != nil {
 		return out, err
 	}
@@ -89,45 +95,45 @@ func recordRevision(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeID
 		return out, err
 	}
 
-	shape, err := shapeByID(ctx, tx, deploymentID, shapeID)
+	shape, err := ShapeByID(ctx, tx, deploymentID, shapeID)
 	if err != nil {
 		return out, err
 	}
 
-	why := args.cause
-	if args.notes != "" {
-		why += ": " + args.notes
+	why := args.Cause
+	if args.Notes != "" {
+		why += ": " + args.Notes
 	}
 
-	err = fleet.RecordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: shape.Name, Action: "revision", From: previous, To: out.revision, Requestor: by, Why: why})
+	err = fleet.RecordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: shape.Name, Action: "revision", From: previous, To: out.Revision, Requestor: by, Why: why})
 	if err != nil {
 		return out, err
 	}
 
-	if !args.image {
-		err = relabelEquivalent(ctx, tx, shapeID, out.revision, after)
+	if !args.Image {
+		err = relabelEquivalent(ctx, tx, shapeID, out.Revision, after)
 		if err != nil {
 			return out, err
 		}
 	}
 
-	templateChanged := before == nil || args.image || shapes.TemplateChanged(before.Writable(), after)
+	templateChanged := before == nil || args.Image || shapes.TemplateChanged(before.Writable(), after)
 	trigger := api.RolloutTriggerConfigChange
-	cause := causeConfig
-	if args.image {
-		trigger, cause = api.RolloutTriggerImageChange, causeImageChange
+	cause := CauseConfig
+	if args.Image {
+		trigger, cause = api.RolloutTriggerImageChange, CauseImageChange
 	}
 
 	if before == nil || !templateChanged || after.Rollout.Trigger != trigger {
 		return out, nil
 	}
 
-	out.rollout, err = createRollout(ctx, tx, shape, cause, by, args.notes, false, false)
+	out.Rollout, err = Start(ctx, tx, shape, cause, by, args.Notes, false, false)
 	return out, err
 }
 
-// shapeByID reads a shape of a deployment by id.
-func shapeByID(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeID int64) (*db.Shape, error) {
+// ShapeByID reads a shape of a deployment by id.
+func ShapeByID(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeID int64) (*db.Shape, error) {
 	all, err := db.GetShapes(ctx, tx, db.ShapeFilter{DeploymentID: deploymentID})
 	if err != nil {
 		return nil, err
@@ -165,13 +171,13 @@ func relabelEquivalent(ctx context.Context, tx *sql.Tx, shapeID int64, revision 
 	return nil
 }
 
-// rollbackShape sets a shape's writable fields back to those of an earlier revision, in the
+// RollbackShape sets a shape's writable fields back to those of an earlier revision, in the
 // caller's transaction, and records the new revision. template restores everything but the
 // bounds (instance template, config, description, rollout settings), scaling the bounds.
-func rollbackShape(ctx context.Context, tx *sql.Tx, shape *db.Shape, revision int, template bool, scaling bool, args revisionArgs) (*db.Shape, shapeRevised, error) {
+func RollbackShape(ctx context.Context, tx *sql.Tx, shape *db.Shape, revision int, template bool, scaling bool, args RevisionArgs) (*db.Shape, Revised, error) {
 	old, err := db.GetRevision(ctx, tx, shape.ID, revision)
 	if err != nil {
-		return nil, shapeRevised{}, err
+		return nil, Revised{}, err
 	}
 
 	put := shape.Writable()
@@ -185,19 +191,19 @@ func rollbackShape(ctx context.Context, tx *sql.Tx, shape *db.Shape, revision in
 
 	err = validate.Shape(put)
 	if err != nil {
-		return nil, shapeRevised{}, badRequest(fmt.Errorf("revision %d no longer makes a valid shape: %w", revision, err))
+		return nil, Revised{}, lxdapi.StatusErrorf(http.StatusBadRequest, "revision %d no longer makes a valid shape: %v", revision, err)
 	}
 
 	err = db.UpdateShape(ctx, tx, shape.ID, put)
 	if err != nil {
-		return nil, shapeRevised{}, err
+		return nil, Revised{}, err
 	}
 
-	out, err := recordRevision(ctx, tx, shape.DeploymentID, shape.ID, shape, put, args)
+	out, err := RecordRevision(ctx, tx, shape.DeploymentID, shape.ID, shape, put, args)
 	if err != nil {
 		return nil, out, err
 	}
 
-	after, err := shapeByID(ctx, tx, shape.DeploymentID, shape.ID)
+	after, err := ShapeByID(ctx, tx, shape.DeploymentID, shape.ID)
 	return after, out, err
 }

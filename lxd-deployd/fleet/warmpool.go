@@ -1,4 +1,8 @@
-package main
+package fleet
+
+import (
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
+)
 
 import (
 	"context"
@@ -7,16 +11,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	"net/http"
 	"time"
 
 	lxd "github.com/canonical/lxd/client"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
-	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // Warm pools: instances of a shape made ahead and kept stopped, so that a launch is a
@@ -25,41 +25,46 @@ import (
 // warm-pool mark, and are made from the shape's current template: one made from an older
 // template is replaced, never handed out.
 
-// warmPool hands pool instances to launches and keeps each shape's pool at its size.
-type warmPool struct {
+// WarmPool hands pool instances to launches and keeps each shape's pool at its size.
+type WarmPool struct {
 	db       *db.Cluster
 	lxd      *backend.LXD
-	inflight *fleet.Inflight
+	inflight *Inflight
 	logger   *slog.Logger
 	owner    string
-	loop
+	wake     loop.Loop
 }
 
-func newWarmPool(cluster *db.Cluster, lxd *backend.LXD, flight *fleet.Inflight, logger *slog.Logger, owner string) *warmPool {
-	return &warmPool{db: cluster, lxd: lxd, inflight: flight, logger: logger, owner: owner, loop: newLoop()}
+func newWarmPool(f *Fleet) *WarmPool {
+	return &WarmPool{db: f.db, lxd: f.lxd, inflight: f.inflight, logger: f.logger, owner: f.owner, wake: loop.New()}
+}
+
+// Poke makes the pool look at the shapes now rather than at its next round.
+func (w *WarmPool) Poke() {
+	w.wake.Poke()
 }
 
 // create makes a reserved instance in LXD: from the warm pool when it has one of the
 // shape's current template, else from the image.
-func (f *instanceFleet) create(ctx context.Context, p *pendingLaunch) error {
-	if f.pool != nil {
-		taken, err := f.pool.take(ctx, p)
+func (f *Fleet) create(ctx context.Context, p *pendingLaunch) error {
+	if f.Pool != nil {
+		taken, err := f.Pool.take(ctx, p)
 		if taken || err != nil {
 			return err
 		}
 	}
 
-	return backend.CreateInstance(ctx, p.client, p.ref.project, p.req)
+	return backend.CreateInstance(ctx, p.client, p.ref.Project, p.req)
 }
 
 // take turns a pool instance into the launch's instance. taken is false when there was
 // none, or when the one taken failed and was removed: the caller then makes the instance
 // cold. An error means a failed pool instance could not be removed.
-func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
+func (w *WarmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
 	var pooled *db.PoolInstance
 	err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if pooled != nil {
-			w.inflight.Remove(p.ref.project, pooled.Name) // a retried transaction
+			w.inflight.Remove(p.ref.Project, pooled.Name) // a retried transaction
 		}
 
 		var err error
@@ -67,21 +72,21 @@ func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
 		if pooled != nil {
 			// Before the commit, so that this daemon's pool round never sees the claim
 			// without the work behind it.
-			w.inflight.Add(p.ref.project, pooled.Name)
+			w.inflight.Add(p.ref.Project, pooled.Name)
 		}
 
 		return err
 	})
 	if err != nil && pooled != nil {
-		w.inflight.Remove(p.ref.project, pooled.Name)
+		w.inflight.Remove(p.ref.Project, pooled.Name)
 	}
 
 	if err != nil || pooled == nil {
 		return false, nil
 	}
 
-	defer w.inflight.Remove(p.ref.project, pooled.Name)
-	defer w.poke() // refill
+	defer w.inflight.Remove(p.ref.Project, pooled.Name)
+	defer w.Poke() // refill
 	// The row goes last: until then every daemon's sweep knows the instance is spoken for.
 	defer func() {
 		_ = w.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
@@ -89,7 +94,7 @@ func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
 		})
 	}()
 
-	renamed, err := backend.TakePoolInstance(ctx, p.client, p.ref.project, pooled.Name, p.req)
+	renamed, err := backend.TakePoolInstance(ctx, p.client, p.ref.Project, pooled.Name, p.req)
 	if err == nil {
 		return true, nil
 	}
@@ -100,7 +105,7 @@ func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
 		name = p.req.Name
 	}
 
-	cleanupErr := backend.DeleteInstance(context.WithoutCancel(ctx), p.client, p.ref.project, name)
+	cleanupErr := backend.DeleteInstance(context.WithoutCancel(ctx), p.client, p.ref.Project, name)
 	if cleanupErr != nil {
 		if renamed {
 			return true, &backend.LeftBehindError{Err: err, Cleanup: cleanupErr}
@@ -113,13 +118,14 @@ func (w *warmPool) take(ctx context.Context, p *pendingLaunch) (bool, error) {
 	return false, nil
 }
 
-func (w *warmPool) run(ctx context.Context, interval time.Duration) {
-	w.loop.run(ctx, interval, w.logger, "warm pool", w.round)
+// Run keeps the pools at their size until ctx ends (on the holder of the instances lease).
+func (w *WarmPool) Run(ctx context.Context, interval time.Duration) {
+	w.wake.Run(ctx, interval, w.logger, "warm pool", w.round)
 }
 
 // round brings every pool to its size (on the holder of the instances lease): observe,
-// plan (fleet.PlanPools), act.
-func (w *warmPool) round(ctx context.Context) error {
+// plan (PlanPools), act.
+func (w *WarmPool) round(ctx context.Context) error {
 	if !w.lxd.Status().Online {
 		return nil
 	}
@@ -134,7 +140,7 @@ func (w *warmPool) round(ctx context.Context) error {
 		return err
 	}
 
-	plan := fleet.PlanPools(v, w.owner, time.Now())
+	plan := PlanPools(v, w.owner, time.Now())
 	for _, instance := range plan.Unrecorded {
 		w.logger.Info("warm pool: removing unrecorded pool instance", "instance", instance.Name, "project", instance.Project)
 		_ = backend.DeleteInstance(ctx, client, instance.Project, instance.Name)
@@ -158,8 +164,8 @@ func (w *warmPool) round(ctx context.Context) error {
 }
 
 // observe reads the shapes, pool and instance records, and what LXD holds.
-func (w *warmPool) observe(ctx context.Context, client lxd.InstanceServer) (fleet.PoolView, error) {
-	v := fleet.PoolView{Deployments: map[int64][2]string{}, Inflight: w.inflight.Has}
+func (w *WarmPool) observe(ctx context.Context, client lxd.InstanceServer) (PoolView, error) {
+	v := PoolView{Deployments: map[int64][2]string{}, Inflight: w.inflight.Has}
 	var projects []string
 	err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
@@ -194,12 +200,12 @@ func (w *warmPool) observe(ctx context.Context, client lxd.InstanceServer) (flee
 		return v, err
 	}
 
-	v.Live, err = fleet.TakeSnapshot(client, projects, nil)
+	v.Live, err = TakeSnapshot(client, projects, nil)
 	return v, err
 }
 
 // fill makes one pool instance for a shape.
-func (w *warmPool) fill(ctx context.Context, shape db.Shape, project string, deployment string, hash string) error {
+func (w *WarmPool) fill(ctx context.Context, shape db.Shape, project string, deployment string, hash string) error {
 	client, err := w.lxd.Client()
 	if err != nil {
 		return err
@@ -235,7 +241,7 @@ func (w *warmPool) fill(ctx context.Context, shape db.Shape, project string, dep
 
 // remove deletes a pool instance in LXD, then its record. It claims the record first, so
 // that no launch on another daemon takes the instance while it goes.
-func (w *warmPool) remove(ctx context.Context, row db.PoolInstance) {
+func (w *WarmPool) remove(ctx context.Context, row db.PoolInstance) {
 	if row.State != db.PoolTaking {
 		err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			return db.ClaimPoolInstance(ctx, tx, row.ID, row.State, w.owner, time.Now())
@@ -262,19 +268,11 @@ func (w *warmPool) remove(ctx context.Context, row db.PoolInstance) {
 	})
 }
 
-// refillPools has the warm pool look at the shapes now rather than at its next round: a
-// revised shape's pool is outdated (or resized), and the rollout a revision starts should
-// find it remade at the new revision rather than launch cold. Every path that records a
-// revision calls it: shape updates, apply and rollback (shapeRevised), the image-change
-// trigger and a rollout's revert.
-func (l lifecycle) refillPools() {
-	l.wake.call(func(w *wakers) func() { return w.pools })
-}
-
-// refillPools pokes the warm pool, if there is one.
-func (f *instanceFleet) refillPools() {
-	if f != nil && f.pool != nil {
-		f.pool.poke()
+// RefillPools has the warm pool look at the shapes now rather than at its next round (a
+// revised shape's pool is outdated).
+func (f *Fleet) RefillPools() {
+	if f != nil && f.Pool != nil {
+		f.Pool.Poke()
 	}
 }
 
@@ -289,43 +287,14 @@ func poolInstanceName(shape string) string {
 	return shape + "-w" + hex.EncodeToString(b)
 }
 
-// warmPoolList serves GET .../shapes/{shape}/warm-pool: the shape's pool instances.
-func (a shapesAPI) warmPoolList(r *http.Request) response.Response {
-	ref, err := shapeFromRequest(r)
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	var rows []db.PoolInstance
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		_, shape, err := shapeInTx(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-
-		rows, err = db.GetPoolInstances(ctx, tx, shape.ID)
-		return err
-	})
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	result := make([]api.DeploymentShapeWarmPoolInstance, 0, len(rows))
-	for _, row := range rows {
-		result = append(result, api.DeploymentShapeWarmPoolInstance{Name: row.Name, State: row.State, TemplateHash: row.TemplateHash, CreatedAt: row.CreatedAt})
-	}
-
-	return response.SyncResponse(result)
-}
-
 // remove takes a deleted instance out of LXD: back to the warm pool when the delete
 // allows it and that works, else deleted.
-func (f *instanceFleet) remove(ctx context.Context, p *pendingDelete) error {
-	if p.reuse != nil && f.pool != nil && f.pool.giveBack(ctx, p) {
+func (f *Fleet) remove(ctx context.Context, p *pendingDelete) error {
+	if p.reuse != nil && f.Pool != nil && f.Pool.giveBack(ctx, p) {
 		return nil
 	}
 
-	return backend.DeleteInstance(ctx, p.client, p.ref.project, p.row.Name)
+	return backend.DeleteInstance(ctx, p.client, p.ref.Project, p.row.Name)
 }
 
 // poolStopTimeout is how long a returned instance gets to shut down cleanly.
@@ -333,8 +302,8 @@ const poolStopTimeout = 30
 
 // giveBack stops and renames a scaled-in instance into its shape's pool. On failure
 // nothing of the pool stays and the caller deletes the instance (under whichever name).
-func (w *warmPool) giveBack(ctx context.Context, p *pendingDelete) bool {
-	project := p.ref.project
+func (w *WarmPool) giveBack(ctx context.Context, p *pendingDelete) bool {
+	project := p.ref.Project
 	if p.reuse.Image != "" {
 		live, _, err := p.client.UseProject(project).GetInstance(p.row.Name)
 		if err != nil || live.Config["volatile.base_image"] != p.reuse.Image {

@@ -1,4 +1,4 @@
-package main
+package rollout
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -19,11 +22,16 @@ import (
 // listens to LXD's image lifecycle events and then resolves each alias in use once (never
 // one call per instance); a slow sweep catches changes made while it was not listening.
 type imageWatcher struct {
-	engine *rolloutEngine
+	engine *Engine
 
-	// loop's poke makes the watcher check now: a shape changed, so it learns the image its
+	// wake's poke makes the watcher check now: a shape changed, so it learns the image its
 	// alias names before that alias can move. (run has its own timer and event stream.)
-	loop
+	wake loop.Loop
+}
+
+// poke makes the watcher check the aliases now.
+func (w *imageWatcher) poke() {
+	w.wake.Poke()
 }
 
 // imageSweep is how often aliases are checked without an event.
@@ -50,7 +58,7 @@ func (w *imageWatcher) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-events:
-		case <-w.wake:
+		case <-w.wake.Pokes():
 		case <-timer.C:
 			timer.Reset(imageSweep)
 		}
@@ -185,7 +193,7 @@ func (w *imageWatcher) check(ctx context.Context) error {
 // records it; a change makes a revision (cause image-change), which starts the rollout.
 func (w *imageWatcher) revise(ctx context.Context, s db.Shape, project string, fingerprint string) error {
 	by := fleet.InternalRequestor("image-change")
-	var out shapeRevised
+	var out Revised
 	var deployment string
 	err := w.engine.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := db.SetShapeImageFingerprint(ctx, tx, s.ID, s.ImageFingerprint, fingerprint)
@@ -199,24 +207,24 @@ func (w *imageWatcher) revise(ctx context.Context, s db.Shape, project string, f
 		}
 
 		deployment = d.Name
-		out, err = recordRevision(ctx, tx, s.DeploymentID, s.ID, &s, s.Writable(), revisionArgs{cause: causeImageChange, by: by, notes: "image " + fingerprint[:min(12, len(fingerprint))], image: true})
+		out, err = RecordRevision(ctx, tx, s.DeploymentID, s.ID, &s, s.Writable(), RevisionArgs{Cause: CauseImageChange, By: by, Notes: "image " + fingerprint[:min(12, len(fingerprint))], Image: true})
 		return err
 	})
 	if errors.Is(err, db.ErrShapeChanged) {
 		return nil
 	}
 
-	if err != nil || out.revision == 0 {
+	if err != nil || out.Revision == 0 {
 		return err
 	}
 
-	ref := shapeRef{deploymentRef: deploymentRef{project: project, name: deployment}, shape: s.Name}
-	w.engine.lifecycle.emit(by, project, s.DeploymentID, lifecycleShapeUpdated, api.DeploymentShapeURL(project, deployment, s.Name))
-	w.engine.fleet.refillPools() // its pool is of the old image: remade at once
+	ref := refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: project, Name: deployment}, Shape: s.Name}
+	w.engine.reporter.Send(by, s.DeploymentID, reporter.ShapeUpdated.Event(ref, nil))
+	w.engine.fleet.RefillPools() // its pool is of the old image: remade at once
 
-	if out.rollout != 0 {
-		w.engine.lifecycle.rolloutEvent(by, ref, s.DeploymentID, out.rollout, lifecycleRolloutStarted)
-		w.engine.poke()
+	if out.Rollout != 0 {
+		w.engine.reporter.RolloutEvent(by, ref, s.DeploymentID, out.Rollout, reporter.RolloutStarted)
+		w.engine.Poke()
 	}
 
 	return nil

@@ -1,0 +1,142 @@
+package rollout
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// Requestor is who the engine's launches and deletes are by.
+var Requestor = fleet.InternalRequestor("rollout")
+
+// rolloutClaim decides which daemon of a cluster works on a rollout: a
+// claimed_by/claimed_until pair on the rollout row, taken or renewed in each tick's
+// transaction, and checked (fencing) in the transaction of every write a step makes.
+//
+// Why not a lease of the lease package (rollout/<id>): the claim lives and dies with the
+// rollout row (nothing to release or clean up when it ends), one transaction claims every
+// active rollout per tick instead of one lease transaction per rollout, and a rollout's
+// steps on one daemon run on the engine's one goroutine, so the holder's name and an
+// unexpired claim fence as well as a lease's token would.
+type rolloutClaim interface {
+	claim(ctx context.Context, tx *sql.Tx, r db.Rollout, now time.Time) (bool, error)
+
+	// check fails with db.ErrRolloutClaimLost unless this daemon still holds r's claim
+	// (and extends it): call it in the transaction of each write made for the rollout.
+	check(ctx context.Context, tx *sql.Tx, r db.Rollout, now time.Time) error
+}
+
+// columnClaim claims rollouts through their claimed_by/claimed_until columns.
+type columnClaim struct {
+	owner string
+	ttl   time.Duration
+}
+
+func (c columnClaim) claim(ctx context.Context, tx *sql.Tx, r db.Rollout, now time.Time) (bool, error) {
+	return db.ClaimRollout(ctx, tx, r.ID, c.owner, now.Add(c.ttl), now)
+}
+
+func (c columnClaim) check(ctx context.Context, tx *sql.Tx, r db.Rollout, now time.Time) error {
+	return db.HoldRolloutClaim(ctx, tx, r.ID, c.owner, now.Add(c.ttl), now)
+}
+
+// ReplacementName names an instance a rollout launches: <shape>-r<revision>-<6 hex>, so
+// the name says which revision it runs (autohealing names its own after the instance it
+// replaces: fleet/autoheal.go healedName).
+func ReplacementName(shape string, revision int) string {
+	suffix := make([]byte, 3)
+	_, _ = rand.Read(suffix)
+	tail := fmt.Sprintf("-r%d-%s", revision, hex.EncodeToString(suffix))
+	if len(shape)+len(tail) > 63 {
+		shape = shape[:63-len(tail)]
+	}
+
+	return shape + tail
+}
+
+// Engine runs the rollouts this daemon holds the claim of.
+type Engine struct {
+	db       *db.Cluster
+	lxd      *backend.LXD
+	fleet    Fleet
+	reporter Reporter
+	logger   *slog.Logger
+	claim    rolloutClaim
+	images   *imageWatcher
+
+	// wake ticks the engine, and at once when poked (a rollout started, paused or resumed).
+	wake loop.Loop
+}
+
+// New builds the rollout engine of a daemon (owner: its database address), which launches
+// and deletes through f and reports through r.
+func New(cluster *db.Cluster, l *backend.LXD, f Fleet, r Reporter, logger *slog.Logger, owner string) *Engine {
+	e := &Engine{db: cluster, lxd: l, fleet: f, reporter: r, logger: logger, claim: columnClaim{owner: owner, ttl: 15 * time.Second}, wake: loop.New()}
+	e.images = &imageWatcher{engine: e, wake: loop.New()}
+	return e
+}
+
+// Run ticks every interval, or when poked, until ctx ends; the image-change trigger runs
+// beside it.
+func (e *Engine) Run(ctx context.Context, interval time.Duration) {
+	go e.images.run(ctx)
+	e.wake.Run(ctx, interval, e.logger, "rollouts", func(ctx context.Context) error {
+		e.tick(ctx)
+		return nil
+	})
+}
+
+// tick claims the active rollouts it can and moves each running one a step.
+func (e *Engine) tick(ctx context.Context) {
+	client, err := e.lxd.Client()
+	if err != nil {
+		return
+	}
+
+	var mine []db.Rollout
+	now := time.Now()
+	err = e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		mine = nil
+		active, err := db.GetRollouts(ctx, tx, db.RolloutFilter{Active: true})
+		if err != nil {
+			return err
+		}
+
+		for _, r := range active {
+			ok, err := e.claim.claim(ctx, tx, r, now)
+			if err != nil {
+				return err
+			}
+
+			if ok && r.Status == api.RolloutRunning {
+				mine = append(mine, r)
+			}
+		}
+
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			e.logger.Warn("rollouts: claim", "err", err)
+		}
+
+		return
+	}
+
+	for _, r := range mine {
+		err = e.step(ctx, client, r)
+		if err != nil && ctx.Err() == nil {
+			e.logger.Warn("rollout step failed", "deployment", r.Deployment, "shape", r.Shape, "rollout", r.Number, "err", err)
+		}
+	}
+}

@@ -1,0 +1,213 @@
+package rollout
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	lxd "github.com/canonical/lxd/client"
+	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// rolloutView is a rollout with the state of its shape's instances.
+type rolloutView struct {
+	shape    *db.Shape
+	rows     []db.Instance
+	settings shapes.Rollout
+	plan     shapes.RolloutPlan
+	progress bool
+}
+
+// observe reads a rollout's shape and instances, and LXD's view of them (one listing).
+func (e *Engine) observe(ctx context.Context, client lxd.InstanceServer, r db.Rollout) (*rolloutView, error) {
+	v := &rolloutView{}
+	err := e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		v.shape, err = ShapeByID(ctx, tx, r.DeploymentID, r.ShapeID)
+		if err != nil {
+			return err
+		}
+
+		v.rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: r.ShapeID})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	live, err := backend.ListInstances(client, r.Project)
+	if err != nil {
+		return nil, err
+	}
+
+	// The strategy is the one recorded when the rollout started: a settings change made
+	// during it (a new strategy, surge or canary count) is for the next rollout, so the
+	// rollout never takes phases its record does not name (promote and abort check it).
+	v.settings, err = shapes.ResolveRollout(r.Strategy, r.Size)
+	if err != nil {
+		return nil, err
+	}
+
+	now := time.Now()
+	state := shapes.RolloutState{Settings: v.settings, Size: r.Size, Minimum: v.shape.ScalingMinimum, Maximum: v.shape.ScalingMaximum, Target: v.shape.Revision, Promoted: r.Promoted}
+	for _, row := range v.rows {
+		if shapes.Going(row) {
+			state.Deleting++
+		}
+
+		if !shapes.Counted(row) {
+			continue
+		}
+
+		var instance *lxdapi.Instance
+		l, ok := live[row.Name]
+		if ok {
+			instance = &l
+		}
+
+		ready := shapes.ReadyFor(v.shape.Health, row, instance, v.settings.MinReady, now)
+		state.Instances = append(state.Instances, shapes.RolloutInstance{Name: row.Name, Revision: row.Revision, Creating: row.State == db.InstanceCreating, Ready: ready})
+
+		// A new instance that became ready since the last progress is progress.
+		if ready && !shapes.Outdated(row, v.shape.Revision) && shapes.RunningSince(row, instance).Add(v.settings.MinReady).After(r.ProgressAt) {
+			v.progress = true
+		}
+	}
+
+	v.plan = shapes.PlanRollout(state)
+	return v, nil
+}
+
+// step moves one running rollout forward.
+func (e *Engine) step(ctx context.Context, client lxd.InstanceServer, r db.Rollout) error {
+	v, err := e.observe(ctx, client, r)
+	if err != nil {
+		return err
+	}
+
+	p := v.plan
+	now := time.Now()
+	switch {
+	case p.Refuse != "":
+		return e.fail(ctx, r, p.Refuse)
+	case p.Complete:
+		return e.finish(ctx, r, api.RolloutComplete, "", reporter.RolloutCompleted)
+	case p.WaitPromote:
+		return e.Transition(ctx, r, api.RolloutRunning, api.RolloutPaused, "wait-promote", "the canaries are ready: promote to continue, or abort to revert them", reporter.RolloutPaused, Requestor)
+	case !v.progress && now.Sub(r.ProgressAt) > v.settings.ProgressDeadline:
+		return e.fail(ctx, r, fmt.Sprintf("no progress for %s (rollout.progress_deadline): %d of %d instances updated, %d ready", v.settings.ProgressDeadline, p.Updated, p.Updated+p.Outdated, p.Ready))
+	}
+
+	// Record where the rollout is: the revision it follows, its phase, its progress.
+	err = e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := e.claim.check(ctx, tx, r, time.Now())
+		if err != nil {
+			return err
+		}
+
+		revision, phase := v.shape.Revision, p.Phase
+		err = db.UpdateRollout(ctx, tx, r.ID, api.RolloutRunning, db.RolloutUpdate{Revision: &revision, Phase: &phase, Progress: v.progress || revision != r.Revision}, now)
+		if err != nil {
+			return err
+		}
+
+		if v.progress {
+			return fleet.RecordActivity(ctx, tx, r.DeploymentID, api.DeploymentActivity{Shape: r.Shape, Action: "rollout-step", Requestor: Requestor,
+				Why: fmt.Sprintf("rollout %d: %d of %d instances at revision %d, %d ready", r.Number, p.Updated, p.Updated+p.Outdated, revision, p.Ready)})
+		}
+
+		return nil
+	})
+	if errors.Is(err, db.ErrRolloutChanged) || errors.Is(err, db.ErrRolloutClaimLost) {
+		return nil // paused or cancelled meanwhile, or another member took it over
+	}
+
+	if err != nil {
+		return err
+	}
+
+	ref := refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: r.Project, Name: r.Deployment}, Shape: r.Shape}
+	if v.progress {
+		e.reporter.RolloutEvent(Requestor, ref, r.DeploymentID, r.Number, reporter.RolloutStep)
+	}
+
+	// Deletes go first: with max_unavailable they make the room the launches use.
+	for _, name := range p.Remove {
+		c := fleet.Change{By: Requestor, Why: fmt.Sprintf("rollout %d: replace outdated instance", r.Number), InTx: e.stillRunning(r, true), FromRollout: true}
+		op, err := e.fleet.StartDelete(ctx, refs.InstanceRef{ShapeRef: ref, Instance: name}, c)
+		if err != nil {
+			e.logger.Info("rollout: delete refused", "instance", name, "err", err)
+			continue
+		}
+
+		e.pokeWhenDone(op)
+	}
+
+	for i := 0; i < p.Launch; i++ {
+		name := ReplacementName(r.Shape, v.shape.Revision)
+		c := fleet.Change{By: Requestor, Why: fmt.Sprintf("rollout %d: launch at revision %d", r.Number, v.shape.Revision), FromRollout: true, InTx: e.stillRunning(r, false)}
+		op, err := e.fleet.StartLaunch(ctx, refs.InstanceRef{ShapeRef: ref, Instance: name}, c)
+		if err != nil {
+			e.logger.Info("rollout: launch refused", "instance", name, "err", err)
+			break
+		}
+
+		e.pokeWhenDone(op)
+	}
+
+	return nil
+}
+
+// Poke makes the engine tick now rather than at its next interval.
+func (e *Engine) Poke() {
+	e.wake.Poke()
+}
+
+// WatchImages has the image-change trigger look at the shapes' aliases now.
+func (e *Engine) WatchImages() {
+	e.images.poke()
+}
+
+// pokeWhenDone ticks again as soon as a launch or delete succeeds, rather than at the next
+// tick: a rollout moves at LXD's pace. A failure waits for the tick, so that a template
+// that cannot start is retried once a tick, not in a tight loop.
+func (e *Engine) pokeWhenDone(op *operations.Operation) {
+	go func() {
+		<-op.Done()
+		if op.API().StatusCode == lxdapi.Success {
+			e.Poke()
+		}
+	}()
+}
+
+// stillRunning checks, in the reservation's transaction, that this daemon still holds the
+// rollout's claim and that the rollout is still running (a pause or cancel that came
+// meanwhile stops the step), and with progress marks it as progressing, so that a crash
+// cannot lose the step.
+func (e *Engine) stillRunning(r db.Rollout, progress bool) func(ctx context.Context, tx *sql.Tx, shape *db.Shape, row int64) error {
+	return func(ctx context.Context, tx *sql.Tx, shape *db.Shape, row int64) error {
+		err := e.claim.check(ctx, tx, r, time.Now())
+		if err != nil {
+			return err
+		}
+
+		err = db.UpdateRollout(ctx, tx, r.ID, api.RolloutRunning, db.RolloutUpdate{Progress: progress}, time.Now())
+		if errors.Is(err, db.ErrRolloutChanged) {
+			return lxdapi.StatusErrorf(http.StatusConflict, "rollout %d is no longer running", r.Number)
+		}
+
+		return err
+	}
+}
