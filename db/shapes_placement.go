@@ -154,3 +154,31 @@ SELECT d.project, d.name, s.name, i.location, COUNT(*)
 
 	return counts, rows.Err()
 }
+
+// GetShapeGoingByLocation counts a shape's instances on their way out (see goingInstance)
+// and those being replaced, per LXD member: the launch's reservation leaves out those on
+// members LXD reports offline (doc/placement.md, member loss).
+func GetShapeGoingByLocation(ctx context.Context, tx *sql.Tx, shapeID int64) (going map[string]int, replacing map[string]int, err error) {
+	rows, err := tx.QueryContext(ctx, "SELECT i.location, i.state, COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = ? AND "+goingInstance+" GROUP BY i.location, i.state", shapeID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("count going instances per member: %w", err)
+	}
+
+	defer func() { _ = rows.Close() }()
+	going, replacing = map[string]int{}, map[string]int{}
+	for rows.Next() {
+		var location, state string
+		var n int
+		err = rows.Scan(&location, &state, &n)
+		if err != nil {
+			return nil, nil, fmt.Errorf("count going instances per member: %w", err)
+		}
+
+		going[location] += n
+		if state == InstanceReplacing {
+			replacing[location] += n
+		}
+	}
+
+	return going, replacing, rows.Err()
+}

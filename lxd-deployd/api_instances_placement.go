@@ -19,22 +19,7 @@ func withLocation(instance *api.DeploymentInstance, row db.Instance, live *lxdap
 		instance.Location = live.Location
 	}
 
-	if shapes.Unreachable(instance.Location, placementMembers(view)) {
+	if shapes.Unreachable(instance.Location, shapes.ClusterMembers(view)) {
 		instance.Status = api.InstanceStatusUnreachable
 	}
-}
-
-// placementMembers is the LXD cluster as the placement rules see it (none when LXD is
-// not clustered).
-func placementMembers(view backend.ClusterView) []shapes.Member {
-	if !view.Clustered {
-		return nil
-	}
-
-	members := make([]shapes.Member, 0, len(view.Members))
-	for _, m := range view.Members {
-		members = append(members, shapes.Member{Name: m.Name, Online: m.Online(), Groups: m.Groups})
-	}
-
-	return members
 }

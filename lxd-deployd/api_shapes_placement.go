@@ -29,7 +29,7 @@ func placementStatus(ctx context.Context, cluster *db.Cluster, view backend.Clus
 		return nil
 	}
 
-	members := placementMembers(view)
+	members := shapes.ClusterMembers(view)
 	domains, err := shapes.Domains(shape.Placement, members, counts)
 	if err != nil {
 		return nil

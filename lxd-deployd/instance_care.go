@@ -25,6 +25,7 @@ const (
 	autohealInterval = 2 * time.Second
 	hooksInterval    = time.Second
 	warmPoolInterval = 5 * time.Second
+	locationInterval = 2 * time.Second // LXD cluster members of the records (fleet/locations.go)
 
 	// healthConcurrency bounds the checks running at once across all shapes (an exec
 	// check waits on LXD most of its time: 100 checks a second need about 8 in flight).
@@ -45,7 +46,7 @@ func (d *daemon) startInstanceCare(ctx context.Context) {
 			go func() { defer parts.Done(); d.life.checker.Run(ctx, healthTick) }()
 			go func() {
 				defer parts.Done()
-				locationKeeper{db: d.db, lxd: d.lxd, logger: d.logger}.run(ctx, locationInterval)
+				d.fleet.Locations.Run(ctx, locationInterval)
 			}()
 			parts.Wait()
 		})

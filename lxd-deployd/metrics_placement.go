@@ -29,7 +29,7 @@ func placementSnapshot(cluster *db.Cluster, lxd *backend.LXD) func(ctx context.C
 			return nil, nil, err
 		}
 
-		members := placementMembers(view)
+		members := shapes.ClusterMembers(view)
 		memberStats := make([]metrics.ClusterMemberStat, 0, len(members))
 		for _, m := range members {
 			memberStats = append(memberStats, metrics.ClusterMemberStat{Name: m.Name, Online: m.Online})

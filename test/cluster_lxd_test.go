@@ -93,6 +93,9 @@ func TestLXDClusterLocationAndMemberLoss(t *testing.T) {
 	t.Logf("6 launches on the cluster took %v", time.Since(start))
 	counts := e.perMember(t, "web")
 	t.Logf("instances per member: %v", counts)
+	if got := describeCounts(counts); got != "m1=2 m2=2 m3=2" {
+		t.Errorf("6 concurrent launches with spread member landed %s, want 2 on each member (LXD itself piles them up: 1/4/1 was seen without placement)", got)
+	}
 
 	// The records follow LXD (the instances lease's location keeper): the shape's
 	// placement status and the metrics per member say what LXD says.

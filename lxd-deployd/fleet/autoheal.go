@@ -21,6 +21,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
+	shapeRules "github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -153,7 +154,9 @@ func (h *Autohealer) round(ctx context.Context) error {
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, step := range PlanHealing(shapes, rows, h.active, h.owner, time.Now()) {
+	members := h.fleet.members()
+	unreachable := func(location string) bool { return shapeRules.Unreachable(location, members) }
+	for _, step := range PlanHealing(shapes, rows, h.active, h.owner, time.Now(), unreachable) {
 		if step.Finish {
 			h.start(step.Row, func(ctx context.Context) { _ = h.removeOld(ctx, step.Row) })
 			continue
@@ -271,7 +274,11 @@ func (h *Autohealer) reserveReplacement(ctx context.Context, old db.Instance, ca
 				}
 			}
 
-			r.deleteFirst = old.State != db.InstanceMissing && s.ScalingCurrent+s.Going >= s.ScalingMaximum
+			// An unreachable instance cannot be deleted while its member is offline: its
+			// replacement is made beside it, and it goes when the member returns
+			// (doc/placement.md).
+			lost := shapeRules.Unreachable(old.Location, h.fleet.members())
+			r.deleteFirst = old.State != db.InstanceMissing && !lost && s.ScalingCurrent+s.Going >= s.ScalingMaximum
 			err = db.SetInstanceState(ctx, tx, old.ID, old.State, db.InstanceReplacing, h.owner, time.Now())
 			if err != nil {
 				return err

@@ -51,6 +51,9 @@ type Fleet struct {
 
 	// Reconciler brings the records and LXD back into agreement.
 	Reconciler *Reconciler
+
+	// Locations keeps each record's LXD cluster member as LXD has it (locations.go).
+	Locations *LocationKeeper
 }
 
 // Config is what the fleet is built from. Everything but DB may be nil in tests that do
@@ -104,6 +107,7 @@ func New(c Config) *Fleet {
 	f.Hooks = newHookKeeper(f)
 	f.Healer = newAutohealer(f)
 	f.Reconciler = newReconciler(f, c.OfflineAfter)
+	f.Locations = &LocationKeeper{db: f.db, lxd: f.lxd, logger: f.logger}
 	return f
 }
 

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"context"
@@ -11,23 +11,20 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 )
 
-// locationInterval is how often the records' members are compared with LXD's.
-const locationInterval = 2 * time.Second
-
-// locationKeeper keeps each instance record's location (the LXD cluster member) as LXD
+// LocationKeeper keeps each instance record's location (the LXD cluster member) as LXD
 // has it. A launch records the member it chose, but LXD decides where spread none puts an
 // instance, an operator's `lxc cluster evacuate` or `lxc move` moves instances, and
 // instances made before placement have none: every count per member (placement, metrics,
 // drain) reads the records, so they follow LXD (doc/placement.md). It only ever writes the
 // location column, compare-and-set, and runs on the holder of the instances lease.
-type locationKeeper struct {
+type LocationKeeper struct {
 	db     *db.Cluster
 	lxd    *backend.LXD
 	logger *slog.Logger
 }
 
-// run compares every interval until ctx ends.
-func (k locationKeeper) run(ctx context.Context, interval time.Duration) {
+// Run compares every interval until ctx ends.
+func (k *LocationKeeper) Run(ctx context.Context, interval time.Duration) {
 	for {
 		err := k.round(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -45,8 +42,8 @@ func (k locationKeeper) run(ctx context.Context, interval time.Duration) {
 // round reads the records, lists each project's instances in LXD once, and records the
 // members that differ. An instance LXD does not list (being made, gone) is left alone:
 // reconcile's business.
-func (k locationKeeper) round(ctx context.Context) error {
-	if !k.lxd.Cluster().Clustered {
+func (k *LocationKeeper) round(ctx context.Context) error {
+	if k.lxd == nil || !k.lxd.Cluster().Clustered {
 		return nil
 	}
 
