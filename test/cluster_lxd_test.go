@@ -166,6 +166,7 @@ func TestLXDClusterLocationAndMemberLoss(t *testing.T) {
 		t.Logf("m2's instances reachable %v after its LXD restarted", time.Since(restarted))
 		for _, inst := range must2(e.admin.GetDeploymentShapeInstances("dep1", "web"))(t) {
 			if inst.Status != "Running" {
+				t.Logf("LXD says: m1 %s, m2 %s, m3 %s", e.lxd.MemberStatus(t, "m1"), e.lxd.MemberStatus(t, "m2"), e.lxd.MemberStatus(t, "m3"))
 				t.Errorf("instance %s on %s is %s after m2 returned, want Running (containers outlive their LXD)", inst.Name, inst.Location, inst.Status)
 			}
 		}

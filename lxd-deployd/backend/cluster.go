@@ -39,6 +39,15 @@ type ClusterView struct {
 	// Clustered is false for a standalone LXD: no members, no placement.
 	Clustered bool
 
+	// Local is the member lxd-deployd talks to.
+	Local string
+
+	// Stale is true when LXD reports the member lxd-deployd talks to as not online, which
+	// it plainly is: LXD derives member status from heartbeats in its database, and while
+	// its leader changes (a member rejoining, say) heartbeats pause and every member can
+	// read as offline for a while. Then no member's offline status is believed.
+	Stale bool
+
 	// Members, sorted by name.
 	Members []ClusterMember
 
@@ -106,8 +115,8 @@ func ReadClusterMembers(c lxd.InstanceServer) ([]ClusterMember, error) {
 
 // refreshCluster updates the cluster view after a successful probe: clustered comes from
 // the probe's GET /1.0. A failed read keeps the last members, with the error.
-func (l *LXD) refreshCluster(client lxd.InstanceServer, clustered bool) {
-	view := ClusterView{Clustered: clustered, At: time.Now()}
+func (l *LXD) refreshCluster(client lxd.InstanceServer, clustered bool, local string) {
+	view := ClusterView{Clustered: clustered, Local: local, At: time.Now()}
 	if clustered {
 		members, err := ReadClusterMembers(client)
 		if err != nil {
@@ -118,6 +127,9 @@ func (l *LXD) refreshCluster(client lxd.InstanceServer, clustered bool) {
 		} else {
 			view.Members = members
 		}
+
+		self, ok := view.Member(local)
+		view.Stale = ok && !self.Online()
 	}
 
 	l.cluster.mu.Lock()
@@ -127,7 +139,7 @@ func (l *LXD) refreshCluster(client lxd.InstanceServer, clustered bool) {
 	for _, m := range view.Members {
 		was, ok := previous.Member(m.Name)
 		if ok && was.Status != m.Status {
-			l.logger.Warn("LXD cluster member changed status", "member", m.Name, "from", was.Status, "to", m.Status, "message", m.Message)
+			l.logger.Warn("LXD cluster member changed status", "member", m.Name, "from", was.Status, "to", m.Status, "message", m.Message, "stale", view.Stale)
 		}
 	}
 }
@@ -148,9 +160,9 @@ func (l *LXD) RefreshCluster() (ClusterView, error) {
 	}
 
 	l.cluster.mu.RLock()
-	clustered := l.cluster.view.Clustered
+	clustered, local := l.cluster.view.Clustered, l.cluster.view.Local
 	l.cluster.mu.RUnlock()
-	l.refreshCluster(client, clustered)
+	l.refreshCluster(client, clustered, local)
 	view := l.Cluster()
 	return view, view.Err
 }

@@ -108,7 +108,7 @@ func (l *LXD) check() {
 	}
 
 	l.setStatus(client, Status{Online: true, ServerVersion: server.Environment.ServerVersion})
-	l.refreshCluster(client, server.Environment.ServerClustered)
+	l.refreshCluster(client, server.Environment.ServerClustered, server.Environment.ServerName)
 }
 
 // setStatus records a new connection state and logs transitions once, not every probe.
