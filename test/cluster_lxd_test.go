@@ -11,6 +11,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/client"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/policy"
 	"github.com/lxd-deployd/lxd-deployd/test/lxdtest"
 )
 
@@ -79,7 +80,7 @@ func (e *clusterEnv) perMember(t *testing.T, shape string) map[string]int {
 // cluster: the API shows the member each runs on, as LXD has it; when a member's LXD is
 // SIGKILLed its instances turn Unreachable (API and metrics), and back when it returns.
 func TestLXDClusterLocationAndMemberLoss(t *testing.T) {
-	e := newClusterEnv(t, nil)
+	e := newClusterEnv(t, map[string][]string{"gpu": {"m3"}})
 	web := webShape("web", 0, 6)
 	web.Placement = &api.DeploymentShapePlacement{Spread: api.PlacementSpreadMember}
 	must(t, e.admin.CreateDeploymentShape("dep1", web))
@@ -115,6 +116,16 @@ func TestLXDClusterLocationAndMemberLoss(t *testing.T) {
 			t.Errorf("%s is %v, want %d", series, v, n)
 		}
 	}
+
+	t.Run("group target", func(t *testing.T) {
+		gpu := webShape("gpu", 0, 2)
+		gpu.Placement = &api.DeploymentShapePlacement{Targets: []string{"@gpu"}}
+		must(t, e.admin.CreateDeploymentShape("dep1", gpu))
+		e.launch(t, "gpu", e.prefix+"g0", e.prefix+"g1")
+		if got := describeCounts(e.perMember(t, "gpu")); got != "m3=2" {
+			t.Errorf("a shape targeting @gpu (m3 alone) landed %s", got)
+		}
+	})
 
 	t.Run("member loss", func(t *testing.T) {
 		onM2 := 0
@@ -169,6 +180,21 @@ func TestLXDClusterLocationAndMemberLoss(t *testing.T) {
 				t.Logf("LXD says: m1 %s, m2 %s, m3 %s", e.lxd.MemberStatus(t, "m1"), e.lxd.MemberStatus(t, "m2"), e.lxd.MemberStatus(t, "m3"))
 				t.Errorf("instance %s on %s is %s after m2 returned, want Running (containers outlive their LXD)", inst.Name, inst.Location, inst.Status)
 			}
+		}
+	})
+
+	// The reference governor's scale-in order (shared/policy) takes from the fullest
+	// member: 2/2/2 to 3 leaves 1/1/1, where newest-first alone would empty a member.
+	t.Run("scale-in keeps the spread", func(t *testing.T) {
+		instances := must2(e.admin.GetDeploymentShapeInstances("dep1", "web"))(t)
+		for _, name := range policy.ScaleDownOrder(instances, 3) {
+			op, err := e.admin.DeleteDeploymentShapeInstance("dep1", "web", name)
+			must(t, err)
+			must(t, op.Wait(context.Background()))
+		}
+
+		if got := describeCounts(e.perMember(t, "web")); got != "m1=1 m2=1 m3=1" {
+			t.Errorf("scaling 6 to 3 left %s, want 1/1/1", got)
 		}
 	})
 }
