@@ -265,6 +265,7 @@ func (d *daemon) apis() apis {
 		keys:         keysAPI{db: d.db, lifecycle: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, lifecycle: l},
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, lifecycle: l},
+		placement:    placementAPI{db: d.db, fleet: d.fleet},
 		health:       instanceHealthAPI{db: d.db, checker: d.life.checker},
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},

@@ -22,6 +22,7 @@ type apis struct {
 	metrics      metricsAPI
 	revisions    revisionsAPI
 	rollouts     rolloutsAPI
+	placement    placementAPI
 	ui           ui.API
 	access       access
 }
@@ -216,6 +217,14 @@ func endpoints(a apis) []endpoint {
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/instances/{instance}/health",
 			put:  governor(action{handler: a.health.report, access: a.access.allowInstanceHealth}),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/rebalance",
+			post: governor(with(deploymentAdmin, a.placement.rebalance)),
+		},
+		{
+			path: "/1.0/lxd-members/{member}/drain",
+			post: with(admin, a.placement.drain),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/warm-pool",

@@ -162,7 +162,7 @@ func (h *Autohealer) round(ctx context.Context) error {
 			continue
 		}
 
-		h.start(step.Row, func(ctx context.Context) { h.replace(ctx, step.Shape, step.Row, step.Cause) })
+		h.start(step.Row, func(ctx context.Context) { _ = h.replace(ctx, step.Shape, step.Row, step.Cause) })
 	}
 
 	return nil
@@ -185,19 +185,19 @@ func (h *Autohealer) start(row db.Instance, f func(ctx context.Context)) {
 
 // replace launches a replacement for old and deletes old: the replacement first below the
 // maximum, old first at it (so that LXD never holds more than the maximum).
-func (h *Autohealer) replace(ctx context.Context, shape db.Shape, old db.Instance, cause string) {
+func (h *Autohealer) replace(ctx context.Context, shape db.Shape, old db.Instance, cause string) error {
 	by := InternalRequestor("autoheal")
 	r, err := h.reserveReplacement(ctx, old, cause)
 	if errors.Is(err, errGiveUp) {
 		h.fleet.countReplacement(old, metrics.ReplacementGaveUp)
 		h.degrade(ctx, shape, old, maxReplaceFailures, cause)
-		return
+		return err
 	}
 
 	if err != nil {
 		// Mostly the budget: another replacement runs; the next round tries again.
 		h.logger.Debug("autohealing: replacement not started", "instance", old.Name, "err", err)
-		return
+		return err
 	}
 
 	name := r.launch.ref.Instance
@@ -211,20 +211,23 @@ func (h *Autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 			// The old instance is still there: its replacement must not be made beside it.
 			h.fleet.abandonLaunch(ctx, r.launch, err)
 			h.restoreOld(ctx, old)
-			return
+			return err
 		}
 	}
 
 	err = h.fleet.finishLaunch(ctx, r.launch)
 	if err != nil {
 		h.launchFailed(ctx, shape, old, r, err)
-		return
+		return err
 	}
 
 	h.fleet.countReplacement(old, metrics.ReplacementOK)
 	if !r.deleteFirst {
+		// A failed delete leaves the old instance replacing: the next rounds finish it.
 		_ = h.removeOld(ctx, replacing)
 	}
+
+	return nil
 }
 
 // replacement is a reserved replacement of an instance.

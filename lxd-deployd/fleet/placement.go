@@ -11,13 +11,21 @@ import (
 // Placement in the fleet (doc/placement.md): the rules are shapes' (placement*.go); here
 // they meet the reservation's transaction and LXD's ?target=.
 
-// members is the LXD cluster as the last probe saw it (none outside a cluster).
+// members is the LXD cluster as the last probe saw it (none outside a cluster), with the
+// members being drained closed to new instances.
 func (f *Fleet) members() []shapes.Member {
 	if f.lxd == nil {
 		return nil
 	}
 
-	return shapes.ClusterMembers(f.lxd.Cluster())
+	members := shapes.ClusterMembers(f.lxd.Cluster())
+	f.drainingMu.Lock()
+	defer f.drainingMu.Unlock()
+	for i := range members {
+		members[i].Closed = f.draining[members[i].Name] > 0
+	}
+
+	return members
 }
 
 // discountUnreachable leaves out of a shape's Going and Replacing the instances on members

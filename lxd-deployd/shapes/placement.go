@@ -26,6 +26,15 @@ type Member struct {
 
 	// Groups are the cluster groups the member is in.
 	Groups []string
+
+	// Closed is true for an online member being drained: its instances are reachable, but
+	// it takes no new ones.
+	Closed bool
+}
+
+// takes says whether a member can take a new instance.
+func (m Member) takes() bool {
+	return m.Online && !m.Closed
 }
 
 // Domain is one failure domain of a shape's placement: a member (spread member), a
@@ -114,7 +123,7 @@ func Domains(p *api.DeploymentShapePlacement, members []Member, counts map[strin
 	online := map[string]bool{}
 	groupsOf := map[string][]string{}
 	for _, m := range members {
-		online[m.Name] = m.Online
+		online[m.Name] = m.takes()
 		groupsOf[m.Name] = slices.Sorted(slices.Values(m.Groups))
 	}
 
@@ -246,7 +255,7 @@ func chooseAvoiding(shape string, p *api.DeploymentShapePlacement, members []Mem
 
 	online := map[string]bool{}
 	for _, m := range members {
-		online[m.Name] = m.Online
+		online[m.Name] = m.takes()
 	}
 
 	// The least-filled available domain, the avoided one only when no other is available;

@@ -113,7 +113,7 @@ func ChooseReplacement(shape string, p *api.DeploymentShapePlacement, members []
 
 	online := map[string]bool{}
 	for _, m := range members {
-		online[m.Name] = m.Online
+		online[m.Name] = m.takes()
 	}
 
 	member := ""
@@ -153,7 +153,7 @@ func PlanDrain(shape string, p *api.DeploymentShapePlacement, members []Member, 
 	for i, m := range members {
 		draining[i] = m
 		if m.Name == member {
-			draining[i].Online = false
+			draining[i].Closed = true
 		}
 	}
 
