@@ -89,6 +89,65 @@ func (f *Fleet) instanceRow(ctx context.Context, shapeID int64, name string) (*d
 	return &rows[0], nil
 }
 
+// settleFor bounds how long a drain or rebalance waits for a shape's instances to be ready
+// before its next move.
+const settleFor = 3 * time.Minute
+
+// waitReady waits until every counted instance of the shape is ready (shapes.Ready: made,
+// out of launching:wait, healthy when the shape has checks), so that one move's
+// replacement serves before the next move takes another instance away: ready instances
+// then dip by one at most, within health.max_unavailable.
+func (f *Fleet) waitReady(ctx context.Context, shapeID int64) error {
+	deadline := time.Now().Add(settleFor)
+	for {
+		var shape []db.Shape
+		var rows []db.Instance
+		err := f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			var err error
+			shape, err = db.GetShapes(ctx, tx, db.ShapeFilter{})
+			if err != nil {
+				return err
+			}
+
+			rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: shapeID})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+
+		var health *api.DeploymentShapeHealth
+		name := ""
+		for _, s := range shape {
+			if s.ID == shapeID {
+				health, name = s.Health, s.Name
+			}
+		}
+
+		waiting := ""
+		members := f.members()
+		for _, row := range rows {
+			if shapes.Counted(row) && !shapes.Ready(health, row) && !shapes.Unreachable(row.Location, members) {
+				waiting = row.Name
+			}
+		}
+
+		if waiting == "" {
+			return nil
+		}
+
+		if time.Now().After(deadline) {
+			return fmt.Errorf("instance %s of shape %s is not ready after %v: stopped before the next move", waiting, name, settleFor)
+		}
+
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 // movable says whether an instance may be moved: made, out of any hook, not on its way out.
 func movable(row db.Instance) bool {
 	return row.State == db.InstanceCreated && row.Hook.Hook == ""
@@ -158,7 +217,7 @@ func (f *Fleet) drain(ctx context.Context, op *operations.Operation, member stri
 		op.SetMetadata(map[string]any{"member": member, "moved": moved, "remaining": len(on)})
 		if len(on) == 0 {
 			f.logger.Info("drained LXD member", "member", member, "moved", moved)
-			return nil
+			return f.waitReadyAll(ctx, rows)
 		}
 
 		// One shape at a time, in name order; each instance where the plan says.
@@ -166,6 +225,11 @@ func (f *Fleet) drain(ctx context.Context, op *operations.Operation, member stri
 			return on[i].Shape < on[j].Shape || on[i].Shape == on[j].Shape && on[i].Name < on[j].Name
 		})
 		row := on[0]
+		err = f.waitReady(ctx, row.ShapeID)
+		if err != nil {
+			return err
+		}
+
 		err = f.moveOff(ctx, shapesByID[row.ShapeID], row, fmt.Sprintf("LXD member %s is being drained", member))
 		if err != nil {
 			return fmt.Errorf("move instance %s off %s: %w", row.Name, member, err)
@@ -173,6 +237,25 @@ func (f *Fleet) drain(ctx context.Context, op *operations.Operation, member stri
 
 		moved++
 	}
+}
+
+// waitReadyAll waits for every shape that has instances among rows to be ready: a drain
+// ends when its last replacement serves.
+func (f *Fleet) waitReadyAll(ctx context.Context, rows []db.Instance) error {
+	seen := map[int64]bool{}
+	for _, row := range rows {
+		if seen[row.ShapeID] {
+			continue
+		}
+
+		seen[row.ShapeID] = true
+		err := f.waitReady(ctx, row.ShapeID)
+		if err != nil {
+			return err
+		}
+	}
+
+	return nil
 }
 
 // readFleet reads every shape and instance record.
@@ -261,11 +344,16 @@ func (f *Fleet) rebalance(ctx context.Context, op *operations.Operation, ref ref
 
 		op.SetMetadata(map[string]any{"moved": moved, "planned": len(moves)})
 		if len(moves) == 0 {
-			return nil
+			return f.waitReady(ctx, shape.ID)
 		}
 
 		if moved >= len(rows)*2 {
 			return fmt.Errorf("shape %s is still skewed after %d moves: its members may be refusing instances", shape.Name, moved)
+		}
+
+		err = f.waitReady(ctx, shape.ID)
+		if err != nil {
+			return err
 		}
 
 		err = f.moveOff(ctx, *shape, byName[moves[0].Instance], "rebalance")
