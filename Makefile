@@ -40,6 +40,11 @@ test: deps-test ## go vet, then every test: unit and end-to-end against a privat
 	$(GO) vet ./...
 	LXDTEST_REQUIRE=1 $(GO) test -race -count=1 -timeout 20m ./...
 
+.PHONY: test-cluster
+test-cluster: deps-test ## only the suites on a real 3-member LXD cluster (doc/placement.md); `test` runs them too
+	LXDTEST_REQUIRE=1 $(GO) test -race -count=1 -timeout 20m -run 'TestCluster$$' ./test/lxdtest/
+	LXDTEST_REQUIRE=1 $(GO) test -race -count=1 -timeout 20m -run 'TestLXDCluster' ./test/
+
 .PHONY: bench
 bench: deps-test ## print performance figures: database, template expansion, launches on a private LXD
 	@./.ci/apt-install $(BENCH_DEPS)

@@ -19,7 +19,7 @@ func (a *app) clusterCommand() *cobra.Command {
 	}
 
 	cmd.AddCommand(a.clusterListCommand(), a.clusterShowCommand(), a.clusterAddCommand(), a.clusterRemoveCommand(),
-		a.clusterListTokensCommand(), a.clusterRevokeTokenCommand(), a.clusterUpdateCertificateCommand())
+		a.clusterListTokensCommand(), a.clusterRevokeTokenCommand(), a.clusterUpdateCertificateCommand(), a.clusterDrainMemberCommand())
 	return cmd
 }
 

@@ -91,7 +91,7 @@ func (a *app) instanceTarget(deploymentArg string, shape string, instance string
 func instanceRows(instances []api.DeploymentInstance) [][]string {
 	rows := make([][]string, 0, len(instances))
 	for _, i := range instances {
-		rows = append(rows, []string{i.Name, i.Status, i.State, createdAt(i.CreatedAt), shortFingerprint(i.TemplateHash), instanceLimits(i.Limits)})
+		rows = append(rows, []string{i.Name, i.Status, i.State, createdAt(i.CreatedAt), shortFingerprint(i.TemplateHash), instanceLimits(i.Limits), i.Location})
 	}
 
 	sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
@@ -112,10 +112,10 @@ func (a *app) instanceListCommand() *cobra.Command {
 		Use:     "list [<remote>:]<deployment> <shape>",
 		Aliases: []string{"ls"},
 		Short:   "List the instances of a shape",
-		Long:    "List the instances of a shape with LXD's status (Running, Stopped, ...), the state lxd-deployd\nrecorded (creating, created, deleting, missing) and the hash of the template each was created from.",
+		Long:    "List the instances of a shape with LXD's status (Running, Stopped, ...; Unreachable while their\nLXD cluster member is offline), the state lxd-deployd recorded (creating, created, deleting,\nmissing), the hash of the template each was created from and the LXD cluster member it runs on.",
 		Args:    exactArgs(2),
 	}, func(args []string) (listing, error) {
-		return a.shapeInstances(args, []string{"NAME", "STATUS", "STATE", "CREATED", "TEMPLATE", "LIMITS"}, instanceRows)
+		return a.shapeInstances(args, []string{"NAME", "STATUS", "STATE", "CREATED", "TEMPLATE", "LIMITS", "LOCATION"}, instanceRows)
 	})
 }
 

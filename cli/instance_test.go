@@ -15,14 +15,14 @@ func TestInstanceRows(t *testing.T) {
 	created := time.Date(2026, 11, 22, 19, 0, 0, 0, time.UTC)
 	rows := instanceRows([]api.DeploymentInstance{
 		{Name: "web2", Status: "Stopped", State: "created", CreatedAt: created, TemplateHash: "3f2a9c1b7d4e5f60718293a4"},
-		{Name: "web1", Status: "Running", State: "created", CreatedAt: created, TemplateHash: "abc", Limits: map[string]string{"limits.memory": "256MiB", "limits.cpu": "2", "limits.processes": "100"}},
+		{Name: "web1", Status: "Running", State: "created", CreatedAt: created, TemplateHash: "abc", Limits: map[string]string{"limits.memory": "256MiB", "limits.cpu": "2", "limits.processes": "100"}, Location: "m2"},
 		{Name: "web3", Status: "Creating", State: "creating"},
 	})
 
 	want := [][]string{
-		{"web1", "Running", "created", createdAt(created), "abc", "cpu=2 memory=256MiB"},
-		{"web2", "Stopped", "created", createdAt(created), "3f2a9c1b7d4e", ""},
-		{"web3", "Creating", "creating", "", "", ""},
+		{"web1", "Running", "created", createdAt(created), "abc", "cpu=2 memory=256MiB", "m2"},
+		{"web2", "Stopped", "created", createdAt(created), "3f2a9c1b7d4e", "", ""},
+		{"web3", "Creating", "creating", "", "", "", ""},
 	}
 
 	if len(rows) != len(want) {

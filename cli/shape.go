@@ -33,6 +33,7 @@ func (a *app) shapeCommand() *cobra.Command {
 		a.shapeCreateCommand(),
 		a.shapeEditCommand(),
 		a.shapeRenameCommand(),
+		a.shapeRebalanceCommand(),
 		a.shapeDeleteCommand(),
 		a.instanceCommand(),
 		a.shapeScaleRequestCommand(),

@@ -27,6 +27,7 @@ var updates = map[int]update{
 	12: updateAddMemberCredentials,
 	13: updateAddUISessions,
 	14: updateAddResourceBounds,
+	15: updateAddPlacement,
 }
 
 // SchemaVersion is the version a fully updated database has.

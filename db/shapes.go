@@ -129,6 +129,11 @@ SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scal
 		return nil, err
 	}
 
+	err = loadShapePlacements(ctx, tx, shapes)
+	if err != nil {
+		return nil, err
+	}
+
 	configs, err := getConfigs(ctx, tx, shapesConfig)
 	if err != nil {
 		return nil, err
@@ -226,6 +231,13 @@ func CreateShape(ctx context.Context, tx *sql.Tx, deploymentID int64, req api.De
 		}
 	}
 
+	if req.Placement != nil {
+		err = setShapePlacement(ctx, tx, id, req.Placement)
+		if err != nil {
+			return 0, err
+		}
+	}
+
 	return id, replaceConfig(ctx, tx, shapesConfig, id, req.Config)
 }
 
@@ -254,6 +266,11 @@ func UpdateShape(ctx context.Context, tx *sql.Tx, id int64, put api.DeploymentSh
 	}
 
 	err = writeResourceBounds(ctx, tx, id, put.ResourceBounds)
+	if err != nil {
+		return err
+	}
+
+	err = setShapePlacement(ctx, tx, id, put.Placement)
 	if err != nil {
 		return err
 	}

@@ -130,6 +130,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 			shown.Usage = &u
 		}
 
+		withLocation(&shown, row, lxdInstance, a.lxd.Cluster())
 		result = append(result, instanceFor(r, shown))
 	}
 
@@ -189,10 +190,13 @@ func (a instancesAPI) get(r *http.Request) response.Response {
 	c := client.UseProject(ref.Project)
 	lxdInstance, _, err := c.GetInstance(row.Name)
 	if err != nil {
-		return response.SyncResponse(instanceFor(r, instanceAPI(*row, latest, nil, !lxdapi.StatusErrorCheck(err, http.StatusServiceUnavailable))))
+		result := instanceAPI(*row, latest, nil, !lxdapi.StatusErrorCheck(err, http.StatusServiceUnavailable))
+		withLocation(&result, *row, nil, a.lxd.Cluster())
+		return response.SyncResponse(instanceFor(r, result))
 	}
 
 	result := instanceAPI(*row, latest, lxdInstance, true)
+	withLocation(&result, *row, lxdInstance, a.lxd.Cluster())
 	state, _, err := c.GetInstanceState(row.Name)
 	if err == nil {
 		result.LiveState = state

@@ -271,6 +271,7 @@ func (d *daemon) apis() apis {
 		keys:         keysAPI{db: d.db, reporter: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, reporter: l},
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l},
+		placement:    placementAPI{db: d.db, fleet: d.fleet},
 		health:       instanceHealthAPI{db: d.db, checker: d.life.checker},
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},

@@ -17,6 +17,7 @@ func (d *daemon) startMetrics() {
 		Leader:             d.db.IsLeader,
 		Members:            d.db.Members,
 		TransactionRetries: d.db.Retries,
+		Placement:          placementSnapshot(d.db, d.lxd),
 	})
 	d.lxd.OnProbe = func(took time.Duration, err error) { d.metrics.LXDCall("probe", took, err) }
 	d.webhooks.OnAttempt = func(delivery db.Delivery, took time.Duration, err error) {

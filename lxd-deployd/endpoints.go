@@ -23,6 +23,7 @@ type apis struct {
 	revisions    revisionsAPI
 	rollouts     rolloutsAPI
 	resize       resizeAPI
+	placement    placementAPI
 	ui           ui.API
 	access       access
 }
@@ -222,6 +223,14 @@ func endpoints(a apis) []endpoint {
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/instances/{instance}/health",
 			put:  governor(action{handler: a.health.report, access: a.access.allowInstanceHealth}),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/rebalance",
+			post: governor(with(deploymentAdmin, a.placement.rebalance)),
+		},
+		{
+			path: "/1.0/lxd-members/{member}/drain",
+			post: with(admin, a.placement.drain),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/warm-pool",

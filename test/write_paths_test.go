@@ -44,6 +44,7 @@ var writeFields = []writeField{
 	{"resource bounds", func(p *api.DeploymentShapePut) {
 		p.ResourceBounds[api.LimitMemory] = api.DeploymentShapeResourceBound{Minimum: "64MiB", Maximum: "2GiB"}
 	}, `{"resource_bounds":{"limits.memory":{"maximum":"2GiB"}}}`, nil, false},
+	{"placement", func(p *api.DeploymentShapePut) { p.Placement.Rigor = "strict" }, `{"placement":{"rigor":"strict"}}`, nil, false},
 }
 
 // writePathsBaseline is shape web before each change: every map and pointer field set, so
@@ -59,6 +60,7 @@ func writePathsBaseline() api.DeploymentShapePut {
 		Hooks:          &api.DeploymentShapeHooks{DefaultAction: "continue"},
 		WarmPool:       &api.DeploymentShapeWarmPool{Size: 0},
 		ResourceBounds: map[string]api.DeploymentShapeResourceBound{api.LimitMemory: {Minimum: "64MiB", Maximum: "1GiB"}},
+		Placement:      &api.DeploymentShapePlacement{Spread: "member"},
 	}
 
 	put.InstanceTemplate.Source = lxdapi.InstanceSource{Type: "image", Alias: lxdtest.Image}

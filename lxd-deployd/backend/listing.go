@@ -11,9 +11,10 @@ import (
 
 // instanceStatus is what a listing of a shape's instances needs of each LXD instance.
 type instanceStatus struct {
-	Name   string            `json:"name"`
-	Status string            `json:"status"`
-	Config map[string]string `json:"config"` // for the limits the instance runs with
+	Name     string            `json:"name"`
+	Status   string            `json:"status"`
+	Location string            `json:"location"`
+	Config   map[string]string `json:"config"` // for the limits the instance runs with
 }
 
 // ListInstances returns the project's instances by name, from one LXD listing.
@@ -70,7 +71,7 @@ func projectQuery(project string) url.Values {
 }
 
 func statusOnly(s instanceStatus) lxdapi.Instance {
-	return lxdapi.Instance{Name: s.Name, Status: s.Status, Config: s.Config}
+	return lxdapi.Instance{Name: s.Name, Status: s.Status, Location: s.Location, Config: s.Config}
 }
 
 // list decodes a recursion=1 listing into T and keeps what keep makes of each, by name. A
@@ -91,6 +92,10 @@ func list[T any](c lxd.InstanceServer, query url.Values, keep func(T) lxdapi.Ins
 	byName := make(map[string]lxdapi.Instance, len(listed))
 	for _, item := range listed {
 		instance := keep(item)
+		if instance.Location == "none" {
+			instance.Location = "" // a standalone LXD's word for no member
+		}
+
 		byName[instance.Name] = instance
 	}
 

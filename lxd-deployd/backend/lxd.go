@@ -36,6 +36,9 @@ type LXD struct {
 	client lxd.InstanceServer
 	status Status
 
+	// cluster is the LXD cluster behind the socket, refreshed by every probe (cluster.go).
+	cluster clusterState
+
 	// OnProbe, when set before Run, hears of every probe of LXD (for metrics).
 	OnProbe func(took time.Duration, err error)
 }
@@ -105,6 +108,7 @@ func (l *LXD) check() {
 	}
 
 	l.setStatus(client, Status{Online: true, ServerVersion: server.Environment.ServerVersion})
+	l.refreshCluster(client, server.Environment.ServerClustered, server.Environment.ServerName)
 }
 
 // setStatus records a new connection state and logs transitions once, not every probe.

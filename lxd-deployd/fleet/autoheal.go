@@ -21,6 +21,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
+	shapeRules "github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -153,13 +154,15 @@ func (h *Autohealer) round(ctx context.Context) error {
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, step := range PlanHealing(shapes, rows, h.active, h.owner, time.Now()) {
+	members := h.fleet.members()
+	unreachable := func(location string) bool { return shapeRules.Unreachable(location, members) }
+	for _, step := range PlanHealing(shapes, rows, h.active, h.owner, time.Now(), unreachable) {
 		if step.Finish {
 			h.start(step.Row, func(ctx context.Context) { _ = h.removeOld(ctx, step.Row) })
 			continue
 		}
 
-		h.start(step.Row, func(ctx context.Context) { h.replace(ctx, step.Shape, step.Row, step.Cause) })
+		h.start(step.Row, func(ctx context.Context) { _ = h.replace(ctx, step.Shape, step.Row, step.Cause) })
 	}
 
 	return nil
@@ -182,19 +185,19 @@ func (h *Autohealer) start(row db.Instance, f func(ctx context.Context)) {
 
 // replace launches a replacement for old and deletes old: the replacement first below the
 // maximum, old first at it (so that LXD never holds more than the maximum).
-func (h *Autohealer) replace(ctx context.Context, shape db.Shape, old db.Instance, cause string) {
+func (h *Autohealer) replace(ctx context.Context, shape db.Shape, old db.Instance, cause string) error {
 	by := InternalRequestor("autoheal")
 	r, err := h.reserveReplacement(ctx, old, cause)
 	if errors.Is(err, errGiveUp) {
 		h.fleet.countReplacement(old, metrics.ReplacementGaveUp)
 		h.degrade(ctx, shape, old, maxReplaceFailures, cause)
-		return
+		return err
 	}
 
 	if err != nil {
 		// Mostly the budget: another replacement runs; the next round tries again.
 		h.logger.Debug("autohealing: replacement not started", "instance", old.Name, "err", err)
-		return
+		return err
 	}
 
 	name := r.launch.ref.Instance
@@ -208,20 +211,23 @@ func (h *Autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 			// The old instance is still there: its replacement must not be made beside it.
 			h.fleet.abandonLaunch(ctx, r.launch, err)
 			h.restoreOld(ctx, old)
-			return
+			return err
 		}
 	}
 
 	err = h.fleet.finishLaunch(ctx, r.launch)
 	if err != nil {
 		h.launchFailed(ctx, shape, old, r, err)
-		return
+		return err
 	}
 
 	h.fleet.countReplacement(old, metrics.ReplacementOK)
 	if !r.deleteFirst {
+		// A failed delete leaves the old instance replacing: the next rounds finish it.
 		_ = h.removeOld(ctx, replacing)
 	}
+
+	return nil
 }
 
 // replacement is a reserved replacement of an instance.
@@ -271,7 +277,11 @@ func (h *Autohealer) reserveReplacement(ctx context.Context, old db.Instance, ca
 				}
 			}
 
-			r.deleteFirst = old.State != db.InstanceMissing && s.ScalingCurrent+s.Going >= s.ScalingMaximum
+			// An unreachable instance cannot be deleted while its member is offline: its
+			// replacement is made beside it, and it goes when the member returns
+			// (doc/placement.md).
+			lost := shapeRules.Unreachable(old.Location, h.fleet.members())
+			r.deleteFirst = old.State != db.InstanceMissing && !lost && s.ScalingCurrent+s.Going >= s.ScalingMaximum
 			err = db.SetInstanceState(ctx, tx, old.ID, old.State, db.InstanceReplacing, h.owner, time.Now())
 			if err != nil {
 				return err

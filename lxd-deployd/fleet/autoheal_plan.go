@@ -23,8 +23,9 @@ type HealStep struct {
 
 // PlanHealing decides which instances to replace. active says which old instances this
 // daemon is already replacing; the budget, checked in each reservation, holds the rest
-// back.
-func PlanHealing(shapes []db.Shape, rows []db.Instance, active map[int64]bool, owner string, now time.Time) []HealStep {
+// back. unreachable says whether an LXD member is offline (its instances are replaced on
+// the others, doc/placement.md).
+func PlanHealing(shapes []db.Shape, rows []db.Instance, active map[int64]bool, owner string, now time.Time, unreachable func(location string) bool) []HealStep {
 	byID := map[int64]db.Shape{}
 	for _, s := range shapes {
 		settings, ok := health.Parse(s.Health)
@@ -46,6 +47,8 @@ func PlanHealing(shapes []db.Shape, rows []db.Instance, active map[int64]bool, o
 			steps = append(steps, HealStep{Shape: shape, Row: row, Finish: true})
 		case shape.StatusReason != "" || shape.Health == nil || !shape.Health.Replace:
 			// Degraded (autohealing stopped until someone changes the shape), or off.
+		case row.State == db.InstanceCreated && unreachable != nil && unreachable(row.Location):
+			steps = append(steps, HealStep{Shape: shape, Row: row, Cause: fmt.Sprintf("instance %s is unreachable: its LXD member %s is offline", row.Name, row.Location)})
 		case row.State == db.InstanceMissing:
 			steps = append(steps, HealStep{Shape: shape, Row: row, Cause: fmt.Sprintf("instance %s is missing from LXD", row.Name)})
 		case row.State == db.InstanceCreated && row.Health.Status == api.HealthUnhealthy && row.Hook.Hook == "":

@@ -54,11 +54,14 @@ func TestPlanHealing(t *testing.T) {
 		{"degraded shape", row(12, 3, db.InstanceCreated, api.HealthUnhealthy, "", "me", 0), false, ""},
 		{"degraded shape, replacing left", row(13, 3, db.InstanceReplacing, api.HealthUnhealthy, "", "me", 0), false, "finish"},
 		{"replace off, replacing left", row(14, 4, db.InstanceReplacing, api.HealthUnhealthy, "", "me", 0), false, "finish"},
+		{"unreachable", unreachableRow(row(15, 1, db.InstanceCreated, api.HealthHealthy, "", "me", 0)), false, "replace"},
+		{"unreachable, no replace", unreachableRow(row(16, 2, db.InstanceCreated, api.HealthHealthy, "", "me", 0)), false, ""},
+		{"unreachable, being made", unreachableRow(row(17, 1, db.InstanceCreating, api.HealthUnknown, "", "me", 0)), false, ""},
 	}
 
 	for _, c := range cases {
 		active := map[int64]bool{c.Row.ID: c.active}
-		steps := PlanHealing(shapes, []db.Instance{c.Row}, active, "me", now)
+		steps := PlanHealing(shapes, []db.Instance{c.Row}, active, "me", now, func(location string) bool { return location == "lost" })
 		got := ""
 		if len(steps) == 1 {
 			got = "replace"
@@ -71,4 +74,10 @@ func TestPlanHealing(t *testing.T) {
 			t.Errorf("%s: %q (%d steps), want %q", c.name, got, len(steps), c.want)
 		}
 	}
+}
+
+// unreachableRow puts an instance record on the member the test calls offline ("lost").
+func unreachableRow(r db.Instance) db.Instance {
+	r.Location = "lost"
+	return r
 }

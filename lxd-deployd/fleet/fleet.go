@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -51,6 +52,14 @@ type Fleet struct {
 
 	// Reconciler brings the records and LXD back into agreement.
 	Reconciler *Reconciler
+
+	// Locations keeps each record's LXD cluster member as LXD has it (locations.go).
+	Locations *LocationKeeper
+
+	// draining counts the drains running here per LXD member: closed to new instances
+	// (drain.go).
+	drainingMu sync.Mutex
+	draining   map[string]int
 }
 
 // Config is what the fleet is built from. Everything but DB may be nil in tests that do
@@ -104,6 +113,8 @@ func New(c Config) *Fleet {
 	f.Hooks = newHookKeeper(f)
 	f.Healer = newAutohealer(f)
 	f.Reconciler = newReconciler(f, c.OfflineAfter)
+	f.Locations = &LocationKeeper{db: f.db, lxd: f.lxd, logger: f.logger}
+	f.draining = map[string]int{}
 	return f
 }
 

@@ -37,6 +37,10 @@ type pendingLaunch struct {
 	templateHash string
 	poolHash     string // the warm pool instances this launch may take (warmpool.go)
 	launchHook   *time.Duration
+
+	// target is LXD's ?target= for the create: the member (or @group) placement chose,
+	// empty outside an LXD cluster or when LXD chooses (placement.go).
+	target string
 }
 
 // StartLaunch reserves an instance and makes it in LXD as a background operation.
@@ -98,6 +102,12 @@ func (f *Fleet) recordLaunch(ctx context.Context, tx *sql.Tx, p *pendingLaunch, 
 
 	p.deploymentID = deploymentID
 	outcome.shapeFound = true
+	members := f.members()
+	err = discountUnreachable(ctx, tx, shape, members)
+	if err != nil {
+		return nil, err
+	}
+
 	if c.before != nil {
 		err = c.before(ctx, tx, shape)
 		if err != nil {
@@ -114,6 +124,11 @@ func (f *Fleet) recordLaunch(ctx context.Context, tx *sql.Tx, p *pendingLaunch, 
 	p.shapeID, p.templateHash, p.poolHash = shape.ID, backend.TemplateHash(shape.InstanceTemplate), PoolHash(shape)
 	p.launchHook = hookTimeout(shape.Hooks, false)
 	p.row, err = db.CreateInstance(ctx, tx, p.ref.Project, shape.ID, p.ref.Instance, p.templateHash, shape.Revision, f.owner, time.Now())
+	if err != nil {
+		return nil, err
+	}
+
+	err = f.placeLaunch(ctx, tx, shape, p, c, members)
 	if err != nil {
 		return nil, err
 	}

@@ -1,13 +1,16 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,6 +87,54 @@ func (f *adoptLXD) DeleteInstance(name string) (lxd.Operation, error) {
 	}
 
 	return doneOperation{}, nil
+}
+
+// DoHTTP answers the raw requests backend sends (its operations and their /wait long poll)
+// with what the methods above answer, in LXD's envelope: the fake holds one behaviour
+// whichever way backend calls it.
+func (f *adoptLXD) DoHTTP(req *http.Request) (*http.Response, error) {
+	parts := strings.Split(strings.TrimPrefix(req.URL.Path, "/1.0/"), "/")
+	var err error
+	switch {
+	case parts[0] == "operations" && req.Method == "GET":
+		return lxdAnswer(lxdapi.Response{Type: lxdapi.SyncResponse, StatusCode: http.StatusOK, Metadata: mustJSON(lxdapi.Operation{StatusCode: lxdapi.Success})}), nil
+	case parts[0] == "operations":
+		return lxdAnswer(lxdapi.Response{Type: lxdapi.SyncResponse, StatusCode: http.StatusOK}), nil
+	case parts[0] == "instances" && len(parts) == 3 && parts[2] == "state" && req.Method == "PUT":
+		var state lxdapi.InstanceStatePut
+		err = json.NewDecoder(req.Body).Decode(&state)
+		if err == nil {
+			_, err = f.UpdateInstanceState(parts[1], state, "")
+		}
+	case parts[0] == "instances" && len(parts) == 2 && req.Method == "DELETE":
+		_, err = f.DeleteInstance(parts[1])
+	default:
+		return nil, fmt.Errorf("adoptLXD: unexpected %s %s", req.Method, req.URL.Path)
+	}
+
+	code, ok := lxdapi.StatusErrorMatch(err)
+	if err != nil && ok {
+		return lxdAnswer(lxdapi.Response{Type: lxdapi.ErrorResponse, Code: code, Error: err.Error()}), nil
+	}
+
+	if err != nil {
+		return nil, err
+	}
+
+	return lxdAnswer(lxdapi.Response{Type: lxdapi.AsyncResponse, StatusCode: http.StatusAccepted, Operation: "/1.0/operations/op1"}), nil
+}
+
+func lxdAnswer(resp lxdapi.Response) *http.Response {
+	return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(bytes.NewReader(mustJSON(resp)))}
+}
+
+func mustJSON(v any) []byte {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+
+	return data
 }
 
 // doneOperation is an LXD operation that has already succeeded.

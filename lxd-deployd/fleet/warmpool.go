@@ -59,14 +59,21 @@ func (w *WarmPool) Poke() {
 // create makes a reserved instance in LXD: from the warm pool when it has one of the
 // shape's current template, else from the image.
 func (f *Fleet) create(ctx context.Context, p *pendingLaunch) error {
-	if f.Pool != nil {
+	// A pool instance sits on whatever member LXD made it on: a launch that placement sent
+	// to a member is made there, cold (doc/placement.md).
+	if f.Pool != nil && p.target == "" {
 		taken, err := f.Pool.take(ctx, p)
 		if taken || err != nil {
 			return err
 		}
 	}
 
-	return backend.CreateInstance(ctx, p.client, p.ref.Project, p.req)
+	client := p.client
+	if p.target != "" {
+		client = client.UseTarget(p.target)
+	}
+
+	return backend.CreateInstance(ctx, client, p.ref.Project, p.req)
 }
 
 // take turns a pool instance into the launch's instance. taken is false when there was

@@ -110,6 +110,9 @@ type Sources struct {
 
 	// TransactionRetries is how many database transactions were retried since start.
 	TransactionRetries func() uint64
+
+	// Placement reads instances per shape and LXD member, and the members (placement.go).
+	Placement func(ctx context.Context) ([]PlacementStat, []ClusterMemberStat, error)
 }
 
 // Metrics holds every family of the daemon. A nil *Metrics records nothing, so code paths
@@ -183,6 +186,9 @@ func New(sources Sources) *Metrics {
 
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registry.MustRegister(newStateCollector(sources))
+	if sources.Placement != nil {
+		m.registry.MustRegister(newPlacementCollector(sources.Placement))
+	}
 	return m
 }
 

@@ -45,6 +45,10 @@ type DeploymentInstance struct {
 	// Example: Running
 	Status string `json:"status" yaml:"status"`
 
+	// The LXD cluster member the instance runs on (empty when LXD is not clustered)
+	// Example: m2
+	Location string `json:"location,omitempty" yaml:"location,omitempty"`
+
 	// When the instance was created
 	// Example: 2026-11-22T19:00:00Z
 	CreatedAt time.Time `json:"created_at" yaml:"created_at"`

@@ -54,6 +54,9 @@ type DeploymentShapePut struct {
 	// Bounds of a resize, per LXD limit key (limits.cpu, limits.memory; none when absent)
 	// Example: {"limits.memory": {"minimum": "64MiB", "maximum": "2GiB"}}
 	ResourceBounds DeploymentShapeResourceBounds `json:"resource_bounds,omitempty" yaml:"resource_bounds,omitempty"`
+
+	// Where the instances go in an LXD cluster (doc/placement.md; LXD decides when absent)
+	Placement *DeploymentShapePlacement `json:"placement,omitempty" yaml:"placement,omitempty"`
 }
 
 // DeploymentShape represents a shape.
@@ -87,6 +90,10 @@ type DeploymentShape struct {
 	// Read only: true
 	// Example: 2
 	WarmPoolReady int `json:"warm_pool_ready,omitempty" yaml:"warm_pool_ready,omitempty"`
+
+	// How the instances sit over the placement's failure domains (with a placement only)
+	// Read only: true
+	PlacementStatus *DeploymentShapePlacementStatus `json:"placement_status,omitempty" yaml:"placement_status,omitempty"`
 }
 
 // Shape statuses.

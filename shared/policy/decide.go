@@ -333,7 +333,9 @@ func BeingDeleted(instances []api.DeploymentInstance) int {
 
 // ScaleDownOrder returns the names of up to n instances to delete: unhealthy ones first,
 // then outdated ones (made from an older revision of the shape, so a rollout would replace
-// them anyway), then newest first by created_at. Instances being deleted, replaced or
+// them anyway), then newest first by created_at; on an LXD cluster each comes from the
+// member holding the most of them, that order deciding within a member (spread.go), and
+// unreachable ones last. Instances being deleted, replaced or
 // missing from LXD are left out (none counts in scaling_current, so deleting them would not
 // shrink the shape), and so are those already draining in terminating:wait.
 func ScaleDownOrder(instances []api.DeploymentInstance, n int) []string {
@@ -365,7 +367,7 @@ func ScaleDownOrder(instances []api.DeploymentInstance, n int) []string {
 
 	n = max(0, min(n, len(candidates)))
 	names := make([]string, 0, n)
-	for _, instance := range candidates[:n] {
+	for _, instance := range spreadPick(candidates, n) {
 		names = append(names, instance.Name)
 	}
 

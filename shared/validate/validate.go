@@ -217,6 +217,11 @@ func Shape(put api.DeploymentShapePut) error {
 		return err
 	}
 
+	err = ShapePlacement(put.Placement)
+	if err != nil {
+		return err
+	}
+
 	return InstanceTemplate(put.InstanceTemplate)
 }
 

@@ -1,0 +1,568 @@
+package lxdtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	lxd "github.com/canonical/lxd/client"
+	"github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/internal/privatelxd"
+)
+
+// clusterPrefix names a cluster's directory (/tmp/lxdc-*) and its network namespace.
+const clusterPrefix = "lxdc-"
+
+// clusterPort is the one port every member listens on, each on its own loopback address.
+const clusterPort = 8443
+
+// ClusterOptions says what cluster [StartCluster] forms.
+type ClusterOptions struct {
+	// Members is how many LXD members to run (default 3), named m1, m2, ...
+	Members int
+
+	// OfflineThreshold is LXD's cluster.offline_threshold in seconds (default 11, LXD's
+	// minimum is 10): how long after its last heartbeat a killed member shows offline.
+	OfflineThreshold int
+
+	// Groups are LXD cluster groups to create: name -> member names.
+	Groups map[string][]string
+}
+
+// Cluster is a private LXD cluster: every member in one network namespace that has only
+// loopback (so nothing a member sends leaves the machine), member N on 127.0.0.(N+1), each
+// with its own LXD_DIR and a "dir" pool named "default", the busybox image imported once.
+// The tests reach member 1 through its unix socket from the host's namespace.
+type Cluster struct {
+	Dir     string // /tmp/lxdc-*: one LXD_DIR per member below it
+	NetNS   string // the namespace's name (/run/netns/NetNS)
+	Members []*Member
+}
+
+// Member is one LXD member of a [Cluster].
+type Member struct {
+	Name    string // m1, m2, ...
+	Address string // 127.0.0.N:8443 inside the namespace
+	Dir     string // LXD_DIR
+	Socket  string // Dir + "/unix.socket"
+
+	cluster *Cluster
+	mu      sync.Mutex
+	pid     int
+	exited  chan struct{}
+}
+
+// StartCluster forms a private LXD cluster (see [Cluster]) and removes it, namespace and
+// all, when the test ends. The test is skipped if [Available] says no, or if network
+// namespaces cannot be made here.
+func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
+	t.Helper()
+	skipUnlessAvailable(t)
+	if opts.Members == 0 {
+		opts.Members = 3
+	}
+	if opts.OfflineThreshold == 0 {
+		opts.OfflineThreshold = 11
+	}
+	sweepStaleClusters()
+	dir, err := os.MkdirTemp("/tmp", clusterPrefix)
+	if err != nil {
+		t.Fatalf("lxdtest: %v", err)
+	}
+	c := &Cluster{Dir: dir, NetNS: filepath.Base(dir)}
+	t.Cleanup(func() {
+		if err := c.remove(); err != nil {
+			t.Errorf("lxdtest: cleanup of cluster %s: %v", c.Dir, err)
+		}
+	})
+	if err := c.form(opts); err != nil {
+		t.Fatalf("lxdtest: form cluster: %v%s", err, c.logTails())
+	}
+	return c
+}
+
+// form makes the namespace and the members, bootstraps member 1, joins the others, then
+// imports the image and creates the groups.
+func (c *Cluster) form(opts ClusterOptions) error {
+	// Containers' unprivileged root must traverse every parent of an LXD_DIR.
+	if err := os.Chmod(c.Dir, 0o711); err != nil {
+		return err
+	}
+	if err := writeClusterOwner(c.Dir); err != nil {
+		return err
+	}
+	if out, err := exec.Command("ip", "netns", "add", c.NetNS).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip netns add %s: %v: %s", c.NetNS, err, out)
+	}
+	if out, err := exec.Command("ip", "-n", c.NetNS, "link", "set", "lo", "up").CombinedOutput(); err != nil {
+		return fmt.Errorf("bring up lo in %s: %v: %s", c.NetNS, err, out)
+	}
+	for i := 1; i <= opts.Members; i++ {
+		m := &Member{
+			Name:    fmt.Sprintf("m%d", i),
+			Address: fmt.Sprintf("127.0.0.%d:%d", i+1, clusterPort),
+			cluster: c,
+		}
+		m.Dir = filepath.Join(c.Dir, m.Name)
+		m.Socket = filepath.Join(m.Dir, "unix.socket")
+		if err := os.Mkdir(m.Dir, 0o711); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(m.Dir, "lxc-conf"), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(m.Dir, "lxc-conf", "config.yml"), []byte("default-remote: local\n"), 0o600); err != nil {
+			return err
+		}
+		c.Members = append(c.Members, m)
+	}
+	// Members start in parallel: the daemon start is most of the time.
+	var wg sync.WaitGroup
+	errs := make([]error, len(c.Members))
+	for i, m := range c.Members {
+		wg.Go(func() {
+			if errs[i] = m.start(); errs[i] == nil {
+				errs[i] = m.waitReady()
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+
+	first := c.Members[0]
+	bootstrap := fmt.Sprintf(`config:
+  core.https_address: %[1]s
+  cluster.https_address: %[1]s
+cluster:
+  server_name: %[2]s
+  enabled: true
+storage_pools:
+- name: %[3]s
+  driver: dir
+profiles:
+- name: default
+  devices:
+    root:
+      path: /
+      pool: %[3]s
+      type: disk
+`, first.Address, first.Name, Pool)
+	if out, err := first.run([]byte(bootstrap), "lxd", "init", "--preseed"); err != nil {
+		return fmt.Errorf("bootstrap %s: %v: %s", first.Name, err, out)
+	}
+	client, err := lxd.ConnectLXDUnix(first.Socket, nil)
+	if err != nil {
+		return err
+	}
+	defer client.Disconnect()
+	// Cluster-wide keys: LXD 5.0 drops the connection when a preseed sets them on a server
+	// that is not clustered yet.
+	server, etag, err := client.GetServer()
+	if err != nil {
+		return err
+	}
+	put := server.Writable()
+	put.Config["cluster.offline_threshold"] = fmt.Sprint(opts.OfflineThreshold)
+	put.Config["images.auto_update_interval"] = "0"
+	if err := client.UpdateServer(put, etag); err != nil {
+		return fmt.Errorf("set cluster.offline_threshold: %w", err)
+	}
+	for _, m := range c.Members[1:] {
+		op, err := client.CreateClusterMember(api.ClusterMembersPost{ServerName: m.Name})
+		if err != nil {
+			return fmt.Errorf("join token for %s: %w", m.Name, err)
+		}
+		opAPI := op.Get()
+		token, err := opAPI.ToClusterJoinToken()
+		if err != nil {
+			return fmt.Errorf("join token for %s: %w", m.Name, err)
+		}
+		join := fmt.Sprintf(`cluster:
+  enabled: true
+  server_name: %s
+  server_address: %s
+  cluster_token: %s
+  member_config:
+  - entity: storage-pool
+    name: %s
+    key: source
+    value: ""
+`, m.Name, m.Address, token.String(), Pool)
+		// Joins go one at a time: LXD refuses a join while another is under way.
+		if out, err := m.run([]byte(join), "lxd", "init", "--preseed"); err != nil {
+			return fmt.Errorf("join %s: %v: %s", m.Name, err, out)
+		}
+	}
+	if err := privatelxd.ImportImage(client); err != nil {
+		return err
+	}
+	for group, members := range opts.Groups {
+		err := client.CreateClusterGroup(api.ClusterGroupsPost{
+			ClusterGroupPut: api.ClusterGroupPut{Members: members},
+			Name:            group,
+		})
+		if err != nil {
+			return fmt.Errorf("create cluster group %s: %w", group, err)
+		}
+	}
+	return nil
+}
+
+// Member returns the member named name; it fails the test when there is none.
+func (c *Cluster) Member(t testing.TB, name string) *Member {
+	t.Helper()
+	for _, m := range c.Members {
+		if m.Name == name {
+			return m
+		}
+	}
+	t.Fatalf("lxdtest: cluster has no member %q", name)
+	return nil
+}
+
+// Socket is member 1's unix socket: what a daemon under test connects to.
+func (c *Cluster) Socket() string {
+	return c.Members[0].Socket
+}
+
+// Client returns a client of member 1, through its unix socket.
+func (c *Cluster) Client(t testing.TB) lxd.InstanceServer {
+	t.Helper()
+	return c.Members[0].Client(t)
+}
+
+// Client returns a client of this member, through its unix socket.
+func (m *Member) Client(t testing.TB) lxd.InstanceServer {
+	t.Helper()
+	cl, err := lxd.ConnectLXDUnix(m.Socket, nil)
+	if err != nil {
+		t.Fatalf("lxdtest: connect to %s: %v", m.Socket, err)
+	}
+	return cl
+}
+
+// Lxc runs the lxc client against this member, inside the cluster's namespace (an lxc
+// command may make the member dial the others), and returns its combined output.
+func (m *Member) Lxc(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := m.run(nil, append([]string{"lxc"}, args...)...)
+	if err != nil {
+		t.Fatalf("lxdtest: lxc %q on %s: %v\n%s", args, m.Name, err, out)
+	}
+	return string(out)
+}
+
+// Locations lists the instances whose names start with prefix, name -> the member LXD
+// says each is on, as member 1 sees them.
+func (c *Cluster) Locations(t testing.TB, prefix string) map[string]string {
+	t.Helper()
+	cl := c.Client(t)
+	defer cl.Disconnect()
+	insts, err := cl.GetInstances(api.InstanceTypeAny)
+	if err != nil {
+		t.Fatalf("lxdtest: list instances: %v", err)
+	}
+	locations := map[string]string{}
+	for _, inst := range insts {
+		if strings.HasPrefix(inst.Name, prefix) {
+			locations[inst.Name] = inst.Location
+		}
+	}
+	return locations
+}
+
+// MemberStatus is the status member 1 reports for the named member ("Online", "Offline",
+// "Evacuated", ...).
+func (c *Cluster) MemberStatus(t testing.TB, name string) string {
+	t.Helper()
+	cl := c.Client(t)
+	defer cl.Disconnect()
+	member, _, err := cl.GetClusterMember(name)
+	if err != nil {
+		t.Fatalf("lxdtest: cluster member %s: %v", name, err)
+	}
+	return member.Status
+}
+
+// WaitMemberStatus waits until member 1 reports the named member in status, and returns
+// how long that took.
+func (c *Cluster) WaitMemberStatus(t testing.TB, name, status string, timeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		got := c.MemberStatus(t, name)
+		if got == status {
+			return time.Since(start)
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("lxdtest: member %s still %s after %v, want %s", name, got, timeout, status)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Kill SIGKILLs the member's LXD (its containers keep running, as on a machine whose
+// daemon crashed) and waits until the process is gone, not merely a zombie.
+func (m *Member) Kill(t testing.TB) {
+	t.Helper()
+	m.mu.Lock()
+	pid, exited := m.pid, m.exited
+	m.mu.Unlock()
+	if pid == 0 {
+		t.Fatalf("lxdtest: %s is not running", m.Name)
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("lxdtest: %s (pid %d) did not die within 30s of SIGKILL", m.Name, pid)
+	}
+}
+
+// Restart starts a killed member's LXD again and waits until it answers on its socket
+// (rejoining the cluster takes LXD a few seconds more: see [Cluster.WaitMemberStatus]).
+func (m *Member) Restart(t testing.TB) {
+	t.Helper()
+	if err := m.start(); err != nil {
+		t.Fatalf("lxdtest: restart %s: %v", m.Name, err)
+	}
+	if err := m.waitReady(); err != nil {
+		t.Fatalf("lxdtest: restart %s: %v", m.Name, err)
+	}
+}
+
+// env is the environment of lxd and lxc commands for this member.
+func (m *Member) env() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		switch strings.SplitN(kv, "=", 2)[0] {
+		case "LXD_DIR", "LXD_SOCKET", "LXD_CONF", "LXC_REMOTE":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "LXD_DIR="+m.Dir, "LXD_CONF="+filepath.Join(m.Dir, "lxc-conf"))
+}
+
+// nsenter enters the cluster's network namespace only: `ip netns exec` would also remount
+// /sys, hiding the host's cgroup tree from LXD.
+func (m *Member) nsenter(args ...string) []string {
+	return append([]string{"nsenter", "--net=/run/netns/" + m.cluster.NetNS}, args...)
+}
+
+// run runs a command for this member inside the namespace, stdin from input.
+func (m *Member) run(input []byte, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	argv := m.nsenter(args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = m.env()
+	if input != nil {
+		cmd.Stdin = bytes.NewReader(input)
+	}
+	return cmd.CombinedOutput()
+}
+
+// start runs the member's lxd in the namespace. As in internal/privatelxd, the fork happens
+// on a goroutine locked to its thread so that Pdeathsig takes the daemon down with the test
+// binary; nsenter and sh exec, so the pid is LXD's.
+func (m *Member) start() error {
+	out, err := os.OpenFile(filepath.Join(m.Dir, "lxd.stderr"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	argv := m.nsenter("sh", "-c", `umask 022 && exec lxd "$@"`, "lxd", "--group", "root", "--logfile", filepath.Join(m.Dir, "lxd.log"))
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = m.env()
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	exited := make(chan struct{})
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the daemon
+		defer out.Close()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	if err := <-started; err != nil {
+		return fmt.Errorf("start lxd for %s: %w", m.Name, err)
+	}
+	m.mu.Lock()
+	m.pid, m.exited = cmd.Process.Pid, exited
+	m.mu.Unlock()
+	return nil
+}
+
+// waitReady waits for the member's API on its socket.
+func (m *Member) waitReady() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 70*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "lxd", "waitready", "--timeout=60")
+	cmd.Env = m.env()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("lxd waitready for %s: %v: %s", m.Name, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// remove force-stops every instance (their cgroups are in the host's tree: a container
+// killed with its daemon may leave one behind that a later test's same name would meet),
+// SIGKILLs the members (a cluster's orderly shutdown waits on quorum and is slow, and
+// nothing here is kept), then tears each LXD_DIR down as internal/privatelxd does, and
+// deletes the namespace.
+func (c *Cluster) remove() error {
+	var errs []error
+	if len(c.Members) > 0 {
+		stopAll(c.Members[0].Socket)
+	}
+	for _, m := range c.Members {
+		m.mu.Lock()
+		pid, exited := m.pid, m.exited
+		m.mu.Unlock()
+		if pid == 0 {
+			continue
+		}
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			errs = append(errs, fmt.Errorf("%s (pid %d) did not die", m.Name, pid))
+		}
+	}
+	for _, m := range c.Members {
+		if err := privatelxd.Remove(m.Dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if out, err := exec.Command("ip", "netns", "del", c.NetNS).CombinedOutput(); err != nil && !bytes.Contains(out, []byte("No such file")) {
+		errs = append(errs, fmt.Errorf("ip netns del %s: %v: %s", c.NetNS, err, out))
+	}
+	if err := os.RemoveAll(c.Dir); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%v", errs)
+}
+
+// stopAll force-stops every running instance of the cluster, in parallel, best effort.
+func stopAll(socket string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := lxd.ConnectLXDUnixWithContext(ctx, socket, nil)
+	if err != nil {
+		return
+	}
+	defer cl.Disconnect()
+	insts, err := cl.GetInstances(api.InstanceTypeAny)
+	if err != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, inst := range insts {
+		if inst.StatusCode != api.Running && inst.StatusCode != api.Frozen {
+			continue
+		}
+		wg.Go(func() {
+			op, err := cl.UseTarget(inst.Location).UpdateInstanceState(inst.Name, api.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, "")
+			if err == nil {
+				_ = op.WaitContext(ctx)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// logTails returns the end of every member's log, for a failure message.
+func (c *Cluster) logTails() string {
+	var b strings.Builder
+	for _, m := range c.Members {
+		for _, name := range []string{"lxd.log"} {
+			data, err := os.ReadFile(filepath.Join(m.Dir, name))
+			if err != nil || len(bytes.TrimSpace(data)) == 0 {
+				continue
+			}
+			lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+			if len(lines) > 15 {
+				lines = lines[len(lines)-15:]
+			}
+			fmt.Fprintf(&b, "\n--- %s %s ---\n%s", m.Name, name, strings.Join(lines, "\n"))
+		}
+	}
+	return b.String()
+}
+
+// writeClusterOwner records which process owns dir ("<pid> <start time>"), for
+// [sweepStaleClusters].
+func writeClusterOwner(dir string) error {
+	start, ok := processStart(os.Getpid())
+	if !ok {
+		return fmt.Errorf("cannot read /proc/self/stat")
+	}
+	return os.WriteFile(filepath.Join(dir, "owner"), []byte(fmt.Sprintf("%d %s\n", os.Getpid(), start)), 0o644)
+}
+
+// sweepStaleClusters removes clusters whose test binary died without cleaning up (killed,
+// or `go test -timeout`): Pdeathsig took the members down, not their containers, mounts,
+// directories and namespace.
+func sweepStaleClusters() {
+	dirs, _ := filepath.Glob(filepath.Join("/tmp", clusterPrefix+"*"))
+	for _, dir := range dirs {
+		owner, err := os.ReadFile(filepath.Join(dir, "owner"))
+		if err != nil {
+			continue // being created right now, or not ours
+		}
+		var pid int
+		var start string
+		if _, err := fmt.Sscan(string(owner), &pid, &start); err != nil {
+			continue
+		}
+		if got, ok := processStart(pid); ok && got == start {
+			continue // owner still running
+		}
+		members, _ := filepath.Glob(filepath.Join(dir, "m*"))
+		for _, m := range members {
+			_ = privatelxd.Remove(m)
+		}
+		_ = exec.Command("ip", "netns", "del", filepath.Base(dir)).Run()
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// processStart returns a live (not zombie) process's start time in clock ticks since boot.
+func processStart(pid int) (string, bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return "", false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		return "", false
+	}
+	return f[19], true
+}
