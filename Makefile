@@ -50,6 +50,13 @@ bench: deps-test ## print performance figures: database, template expansion, lau
 	$(GO) test -run '^$$' -bench 'PythonJinja2' -benchtime 1x -timeout 30m ./shared/templates/
 	LXDTEST_REQUIRE=1 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/
 
+# BenchmarkScale (test/bench_scale_test.go) at 1,000 instances: every figure of issue 20's goals.
+# `make bench` runs it at 200. SCALE_BENCH_PROFILE=dir keeps the daemon's heap and CPU profiles.
+.PHONY: bench-1000
+bench-1000: deps-test ## print the figures of 1,000 instances over 4 shapes on one daemon (about 25 minutes)
+	LXDTEST_REQUIRE=1 SCALE_BENCH_INSTANCES=1000 SCALE_BENCH_PROFILE=$(SCALE_BENCH_PROFILE) \
+		$(GO) test -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 90m ./test/
+
 # The randomized invariant suite (test/torture_test.go): `make test` runs it for 60 s with the
 # operations of open known issues left out; `make torture` runs every operation for
 # TORTURE_TIME. TORTURE_SEED replays a run's operations; TORTURE_OPS=safe leaves out those of

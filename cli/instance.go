@@ -35,6 +35,7 @@ func (a *app) instanceCommand() *cobra.Command {
 		a.instanceLaunchCommand(),
 		a.instanceDeleteCommand(),
 		a.instanceLifecycleCommand(),
+		a.instanceReportHealthCommand(),
 	)
 
 	for _, action := range instanceActions {

@@ -19,3 +19,10 @@ func (s *Server) GetDeploymentShapeWarmPool(deployment string, shape string) ([]
 	_, err := s.queryStruct(http.MethodGet, s.withProject(path("deployments", deployment, "shapes", shape, "warm-pool")), nil, "", &pool)
 	return pool, err
 }
+
+// ReportDeploymentShapeInstanceHealth sends an instance's own health report (status passing
+// or failing) to a shape with a ttl check: from inside the instance, only for itself.
+func (s *Server) ReportDeploymentShapeInstanceHealth(deployment string, shape string, name string, report api.DeploymentInstanceHealthPut) error {
+	_, err := s.queryStruct(http.MethodPut, s.withProject(instancesPath(deployment, shape, name, "health")), report, "", nil)
+	return err
+}

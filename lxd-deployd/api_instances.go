@@ -103,25 +103,19 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		return response.SyncResponse(urls)
 	}
 
-	// One LXD listing for every instance, never one call per instance, decoding only the
-	// fields shown.
-	var live map[string]lxdapi.Instance
+	// Usage comes from LXD's /1.0/metrics, one call beside the listing (doc/api.md).
 	var usage map[string]api.DeploymentInstanceUsage
-	client, err := a.lxd.Client()
-	if err == nil && len(rows) > 0 {
-		// Usage comes from LXD's /1.0/metrics, one call beside the listing (doc/api.md).
-		usageDone := make(chan struct{})
-		go func() {
-			defer close(usageDone)
+	usageDone := make(chan struct{})
+	go func() {
+		defer close(usageDone)
+		client, err := a.lxd.Client()
+		if err == nil && len(rows) > 0 {
 			usage = instanceUsage(client, ref.Project)
-		}()
+		}
+	}()
 
-		callStart := time.Now()
-		live, err = backend.ListInstanceStatuses(client, ref.Project)
-		a.reporter.Metrics().LXDCall("list", time.Since(callStart), err)
-		<-usageDone
-	}
-
+	live, err := a.liveStatuses(ref, rows)
+	<-usageDone
 	online := err == nil
 	result := make([]api.DeploymentInstance, 0, len(rows))
 	for _, row := range rows {
@@ -140,6 +134,29 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 	}
 
 	return response.SyncResponse(result)
+}
+
+// liveStatuses is LXD's status of a shape's instances: one listing of the instances LXD
+// holds as the shape's, never one call per instance, decoding only the fields shown (the
+// project's listing when that misses a created row: a renamed shape, an instance deleted
+// behind the daemon's back).
+func (a instancesAPI) liveStatuses(ref refs.ShapeRef, rows []db.Instance) (map[string]lxdapi.Instance, error) {
+	client, err := a.lxd.Client()
+	if err != nil || len(rows) == 0 {
+		return nil, err
+	}
+
+	var want []string
+	for _, row := range rows {
+		if row.State == db.InstanceCreated {
+			want = append(want, row.Name)
+		}
+	}
+
+	callStart := time.Now()
+	live, err := backend.ListShapeInstanceStatuses(client, ref.Project, ref.Name, ref.Shape, want)
+	a.reporter.Metrics().LXDCall("list", time.Since(callStart), err)
+	return live, err
 }
 
 func (a instancesAPI) get(r *http.Request) response.Response {

@@ -14,9 +14,9 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
@@ -29,6 +29,9 @@ type testAPI struct {
 	router http.Handler
 	caller *auth.Caller
 	db     *db.Cluster
+
+	// daemon is the daemon the routes belong to (its engines, for tests that drive them).
+	daemon *daemon
 }
 
 func newTestAPI(t *testing.T) *testAPI {
@@ -36,34 +39,27 @@ func newTestAPI(t *testing.T) *testAPI {
 	cluster := dbtest.Open(t)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}, db: cluster}
-	addresses := func() []string { return []string{"127.0.0.1:8444"} }
-	lxdConn := backend.NewLXD("/nonexistent", logger)
 	sockets, err := governor.NewListener(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops := operations.NewManager(logger, nil, "test")
-	access := access{db: cluster}
 
-	// The engines are wired as the daemon wires them: one fleet, one reporter.
-	d := &daemon{db: cluster, lxd: lxdConn, ops: ops, inflight: fleet.NewInflight(), governors: sockets, logger: logger}
-	d.wire()
-	handlers := apis{
-		server:       serverAPI{lxd: lxdConn, addresses: addresses},
-		certificates: certificatesAPI{db: cluster, serverFingerprint: strings.Repeat("f", 64), addresses: addresses},
-		deployments:  deploymentsAPI{db: cluster, lxd: lxdConn, sockets: sockets},
-		keys:         keysAPI{db: cluster},
-		shapes:       shapesAPI{db: cluster, lxd: lxdConn, sockets: sockets},
-		instances:    instancesAPI{db: cluster, lxd: lxdConn, ops: ops, fleet: d.fleet},
-		operations:   operationsAPI{ops: ops, access: access},
-		webhooks:     webhooksAPI{db: cluster, dispatcher: webhooks.NewDispatcher(cluster, "test", logger)},
-		metrics:      metricsAPI{metrics: metrics.New(metrics.Sources{Snapshot: metricsSnapshot(cluster)})},
-		revisions:    revisionsAPI{db: cluster, lxd: lxdConn},
-		rollouts:     rolloutsAPI{db: cluster, lxd: lxdConn, ops: ops, engine: d.rollouts},
-		resize:       resizeAPI{db: cluster, lxd: lxdConn, ops: ops},
-		access:       access,
+	cert, err := serverCertificate(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 
+	// The daemon as start builds it, without listeners or background work: the engines from
+	// wire() and the handlers from apis(), so the routes tested here are the daemon's own.
+	d := &daemon{config: config{httpsAddress: "127.0.0.1:8444"}, db: cluster, cert: cert, logger: logger, governors: sockets, inflight: fleet.NewInflight(), member: "test"}
+	d.events = events.NewServer(logger, d.member)
+	d.lxd = backend.NewLXD("/nonexistent", logger)
+	d.ops = operations.NewManager(logger, d.events, d.member)
+	d.webhooks = webhooks.NewDispatcher(cluster, d.member, logger)
+	d.startMetrics()
+	d.wire()
+	a.daemon = d
+	handlers := d.apis()
 	a.router = observe(newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false), logger, handlers.metrics.metrics)
 	return a
 }

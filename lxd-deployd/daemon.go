@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,10 @@ type config struct {
 	// privateLXD, when set, is the LXD_DIR of a private LXD to run when no LXD answers
 	// (make run sets it; see private_lxd.go).
 	privateLXD string
+
+	// pprof serves Go's /debug/pprof/ on the unix socket (root only, like the rest of it):
+	// the heap and CPU profiles of a running daemon, for benchmarks and operators.
+	pprof bool
 }
 
 // daemon wires the database, the LXD connection and the API listeners together.
@@ -200,7 +205,7 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 
-	d.serve(unixListener, router, auth.ProtocolUnix)
+	d.serve(unixListener, withPprof(router, d.config.pprof), auth.ProtocolUnix)
 	d.logger.Info("listening", "socket", unixListener.Addr().String())
 
 	if d.config.httpsAddress != "" {
@@ -290,6 +295,22 @@ func (d *daemon) templateFetcher() templates.Fetcher {
 		Default:    d.config.templateDefault,
 		Client:     &http.Client{Timeout: 30 * time.Second},
 	}
+}
+
+// withPprof adds Go's profiles under /debug/pprof/ to the unix socket's routes when the
+// operator asked for them (--debug-pprof): never on HTTPS or a governor transport.
+func withPprof(router http.Handler, enabled bool) http.Handler {
+	if !enabled {
+		return router
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/", router)
+	return mux
 }
 
 // serve runs an HTTP server on the listener, tagging every request with its protocol.

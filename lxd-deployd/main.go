@@ -68,6 +68,7 @@ func rootCommand() *cobra.Command {
 	flags.StringSliceVar(&cfg.webhookAllowedNetworks, "webhook-allowed-networks", nil, "networks (CIDR) webhooks may be delivered to (default: any but link-local and metadata addresses)")
 	flags.StringVar(&cfg.privateLXD, "private-lxd", "", "when no LXD answers at --lxd-socket or the usual sockets, run a private one with this LXD_DIR (make run uses ./.run/lxd); empty: never")
 	flags.BoolVar(&debug, "debug", false, "log every request")
+	flags.BoolVar(&cfg.pprof, "debug-pprof", false, "serve Go's /debug/pprof/ profiles on the unix socket (root only)")
 
 	return cmd
 }

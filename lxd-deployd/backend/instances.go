@@ -97,9 +97,9 @@ func create(ctx context.Context, c lxd.InstanceServer, project string, req lxdap
 		return lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q: pick another name", req.Name, project)
 	}
 
-	err = wait(ctx)(c.CreateInstance(req))
+	err = operation(ctx, c, project, "POST", "/1.0/instances", req)
 	if err == nil && start {
-		err = wait(ctx)(c.UpdateInstanceState(req.Name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, ""))
+		err = operation(ctx, c, project, "PUT", statePath(req.Name), lxdapi.InstanceStatePut{Action: "start", Timeout: -1})
 	}
 
 	if err != nil {
@@ -200,20 +200,20 @@ func DeleteInstance(ctx context.Context, c lxd.InstanceServer, project string, n
 		// changes here.
 		put := instance.Writable()
 		delete(put.Config, configProtection)
-		err = wait(ctx)(c.UpdateInstance(name, put, ""))
+		err = operation(ctx, c, project, "PUT", instancePath(name), put)
 		if err != nil {
 			return fmt.Errorf("lift delete protection: %w", err)
 		}
 	}
 
 	if instance.StatusCode != lxdapi.Stopped {
-		err = wait(ctx)(c.UpdateInstanceState(name, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, ""))
+		err = operation(ctx, c, project, "PUT", statePath(name), lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1})
 		if err != nil && !lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
 			return fmt.Errorf("stop: %w", err)
 		}
 	}
 
-	err = wait(ctx)(c.DeleteInstance(name))
+	err = operation(ctx, c, project, "DELETE", instancePath(name), nil)
 	if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
 		return nil
 	}
@@ -223,20 +223,5 @@ func DeleteInstance(ctx context.Context, c lxd.InstanceServer, project string, n
 
 // UpdateInstanceState starts, stops, restarts, freezes or unfreezes an instance.
 func UpdateInstanceState(ctx context.Context, c lxd.InstanceServer, project string, name string, state lxdapi.InstanceStatePut) error {
-	return wait(ctx)(c.UseProject(project).UpdateInstanceState(name, state, ""))
-}
-
-// ListInstances returns the project's instances by name, from one LXD listing.
-func ListInstances(c lxd.InstanceServer, project string) (map[string]lxdapi.Instance, error) {
-	instances, err := c.UseProject(project).GetInstances(lxdapi.InstanceTypeAny)
-	if err != nil {
-		return nil, err
-	}
-
-	byName := make(map[string]lxdapi.Instance, len(instances))
-	for _, instance := range instances {
-		byName[instance.Name] = instance
-	}
-
-	return byName, nil
+	return operation(ctx, c, project, "PUT", statePath(name), state)
 }

@@ -33,7 +33,19 @@ type WarmPool struct {
 	logger   *slog.Logger
 	owner    string
 	wake     loop.Loop
+
+	// listed is when a round last listed LXD, and used when a shape last had a pool (see
+	// idleListEvery).
+	listed time.Time
+	used   time.Time
 }
+
+// idleListEvery is how often a round lists LXD when no shape has had a warm pool for that
+// long: only to delete pool instances nobody records (a crash between making one and
+// recording it), which can wait. Until then every round lists, so that the pool of a
+// shape just deleted goes at once. A listing every round (5 s) of 1,000 instances cost
+// LXD and the daemon more than their health checks (issue 20).
+const idleListEvery = time.Minute
 
 func newWarmPool(f *Fleet) *WarmPool {
 	return &WarmPool{db: f.db, lxd: f.lxd, inflight: f.inflight, logger: f.logger, owner: f.owner, wake: loop.New()}
@@ -200,6 +212,20 @@ func (w *WarmPool) observe(ctx context.Context, client lxd.InstanceServer) (Pool
 		return v, err
 	}
 
+	inUse := len(v.Pool) > 0
+	for _, shape := range v.Shapes {
+		inUse = inUse || shape.WarmPool != nil
+	}
+
+	if inUse {
+		w.used = time.Now()
+	}
+
+	if time.Since(w.used) > idleListEvery && time.Since(w.listed) < idleListEvery {
+		return v, nil // nothing to plan but what a listing a minute finds
+	}
+
+	w.listed = time.Now()
 	v.Live, err = TakeSnapshot(client, projects, nil)
 	return v, err
 }

@@ -12,6 +12,24 @@ import (
 // and returns the change of verdict it made, if any. Checks the daemon runs and reports an
 // instance sends (ttl checks) both land here.
 func Record(ctx context.Context, tx *sql.Tx, listed db.Instance, s Settings, r Result) (*Change, error) {
+	u, err := prepare(ctx, tx, listed, s, r)
+	if err != nil || u == nil {
+		return nil, err
+	}
+
+	return u.apply(ctx, tx)
+}
+
+// update is one result's write, decided from the row as the transaction read it.
+type update struct {
+	row  *db.Instance
+	next db.InstanceHealth
+}
+
+// prepare reads the instance's row and decides its next health record; nil when there is
+// nothing to write. It only reads: a batch prepares every result before its first write,
+// so that it holds the database's write lock for its writes only.
+func prepare(ctx context.Context, tx *sql.Tx, listed db.Instance, s Settings, r Result) (*update, error) {
 	row, err := db.GetInstance(ctx, tx, listed.ShapeID, listed.Name)
 	if err != nil {
 		return nil, err
@@ -26,8 +44,13 @@ func Record(ctx context.Context, tx *sql.Tx, listed db.Instance, s Settings, r R
 		return nil, nil
 	}
 
-	next := Next(row.Health, s, row.StateChangedAt, r)
-	err = db.SetInstanceHealth(ctx, tx, row.ID, next)
+	return &update{row: row, next: Next(row.Health, s, row.StateChangedAt, r)}, nil
+}
+
+// apply writes the update and returns the change of verdict it made, if any.
+func (u *update) apply(ctx context.Context, tx *sql.Tx) (*Change, error) {
+	row, next := u.row, u.next
+	err := db.SetInstanceHealth(ctx, tx, row.ID, next)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,16 @@ func (e *Engine) observe(ctx context.Context, client lxd.InstanceServer, r db.Ro
 		return nil, err
 	}
 
-	live, err := backend.ListInstances(client, r.Project)
+	// The shape's instances only: a step comes after every launch and delete, and a
+	// listing of the whole project was a render of every instance LXD holds each time.
+	var want []string
+	for _, row := range v.rows {
+		if row.State == db.InstanceCreated {
+			want = append(want, row.Name)
+		}
+	}
+
+	live, err := backend.ListShapeInstances(client, r.Project, r.Deployment, r.Shape, want)
 	if err != nil {
 		return nil, err
 	}

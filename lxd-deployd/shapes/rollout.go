@@ -206,7 +206,13 @@ func PlanRollout(s RolloutState) RolloutPlan {
 	// Instances still being deleted take their room until LXD has deleted them: the surge
 	// waits for them rather than let LXD hold more than maxTotal.
 	p.Launch = max(0, min(maxTotal-total-s.Deleting, want-len(fresh)))
-	n := total - (size - s.Settings.Unavailable) - (len(fresh) - p.Ready)
+
+	// Removals keep size - max_unavailable ready. What is not ready holds no availability: a
+	// fresh instance not ready yet, and an outdated one still being created (the template
+	// moved on during the rollout, after its launch began); removing a ready instance on
+	// their account would go below it. An unready outdated instance not being created is
+	// removable (first) and costs none.
+	n := total - (size - s.Settings.Unavailable) - (len(fresh) - p.Ready) - (len(outdated) - len(removable))
 	if canary {
 		n = min(n, len(outdated)-(size-want))
 	}

@@ -133,12 +133,20 @@ func TestPlanRollout(t *testing.T) {
 	s.Promoted = true
 	simulate(t, s, 3)
 
-	// An outdated instance still being created is not picked for removal.
+	// An outdated instance still being created is not picked for removal, and it is no
+	// availability: with max_unavailable 1 it is the one unavailable instance, so nothing
+	// ready goes; with 2, one ready instance may.
 	inFlight := old(3)
 	inFlight[0].Creating, inFlight[0].Ready = true, false
 	p = PlanRollout(RolloutState{Settings: unavailable, Size: 3, Maximum: 3, Target: 2, Instances: inFlight})
+	if len(p.Remove) != 0 {
+		t.Fatalf("a ready instance removed while one being created is unavailable already: %+v", p)
+	}
+
+	twoUnavailable := Rollout{Strategy: api.RolloutRolling, Surge: 0, Unavailable: 2, Canary: 1}
+	p = PlanRollout(RolloutState{Settings: twoUnavailable, Size: 3, Maximum: 3, Target: 2, Instances: inFlight})
 	if len(p.Remove) != 1 || p.Remove[0] == inFlight[0].Name {
-		t.Fatalf("creating instance picked: %+v", p)
+		t.Fatalf("creating instance picked, or no room used: %+v", p)
 	}
 
 	// Unready outdated instances go first.
@@ -147,6 +155,34 @@ func TestPlanRollout(t *testing.T) {
 	p = PlanRollout(RolloutState{Settings: unavailable, Size: 3, Maximum: 3, Target: 2, Instances: broken})
 	if len(p.Remove) != 1 || p.Remove[0] != broken[2].Name {
 		t.Fatalf("unready first: %+v", p)
+	}
+}
+
+// A template change during a rolling rollout makes its instances still being created
+// outdated. They are not ready, so with max_unavailable 0 no ready instance goes until they
+// are: the torture suite saw LXD run 2 of a rollout's 3 when the planner counted such an
+// instance as available and removed a ready one.
+func TestPlanRolloutCountsOutdatedCreatingAsUnavailable(t *testing.T) {
+	rolling := Rollout{Strategy: api.RolloutRolling, Surge: 1, Unavailable: 0, Canary: 1}
+	// Revision 1 (old), 2 and 3 ready, one of revision 3 still being created, and the
+	// template is now at revision 4.
+	instances := []RolloutInstance{
+		{Name: "old", Revision: 1, Ready: true},
+		{Name: "r2", Revision: 2, Ready: true},
+		{Name: "r3-ready", Revision: 3, Ready: true},
+		{Name: "r3-creating", Revision: 3, Creating: true},
+	}
+
+	p := PlanRollout(RolloutState{Settings: rolling, Size: 3, Maximum: 4, Target: 4, Instances: instances})
+	if len(p.Remove) != 0 || p.Launch != 0 {
+		t.Fatalf("3 ready of size 3 with max_unavailable 0 and no surge room: nothing may go or come, got %+v", p)
+	}
+
+	// Once it is ready, one ready instance may go (4 ready, 3 kept).
+	instances[3].Creating, instances[3].Ready = false, true
+	p = PlanRollout(RolloutState{Settings: rolling, Size: 3, Maximum: 4, Target: 4, Instances: instances})
+	if len(p.Remove) != 1 {
+		t.Fatalf("4 ready of size 3: one may go, got %+v", p)
 	}
 }
 

@@ -1,0 +1,74 @@
+package backend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"path"
+	"time"
+)
+
+// operationWaitChunk is how long one long poll of an operation's /wait lasts (seconds)
+// when ctx has no deadline: the wait is asked again until the operation ends.
+const operationWaitChunk = 30
+
+// operation sends a request that starts an LXD operation (create, start, stop, delete, an
+// instance update) and waits for it through GET /1.0/operations/{id}/wait, a long poll
+// on a kept-alive connection; it cancels the operation when ctx ends, as wait does. The
+// client's own Wait opens an event listener per operation, and each listener decodes
+// every operation event of the project: 100 concurrent launches meant 100 listeners
+// decoding the events of all 100 (issue 20).
+func operation(ctx context.Context, c DoHTTPer, project string, method string, p string, body any) error {
+	// The request itself is not cut short: LXD may have started the operation anyway.
+	resp, err := rawDo(context.WithoutCancel(ctx), c, method, p, project, nil, body)
+	if err != nil {
+		return err
+	}
+
+	if resp.Operation == "" {
+		return fmt.Errorf("LXD started no operation for %s %s", method, p)
+	}
+
+	id := path.Base(resp.Operation)
+	for {
+		timeout := operationWaitChunk
+		deadline, ok := ctx.Deadline()
+		if ok {
+			timeout = max(min(int(time.Until(deadline).Seconds())+1, operationWaitChunk), 1)
+		}
+
+		resp, err = rawDo(ctx, c, "GET", "/1.0/operations/"+url.PathEscape(id)+"/wait", project, url.Values{"timeout": {fmt.Sprint(timeout)}}, nil)
+		if ctx.Err() != nil {
+			_, _ = rawDo(context.WithoutCancel(ctx), c, "DELETE", "/1.0/operations/"+url.PathEscape(id), project, nil, nil)
+			return ctx.Err()
+		}
+
+		if err != nil {
+			return err
+		}
+
+		op, err := resp.MetadataAsOperation()
+		if err != nil {
+			return fmt.Errorf("decode LXD's operation %s: %w", id, err)
+		}
+
+		if op.StatusCode.IsFinal() {
+			if op.Err != "" {
+				return errors.New(op.Err)
+			}
+
+			return nil
+		}
+	}
+}
+
+// instancePath is an instance's URL in LXD's API.
+func instancePath(name string) string {
+	return "/1.0/instances/" + url.PathEscape(name)
+}
+
+// statePath is the URL of an instance's state.
+func statePath(name string) string {
+	return instancePath(name) + "/state"
+}
