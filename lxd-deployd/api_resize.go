@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
@@ -30,11 +29,6 @@ type resizeAPI struct {
 	lxd      *backend.LXD
 	ops      *operations.Manager
 	reporter *reporter.Reporter
-
-	// rounds and interval pace the retries of refused shrinks (fleet.Resizer's defaults
-	// when zero).
-	rounds   int
-	interval time.Duration
 }
 
 func (a resizeAPI) put(r *http.Request) response.Response {
@@ -74,23 +68,7 @@ func (a resizeAPI) put(r *http.Request) response.Response {
 	source := api.DeploymentShapeURL(ref.Project, ref.Name, ref.Shape)
 	a.reporter.Send(by, target.DeploymentID, reporter.ShapeResized.Event(ref, nil))
 	a.reporter.ShapeRevised(by, ref, target.DeploymentID, revision, 0)
-	resizer := fleet.Resizer{
-		DB:       a.db,
-		Client:   a.lxd.Client,
-		Rounds:   a.rounds,
-		Interval: a.interval,
-		Resized: func(row db.Instance, result api.DeploymentResizeResult) {
-			action := reporter.InstanceResized
-			if result.Result != api.ResizeApplied {
-				action = reporter.InstanceResizeRefused
-			}
-
-			a.reporter.Metrics().Resize(ref.Project, ref.Name, ref.Shape, result.Result)
-			a.reporter.Send(by, target.DeploymentID, action.Event(refs.InstanceRef{ShapeRef: ref, Instance: row.Name}, nil))
-			a.reporter.Notify(context.Background(), target.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(action), Shape: ref.Shape, Instance: row.Name, Reason: result.Reason})
-		},
-	}
-
+	resizer := fleet.Resizer{DB: a.db, Client: a.lxd.Client, Resized: a.reportInstance(by, ref, target.DeploymentID)}
 	op := a.ops.Start(operations.Args{
 		Description:  fmt.Sprintf("Resizing shape %s (revision %d)", ref.Shape, revision),
 		Project:      ref.Project,
@@ -110,6 +88,21 @@ func (a resizeAPI) put(r *http.Request) response.Response {
 	})
 
 	return response.AsyncResponse(op.URL(), op.API())
+}
+
+// reportInstance says what a resize did to one instance: /1.0/events, the governor's
+// webhook (with the reason) and /1.0/metrics.
+func (a resizeAPI) reportInstance(by api.DeploymentRequestor, ref refs.ShapeRef, deploymentID int64) func(row db.Instance, result api.DeploymentResizeResult) {
+	return func(row db.Instance, result api.DeploymentResizeResult) {
+		action := reporter.InstanceResized
+		if result.Result != api.ResizeApplied {
+			action = reporter.InstanceResizeRefused
+		}
+
+		a.reporter.Metrics().Resize(ref.Project, ref.Name, ref.Shape, result.Result)
+		a.reporter.Send(by, deploymentID, action.Event(refs.InstanceRef{ShapeRef: ref, Instance: row.Name}, nil))
+		a.reporter.Notify(context.Background(), deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(action), Shape: ref.Shape, Instance: row.Name, Reason: result.Reason})
+	}
 }
 
 // resizeShape checks a resize against the shape's resource_bounds and stores it, with its
