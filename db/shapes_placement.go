@@ -116,6 +116,31 @@ func GetShapeLocationCounts(ctx context.Context, tx *sql.Tx, shapeID int64) (map
 	return counts, rows.Err()
 }
 
+// GetShapeRevisionLocationCounts is GetShapeLocationCounts over the instances made from
+// one revision: a rollout spreads its new instances by themselves, so that the shape is
+// spread once the old ones are gone.
+func GetShapeRevisionLocationCounts(ctx context.Context, tx *sql.Tx, shapeID int64, revision int) (map[string]int, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT i.location, COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = ? AND i.revision = ? AND "+countedInstance+" GROUP BY i.location", shapeID, revision)
+	if err != nil {
+		return nil, fmt.Errorf("count instances per member: %w", err)
+	}
+
+	defer func() { _ = rows.Close() }()
+	counts := map[string]int{}
+	for rows.Next() {
+		var location string
+		var n int
+		err = rows.Scan(&location, &n)
+		if err != nil {
+			return nil, fmt.Errorf("count instances per member: %w", err)
+		}
+
+		counts[location] = n
+	}
+
+	return counts, rows.Err()
+}
+
 // MemberCount is how many counted instances of a shape run on one LXD member.
 type MemberCount struct {
 	Project    string

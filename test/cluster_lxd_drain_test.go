@@ -33,13 +33,7 @@ func (e *clusterEnv) sampleBounds(t *testing.T, shape string) (*boundsSampler, f
 			insts, err1 := cl.GetInstances(lxdapi.InstanceTypeAny)
 			listed, err2 := e.admin.GetDeploymentShapeInstances("dep1", shape)
 			if err1 == nil && err2 == nil {
-				inLXD := 0
-				for _, inst := range insts {
-					if strings.HasPrefix(inst.Name, e.prefix) {
-						inLXD++
-					}
-				}
-
+				inLXD := len(insts) // the cluster is the test's own: one shape
 				ready := 0
 				for _, inst := range listed {
 					if inst.State == "created" && inst.Status == "Running" && inst.Health == api.HealthHealthy {
@@ -76,7 +70,10 @@ func (e *clusterEnv) sampleBounds(t *testing.T, shape string) (*boundsSampler, f
 // again once the member takes instances.
 func TestLXDClusterDrainAndRebalance(t *testing.T) {
 	e := newClusterEnv(t, nil)
-	web := webShape("web", 4, 6)
+	// A shape name of its own: a rollout names its instances after the shape, and every
+	// LXD's containers share the host's cgroup tree.
+	shapeName := "pcweb" + strings.TrimSuffix(strings.TrimPrefix(e.prefix, "pc-"), "-")
+	web := webShape(shapeName, 4, 6)
 	web.Placement = &api.DeploymentShapePlacement{Spread: api.PlacementSpreadMember}
 	web.Health = sickFileHealth()
 	must(t, e.admin.CreateDeploymentShape("dep1", web))
@@ -85,9 +82,9 @@ func TestLXDClusterDrainAndRebalance(t *testing.T) {
 		names = append(names, fmt.Sprintf("%s%d", e.prefix, i))
 	}
 
-	e.launch(t, "web", names...)
+	e.launch(t, shapeName, names...)
 	allHealthy := func() bool {
-		for _, inst := range must2(e.admin.GetDeploymentShapeInstances("dep1", "web"))(t) {
+		for _, inst := range must2(e.admin.GetDeploymentShapeInstances("dep1", shapeName))(t) {
 			if inst.Health != api.HealthHealthy || inst.State != "created" {
 				return false
 			}
@@ -97,21 +94,21 @@ func TestLXDClusterDrainAndRebalance(t *testing.T) {
 	}
 
 	waitUntil(t, "every instance healthy", 30*time.Second, allHealthy, every(200*time.Millisecond))
-	if got := describeCounts(e.perMember(t, "web")); got != "m1=2 m2=2 m3=2" {
+	if got := describeCounts(e.perMember(t, shapeName)); got != "m1=2 m2=2 m3=2" {
 		t.Fatalf("6 launches landed %s, want 2/2/2", got)
 	}
 
-	sampler, stop := e.sampleBounds(t, "web")
+	sampler, stop := e.sampleBounds(t, shapeName)
 	start := time.Now()
 	op, err := e.admin.DrainLXDMember("m3")
 	must(t, err)
 	must(t, op.Wait(context.Background()))
 	t.Logf("drain of m3 took %v (operation metadata %v)", time.Since(start), op.Metadata)
-	if got := describeCounts(e.perMember(t, "web")); got != "m1=3 m2=3" {
+	if got := describeCounts(e.perMember(t, shapeName)); got != "m1=3 m2=3" {
 		t.Errorf("after draining m3 the shape is %s, want m1=3 m2=3", got)
 	}
 
-	for _, member := range e.lxd.Locations(t, e.prefix) {
+	for _, member := range e.lxd.Locations(t, "") {
 		if member == "m3" {
 			t.Errorf("LXD still has an instance of the shape on m3 after the drain")
 		}
@@ -119,11 +116,11 @@ func TestLXDClusterDrainAndRebalance(t *testing.T) {
 
 	waitUntil(t, "every instance healthy after the drain", 30*time.Second, allHealthy, every(200*time.Millisecond))
 	start = time.Now()
-	op, err = e.admin.RebalanceDeploymentShape("dep1", "web")
+	op, err = e.admin.RebalanceDeploymentShape("dep1", shapeName)
 	must(t, err)
 	must(t, op.Wait(context.Background()))
 	t.Logf("rebalance took %v", time.Since(start))
-	if got := describeCounts(e.perMember(t, "web")); got != "m1=2 m2=2 m3=2" {
+	if got := describeCounts(e.perMember(t, shapeName)); got != "m1=2 m2=2 m3=2" {
 		t.Errorf("after the rebalance the shape is %s, want 2/2/2", got)
 	}
 
@@ -140,4 +137,31 @@ func TestLXDClusterDrainAndRebalance(t *testing.T) {
 	if sampler.minReady < 5 {
 		t.Errorf("only %d instances were ready at one point: more than one out of service (minimum 4, max_unavailable 1)", sampler.minReady)
 	}
+
+	// A rolling rollout launches each new instance on the emptiest member and removes an
+	// outdated one from the fullest: the shape stays 2/2/2.
+	t.Run("rollout keeps the spread", func(t *testing.T) {
+		shape, etag, err := e.admin.GetDeploymentShape("dep1", shapeName)
+		must(t, err)
+		put := shape.Writable()
+		put.ScalingMaximum = 7
+		setVersion("2")(&put)
+		must(t, e.admin.UpdateDeploymentShape("dep1", shapeName, put, etag))
+		op, err := e.admin.CreateDeploymentShapeRollout("dep1", shapeName, api.DeploymentRolloutsPost{})
+		must(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		start := time.Now()
+		must(t, op.Wait(ctx))
+		t.Logf("rollout took %v", time.Since(start))
+		for _, inst := range must2(e.admin.GetDeploymentShapeInstances("dep1", shapeName))(t) {
+			if inst.Outdated {
+				t.Errorf("instance %s is still outdated after the rollout", inst.Name)
+			}
+		}
+
+		if got := describeCounts(e.perMember(t, shapeName)); got != "m1=2 m2=2 m3=2" {
+			t.Errorf("after the rollout the shape is %s, want 2/2/2", got)
+		}
+	})
 }

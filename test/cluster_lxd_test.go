@@ -63,7 +63,7 @@ func (e *clusterEnv) perMember(t *testing.T, shape string) map[string]int {
 	t.Helper()
 	instances, err := e.admin.GetDeploymentShapeInstances("dep1", shape)
 	must(t, err)
-	inLXD := e.lxd.Locations(t, e.prefix)
+	inLXD := e.lxd.Locations(t, "") // the cluster is the test's own
 	counts := map[string]int{}
 	for _, inst := range instances {
 		if inst.Location != inLXD[inst.Name] {

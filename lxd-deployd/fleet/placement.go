@@ -61,6 +61,19 @@ func (f *Fleet) placeLaunch(ctx context.Context, tx *sql.Tx, shape *db.Shape, p 
 		return nil
 	}
 
+	if c.FromRollout {
+		// A rollout's new instances spread by themselves (its removals take from the
+		// fullest member, shapes.PlanRollout): once the old ones are gone, the shape is
+		// spread, whatever order the steps took.
+		counts, err := db.GetShapeRevisionLocationCounts(ctx, tx, shape.ID, shape.Revision)
+		if err != nil {
+			return err
+		}
+
+		counts[""]-- // the row being placed
+		return f.placeWith(ctx, tx, shape, p, members, counts)
+	}
+
 	if c.replaces == "" {
 		choice, err := shapes.PlaceLaunch(ctx, tx, shape, p.row, members)
 		p.target = choice.Target
@@ -79,6 +92,21 @@ func (f *Fleet) placeLaunch(ctx context.Context, tx *sql.Tx, shape *db.Shape, p 
 
 	counts[""]-- // the row being placed
 	choice, err := shapes.ChooseReplacement(shape.Name, shape.Placement, members, counts, shapes.Placed{Name: old.Name, Location: old.Location}, false)
+	if err != nil {
+		return err
+	}
+
+	p.target = choice.Target
+	if choice.Member == "" {
+		return nil
+	}
+
+	return db.SetInstanceLocation(ctx, tx, p.row, choice.Member)
+}
+
+// placeWith places a launch over the given counts and records the member.
+func (f *Fleet) placeWith(ctx context.Context, tx *sql.Tx, shape *db.Shape, p *pendingLaunch, members []shapes.Member, counts map[string]int) error {
+	choice, err := shapes.ChooseLaunch(shape.Name, shape.Placement, members, counts)
 	if err != nil {
 		return err
 	}

@@ -87,7 +87,7 @@ func (e *Engine) observe(ctx context.Context, client lxd.InstanceServer, r db.Ro
 		}
 
 		ready := shapes.ReadyFor(v.shape.Health, row, instance, v.settings.MinReady, now)
-		state.Instances = append(state.Instances, shapes.RolloutInstance{Name: row.Name, Revision: row.Revision, Creating: row.State == db.InstanceCreating, Ready: ready})
+		state.Instances = append(state.Instances, shapes.RolloutInstance{Name: row.Name, Revision: row.Revision, Creating: row.State == db.InstanceCreating, Ready: ready, Location: row.Location})
 
 		// A new instance that became ready since the last progress is progress.
 		if ready && !shapes.Outdated(row, v.shape.Revision) && shapes.RunningSince(row, instance).Add(v.settings.MinReady).After(r.ProgressAt) {

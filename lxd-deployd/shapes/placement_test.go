@@ -311,3 +311,25 @@ func TestPlacementDomainsAndStatus(t *testing.T) {
 		t.Fatal("an empty status has no domains map")
 	}
 }
+
+// A rolling step removes the outdated instance on the fullest member: the surge instance
+// went to m1 (the emptiest by name), so an outdated one on m1 goes, not one on m2 or m3.
+func TestRolloutKeepsSpread(t *testing.T) {
+	inst := func(name string, revision int, location string) RolloutInstance {
+		return RolloutInstance{Name: name, Revision: revision, Ready: true, Location: location}
+	}
+
+	state := RolloutState{
+		Settings: Rollout{Strategy: api.RolloutRolling, Surge: 1},
+		Size:     6, Minimum: 0, Maximum: 7, Target: 2,
+		Instances: []RolloutInstance{
+			inst("f", 1, "m3"), inst("e", 1, "m3"), inst("d", 1, "m2"), inst("c", 1, "m2"),
+			inst("b", 1, "m1"), inst("a", 1, "m1"), inst("new", 2, "m1"),
+		},
+	}
+
+	plan := PlanRollout(state)
+	if len(plan.Remove) != 1 || (plan.Remove[0] != "a" && plan.Remove[0] != "b") {
+		t.Fatalf("plan removes %v, want one of m1's outdated instances (a or b)", plan.Remove)
+	}
+}

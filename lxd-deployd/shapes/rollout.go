@@ -76,6 +76,10 @@ type RolloutInstance struct {
 
 	// Ready is true when it counts as ready (shapes.ReadyFor).
 	Ready bool
+
+	// Location is the LXD cluster member it runs on (empty outside a cluster): removals
+	// take from the fullest member first, so a rollout keeps the shape's spread.
+	Location string
 }
 
 // RolloutState is the input of a plan: the settings, the bounds, and the instances that
@@ -163,7 +167,7 @@ func PlanRollout(s RolloutState) RolloutPlan {
 
 	sort.SliceStable(removable, func(a, b int) bool { return !removable[a].Ready && removable[b].Ready })
 	remove := func(n int) {
-		for _, i := range removable[:max(0, min(n, len(removable)))] {
+		for _, i := range fullestFirst(removable, s.Instances, max(0, min(n, len(removable)))) {
 			p.Remove = append(p.Remove, i.Name)
 		}
 	}
@@ -219,4 +223,46 @@ func PlanRollout(s RolloutState) RolloutPlan {
 
 	remove(min(n, total-s.Minimum))
 	return p
+}
+
+// fullestFirst takes n of the removable instances (given unready first), each from the LXD
+// member holding the most of the shape's instances at that point (doc/placement.md): the
+// new instances went to the emptiest members, so the spread holds through a rollout.
+// Unready ones still go first; outside a cluster every location is empty and the order is
+// kept.
+func fullestFirst(removable []RolloutInstance, all []RolloutInstance, n int) []RolloutInstance {
+	counts := map[string]int{}
+	for _, i := range all {
+		counts[i.Location]++
+	}
+
+	taken := make([]bool, len(removable))
+	out := make([]RolloutInstance, 0, n)
+	for len(out) < n {
+		best := -1
+		for k, i := range removable {
+			if taken[k] {
+				continue
+			}
+
+			switch {
+			case best < 0:
+				best = k
+			case removable[best].Ready && !i.Ready:
+				best = k
+			case removable[best].Ready == i.Ready && counts[i.Location] > counts[removable[best].Location]:
+				best = k
+			}
+		}
+
+		if best < 0 {
+			break
+		}
+
+		taken[best] = true
+		counts[removable[best].Location]--
+		out = append(out, removable[best])
+	}
+
+	return out
 }

@@ -181,11 +181,27 @@ profiles:
 	if err := client.UpdateServer(put, etag); err != nil {
 		return fmt.Errorf("set cluster.offline_threshold: %w", err)
 	}
-	for _, m := range c.Members[1:] {
-		op, err := client.CreateClusterMember(api.ClusterMembersPost{ServerName: m.Name})
+	for i, m := range c.Members[1:] {
+		// A member that just joined is not online until its first heartbeat, and LXD will
+		// not issue a join token meanwhile ("There are no online cluster members"); a busy
+		// machine makes that take seconds.
+		err := waitOnline(client, i+1, time.Minute)
+		if err != nil {
+			return fmt.Errorf("before joining %s: %w", m.Name, err)
+		}
+
+		var op lxd.Operation
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+			op, err = client.CreateClusterMember(api.ClusterMembersPost{ServerName: m.Name})
+			if err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+
 		if err != nil {
 			return fmt.Errorf("join token for %s: %w", m.Name, err)
 		}
+
 		opAPI := op.Get()
 		token, err := opAPI.ToClusterJoinToken()
 		if err != nil {
@@ -207,6 +223,10 @@ profiles:
 			return fmt.Errorf("join %s: %v: %s", m.Name, err, out)
 		}
 	}
+	if err := waitOnline(client, len(c.Members), time.Minute); err != nil {
+		return err
+	}
+
 	if err := privatelxd.ImportImage(client); err != nil {
 		return err
 	}
@@ -220,6 +240,30 @@ profiles:
 		}
 	}
 	return nil
+}
+
+// waitOnline waits until LXD lists n members, all online.
+func waitOnline(client lxd.InstanceServer, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		members, err := client.GetClusterMembers()
+		online := 0
+		for _, m := range members {
+			if m.Status == "Online" {
+				online++
+			}
+		}
+
+		if err == nil && online == n && len(members) == n {
+			return nil
+		}
+
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d cluster members online after %v (%v)", online, n, timeout, err)
+		}
+
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // Member returns the member named name; it fails the test when there is none.
