@@ -55,7 +55,7 @@ func (a placementAPI) rebalance(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	op, err := a.fleet.StartRebalance(r.Context(), ref, deploymentID)
+	op, err := a.fleet.StartRebalance(r.Context(), ref, deploymentID, requestorFromContext(r.Context()))
 	if err != nil {
 		return response.SmartError(err)
 	}

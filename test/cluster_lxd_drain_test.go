@@ -124,6 +124,31 @@ func TestLXDClusterDrainAndRebalance(t *testing.T) {
 		t.Errorf("after the rebalance the shape is %s, want 2/2/2", got)
 	}
 
+	// Every move is the operator's (the requestor of the drain and of the rebalance, here
+	// the admin on the unix socket), with its cause: not autohealing's.
+	drained, rebalanced := 0, 0
+	for _, entry := range must2(e.admin.GetDeploymentActivity("dep1", 0, shapeName))(t) {
+		if entry.Action != "replace" {
+			continue
+		}
+
+		t.Logf("activity: %s by %s (%s): %s", entry.Action, entry.Who, entry.Requestor.Protocol, entry.Why)
+		switch {
+		case entry.Who != "admin":
+			t.Errorf("move %q is recorded as %s's, want the admin who asked for it", entry.Why, entry.Who)
+		case strings.Contains(entry.Why, "drain of LXD member m3"):
+			drained++
+		case strings.Contains(entry.Why, "rebalance of shape "+shapeName):
+			rebalanced++
+		default:
+			t.Errorf("move %q does not say it is a drain's or a rebalance's", entry.Why)
+		}
+	}
+
+	if drained != 2 || rebalanced != 2 {
+		t.Errorf("the activity log has %d moves for the drain of m3 and %d for the rebalance, want 2 and 2", drained, rebalanced)
+	}
+
 	stop()
 	sampler.mu.Lock()
 	defer sampler.mu.Unlock()

@@ -158,11 +158,13 @@ func (h *Autohealer) round(ctx context.Context) error {
 	unreachable := func(location string) bool { return shapeRules.Unreachable(location, members) }
 	for _, step := range PlanHealing(shapes, rows, h.active, h.owner, time.Now(), unreachable) {
 		if step.Finish {
-			h.start(step.Row, func(ctx context.Context) { _ = h.removeOld(ctx, step.Row) })
+			h.start(step.Row, func(ctx context.Context) { _ = h.removeOld(ctx, step.Row, InternalRequestor("autoheal")) })
 			continue
 		}
 
-		h.start(step.Row, func(ctx context.Context) { _ = h.replace(ctx, step.Shape, step.Row, step.Cause) })
+		h.start(step.Row, func(ctx context.Context) {
+			_ = h.replace(ctx, step.Shape, step.Row, step.Cause, InternalRequestor("autoheal"))
+		})
 	}
 
 	return nil
@@ -184,10 +186,10 @@ func (h *Autohealer) start(row db.Instance, f func(ctx context.Context)) {
 }
 
 // replace launches a replacement for old and deletes old: the replacement first below the
-// maximum, old first at it (so that LXD never holds more than the maximum).
-func (h *Autohealer) replace(ctx context.Context, shape db.Shape, old db.Instance, cause string) error {
-	by := InternalRequestor("autoheal")
-	r, err := h.reserveReplacement(ctx, old, cause)
+// maximum, old first at it (so that LXD never holds more than the maximum). by is who
+// asked: autohealing itself, or the operator whose drain or rebalance moves the instance.
+func (h *Autohealer) replace(ctx context.Context, shape db.Shape, old db.Instance, cause string, by api.DeploymentRequestor) error {
+	r, err := h.reserveReplacement(ctx, old, cause, by)
 	if errors.Is(err, errGiveUp) {
 		h.fleet.countReplacement(old, metrics.ReplacementGaveUp)
 		h.degrade(ctx, shape, old, maxReplaceFailures, cause)
@@ -206,7 +208,7 @@ func (h *Autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 	replacing := old
 	replacing.State = db.InstanceReplacing
 	if r.deleteFirst {
-		err = h.removeOld(ctx, replacing)
+		err = h.removeOld(ctx, replacing, by)
 		if err != nil {
 			// The old instance is still there: its replacement must not be made beside it.
 			h.fleet.abandonLaunch(ctx, r.launch, err)
@@ -224,7 +226,7 @@ func (h *Autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 	h.fleet.countReplacement(old, metrics.ReplacementOK)
 	if !r.deleteFirst {
 		// A failed delete leaves the old instance replacing: the next rounds finish it.
-		_ = h.removeOld(ctx, replacing)
+		_ = h.removeOld(ctx, replacing, by)
 	}
 
 	return nil
@@ -244,13 +246,13 @@ type replacement struct {
 
 // reserveReplacement takes the old instance out of the count (state replacing) and
 // reserves its replacement in one transaction, within the shape's budget.
-func (h *Autohealer) reserveReplacement(ctx context.Context, old db.Instance, cause string) (*replacement, error) {
+func (h *Autohealer) reserveReplacement(ctx context.Context, old db.Instance, cause string, by api.DeploymentRequestor) (*replacement, error) {
 	ref := refs.Instance(old)
 	ref.Instance = healedName(old.Name)
 	r := &replacement{}
 	var err error
 	r.launch, err = h.fleet.reserveLaunch(ctx, ref, Change{
-		By:       InternalRequestor("autoheal"),
+		By:       by,
 		Why:      cause,
 		replaces: old.Name,
 		before: func(ctx context.Context, tx *sql.Tx, s *db.Shape) error {
@@ -324,9 +326,9 @@ func (h *Autohealer) launchFailed(ctx context.Context, shape db.Shape, old db.In
 
 // removeOld deletes a replaced instance through the fleet; it no longer counts toward the
 // size, and against the maximum only until LXD has deleted it.
-func (h *Autohealer) removeOld(ctx context.Context, old db.Instance) error {
+func (h *Autohealer) removeOld(ctx context.Context, old db.Instance, by api.DeploymentRequestor) error {
 	ref := refs.Instance(old)
-	p, err := h.fleet.reserveDelete(ctx, ref, Change{By: InternalRequestor("autoheal"), Why: "replaced"})
+	p, err := h.fleet.reserveDelete(ctx, ref, Change{By: by, Why: "replaced"})
 	if err == nil {
 		err = h.fleet.finishDelete(ctx, p)
 	}

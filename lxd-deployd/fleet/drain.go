@@ -29,7 +29,9 @@ import (
 const moveRetryFor = 2 * time.Minute
 
 // moveOff replaces one instance elsewhere, waiting for the shape's budget when it is held.
-func (f *Fleet) moveOff(ctx context.Context, shape db.Shape, row db.Instance, cause string) error {
+// The move is recorded as by's (the operator who asked for the drain or rebalance), with
+// cause as its why.
+func (f *Fleet) moveOff(ctx context.Context, shape db.Shape, row db.Instance, cause string, by api.DeploymentRequestor) error {
 	h := f.Healer
 	deadline := time.Now().Add(moveRetryFor)
 	for {
@@ -44,7 +46,7 @@ func (f *Fleet) moveOff(ctx context.Context, shape db.Shape, row db.Instance, ca
 		if busy {
 			err = lxdapi.StatusErrorf(http.StatusConflict, "instance %s is being replaced already", row.Name)
 		} else {
-			err = h.replace(ctx, shape, row, cause)
+			err = h.replace(ctx, shape, row, cause, by)
 			h.mu.Lock()
 			delete(h.active, row.ID)
 			h.mu.Unlock()
@@ -180,13 +182,13 @@ func (f *Fleet) StartDrain(ctx context.Context, member string, by api.Deployment
 		Resources:   map[string][]string{"lxd_members": {"/1.0/lxd-members/" + member}},
 		Logger:      f.requestLogger(ctx),
 		Run: func(ctx context.Context, op *operations.Operation) error {
-			return f.drain(ctx, op, member)
+			return f.drain(ctx, op, member, by)
 		},
 	}), nil
 }
 
 // drain runs a drain: until no movable instance of any shape is left on member.
-func (f *Fleet) drain(ctx context.Context, op *operations.Operation, member string) error {
+func (f *Fleet) drain(ctx context.Context, op *operations.Operation, member string, by api.DeploymentRequestor) error {
 	f.drainingMu.Lock()
 	f.draining[member]++
 	f.drainingMu.Unlock()
@@ -230,7 +232,7 @@ func (f *Fleet) drain(ctx context.Context, op *operations.Operation, member stri
 			return err
 		}
 
-		err = f.moveOff(ctx, shapesByID[row.ShapeID], row, fmt.Sprintf("LXD member %s is being drained", member))
+		err = f.moveOff(ctx, shapesByID[row.ShapeID], row, fmt.Sprintf("drain of LXD member %s", member), by)
 		if err != nil {
 			return fmt.Errorf("move instance %s off %s: %w", row.Name, member, err)
 		}
@@ -282,8 +284,8 @@ func (f *Fleet) readFleet(ctx context.Context) (map[int64]db.Shape, []db.Instanc
 
 // StartRebalance restores a shape's spread (skew at most one) as a background operation
 // with progress, moving one instance at a time from the fullest domain as
-// shapes.PlanRebalance plans it.
-func (f *Fleet) StartRebalance(ctx context.Context, ref refs.ShapeRef, deploymentID int64) (*operations.Operation, error) {
+// shapes.PlanRebalance plans it. Its moves are recorded as by's.
+func (f *Fleet) StartRebalance(ctx context.Context, ref refs.ShapeRef, deploymentID int64, by api.DeploymentRequestor) (*operations.Operation, error) {
 	if len(f.members()) == 0 {
 		return nil, lxdapi.StatusErrorf(http.StatusBadRequest, "LXD is not clustered: there is no spread to restore")
 	}
@@ -295,13 +297,13 @@ func (f *Fleet) StartRebalance(ctx context.Context, ref refs.ShapeRef, deploymen
 		Resources:    map[string][]string{"deployment_shapes": {api.DeploymentShapeURL(ref.Project, ref.Name, ref.Shape)}},
 		Logger:       f.requestLogger(ctx),
 		Run: func(ctx context.Context, op *operations.Operation) error {
-			return f.rebalance(ctx, op, ref)
+			return f.rebalance(ctx, op, ref, by)
 		},
 	}), nil
 }
 
 // rebalance plans again after every move, until the plan is empty.
-func (f *Fleet) rebalance(ctx context.Context, op *operations.Operation, ref refs.ShapeRef) error {
+func (f *Fleet) rebalance(ctx context.Context, op *operations.Operation, ref refs.ShapeRef, by api.DeploymentRequestor) error {
 	moved := 0
 	for {
 		var shape *db.Shape
@@ -356,7 +358,7 @@ func (f *Fleet) rebalance(ctx context.Context, op *operations.Operation, ref ref
 			return err
 		}
 
-		err = f.moveOff(ctx, *shape, byName[moves[0].Instance], "rebalance")
+		err = f.moveOff(ctx, *shape, byName[moves[0].Instance], "rebalance of shape "+shape.Name, by)
 		if err != nil {
 			return fmt.Errorf("move instance %s: %w", moves[0].Instance, err)
 		}
