@@ -171,10 +171,42 @@ func TestLXDClusterLocationAndMemberLoss(t *testing.T) {
 			t.Errorf("placement status %+v while m2 is offline, want %d unreachable", shape.PlacementStatus, onM2)
 		}
 
+		// The loss is in the activity log (and on /1.0/events, the same path) once per
+		// instance, not once per poll: the keeper reports changes only.
+		reach := func(action string) map[string]int {
+			seen := map[string]int{}
+			for _, entry := range must2(e.admin.GetDeploymentActivity("dep1", 0, "web"))(t) {
+				if entry.Action == action {
+					if entry.Who != "lxd-cluster" || !strings.Contains(entry.Why, "LXD member m2") {
+						t.Errorf("activity %s by %s: %q, want lxd-cluster's, naming m2", entry.Action, entry.Who, entry.Why)
+					}
+
+					seen[strings.Fields(entry.Why)[1]]++
+				}
+			}
+
+			return seen
+		}
+
+		waitUntil(t, "an instance-unreachable activity entry for each of m2's instances", 20*time.Second, func() bool { return len(reach("instance-unreachable")) == onM2 }, every(200*time.Millisecond))
+		time.Sleep(5 * time.Second) // a few more keeper rounds (2 s) with m2 still offline
+		for name, n := range reach("instance-unreachable") {
+			if n != 1 {
+				t.Errorf("instance %s has %d instance-unreachable entries while m2 stayed offline, want 1", name, n)
+			}
+		}
+
 		m2.Restart(t)
 		restarted := time.Now()
 		waitUntil(t, "m2's instances to be reachable again", 60*time.Second, func() bool { return unreachable() == 0 }, every(200*time.Millisecond))
 		t.Logf("m2's instances reachable %v after its LXD restarted", time.Since(restarted))
+		waitUntil(t, "an instance-reachable activity entry for each of m2's instances", 20*time.Second, func() bool { return len(reach("instance-reachable")) == onM2 }, every(200*time.Millisecond))
+		unreached, reached := reach("instance-unreachable"), reach("instance-reachable")
+		for name := range unreached {
+			if reached[name] != 1 || unreached[name] != 1 {
+				t.Errorf("instance %s: %d instance-unreachable and %d instance-reachable entries, want one each", name, unreached[name], reached[name])
+			}
+		}
 		for _, inst := range must2(e.admin.GetDeploymentShapeInstances("dep1", "web"))(t) {
 			if inst.Status != "Running" {
 				t.Logf("LXD says: m1 %s, m2 %s, m3 %s", e.lxd.MemberStatus(t, "m1"), e.lxd.MemberStatus(t, "m2"), e.lxd.MemberStatus(t, "m3"))

@@ -113,7 +113,7 @@ func New(c Config) *Fleet {
 	f.Hooks = newHookKeeper(f)
 	f.Healer = newAutohealer(f)
 	f.Reconciler = newReconciler(f, c.OfflineAfter)
-	f.Locations = &LocationKeeper{db: f.db, lxd: f.lxd, logger: f.logger}
+	f.Locations = &LocationKeeper{db: f.db, lxd: f.lxd, reporter: f.reporter, logger: f.logger, reported: map[int64]bool{}}
 	f.draining = map[string]int{}
 	return f
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 )
 
 // LocationKeeper keeps each instance record's location (the LXD cluster member) as LXD
@@ -17,14 +18,26 @@ import (
 // instances made before placement have none: every count per member (placement, metrics,
 // drain) reads the records, so they follow LXD (doc/placement.md). It only ever writes the
 // location column, compare-and-set, and runs on the holder of the instances lease.
+//
+// It also tells when an instance turns unreachable (LXD reports its member offline) or
+// reachable again: once per change, in the activity log and as a lifecycle event
+// (locations_reachable.go).
 type LocationKeeper struct {
-	db     *db.Cluster
-	lxd    *backend.LXD
-	logger *slog.Logger
+	db       *db.Cluster
+	lxd      *backend.LXD
+	reporter Reporter
+	logger   *slog.Logger
+
+	// reported holds the instances reported unreachable, by record id. Only Run's
+	// goroutine touches it.
+	reported map[int64]bool
 }
 
-// Run compares every interval until ctx ends.
+// Run compares every interval until ctx ends. A new holder of the lease starts from
+// nothing reported: it reports once the instances that are unreachable when it starts
+// (the last holder may not have), and nothing about the reachable ones.
 func (k *LocationKeeper) Run(ctx context.Context, interval time.Duration) {
+	k.reported = map[int64]bool{}
 	for {
 		err := k.round(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -61,6 +74,14 @@ func (k *LocationKeeper) round(ctx context.Context) error {
 		return err
 	}
 
+	// Before LXD's listing, which an offline member can slow or fail.
+	changes, now := PlanReachability(rows, shapes.ClusterMembers(k.lxd.Cluster()), k.reported)
+	err = k.reportReachability(ctx, changes)
+	if err != nil {
+		return err
+	}
+
+	k.reported = now
 	byProject := map[string][]db.Instance{}
 	for _, row := range rows {
 		byProject[row.Project] = append(byProject[row.Project], row)

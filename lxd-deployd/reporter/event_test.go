@@ -23,6 +23,8 @@ func TestActionsBuildTheirEvents(t *testing.T) {
 		{ManifestCreated.Event(dep, "manifest-2"), Event{Action: "deployment-manifest-created", Project: "p2", Source: "/1.0/deployments/shop/manifests/manifest-2?project=p2"}},
 		{ShapeDegraded.Event(shape, nil), Event{Action: "deployment-shape-degraded", Project: "p2", Source: "/1.0/deployments/shop/shapes/web?project=p2"}},
 		{InstanceCreated.Event(instance, nil), Event{Action: "deployment-instance-created", Project: "p2", Source: "/1.0/deployments/shop/shapes/web/instances/web1?project=p2"}},
+		{InstanceUnreachable.Event(instance, nil), Event{Action: "deployment-instance-unreachable", Project: "p2", Source: "/1.0/deployments/shop/shapes/web/instances/web1?project=p2"}},
+		{InstanceReachable.Event(instance, nil), Event{Action: "deployment-instance-reachable", Project: "p2", Source: "/1.0/deployments/shop/shapes/web/instances/web1?project=p2"}},
 		{InstanceOrphaned.LXDEvent("p2", "stray"), Event{Action: "deployment-instance-orphaned", Project: "p2", Source: "/1.0/instances/stray?project=p2"}},
 		{RolloutStarted.Event(shape, 3), Event{Action: "deployment-shape-rollout-started", Project: "p2", Source: "/1.0/deployments/shop/shapes/web/rollouts/3?project=p2"}},
 		{InstanceCreated.Event(refs.InstanceRef{ShapeRef: refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: api.DefaultProject, Name: "shop"}, Shape: "web"}, Instance: "web1"}, nil),

@@ -28,6 +28,11 @@ const (
 	// at its limit (doc/api.md, Resizing).
 	InstanceResized       InstanceAction = "deployment-instance-resized"
 	InstanceResizeRefused InstanceAction = "deployment-instance-resize-refused"
+
+	// LXD reports the cluster member the instance is on offline, or online again
+	// (doc/placement.md, Member loss): sent once per change, with the member in the context.
+	InstanceUnreachable InstanceAction = "deployment-instance-unreachable"
+	InstanceReachable   InstanceAction = "deployment-instance-reachable"
 )
 
 // Event is the action's event about the instance ref names, with context (nil: none).
