@@ -86,18 +86,25 @@ func (e *LeftBehindError) Unwrap() error {
 // fails, the instance is deleted again and LXD's error is returned as is; if even that
 // fails, the error is a *LeftBehindError.
 func CreateInstance(ctx context.Context, c lxd.InstanceServer, project string, req lxdapi.InstancesPost) error {
-	return create(ctx, c, project, req, true)
+	return create(ctx, c, project, "", req, true)
+}
+
+// CreateInstanceOn is CreateInstance on an LXD cluster member or @group (LXD's ?target=;
+// empty: where LXD chooses). The create goes through a raw request (operation), which
+// does not see a client's UseTarget: the target is passed here.
+func CreateInstanceOn(ctx context.Context, c lxd.InstanceServer, project string, target string, req lxdapi.InstancesPost) error {
+	return create(ctx, c, project, target, req, true)
 }
 
 // create makes an instance, and starts it if asked, leaving nothing half made.
-func create(ctx context.Context, c lxd.InstanceServer, project string, req lxdapi.InstancesPost, start bool) error {
+func create(ctx context.Context, c lxd.InstanceServer, project string, target string, req lxdapi.InstancesPost, start bool) error {
 	c = c.UseProject(project)
 	_, _, err := c.GetInstance(req.Name)
 	if err == nil {
 		return lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q: pick another name", req.Name, project)
 	}
 
-	err = operation(ctx, c, project, "POST", "/1.0/instances", req)
+	err = operationOn(ctx, c, project, target, "POST", "/1.0/instances", req)
 	if err == nil && start {
 		err = operation(ctx, c, project, "PUT", statePath(req.Name), lxdapi.InstanceStatePut{Action: "start", Timeout: -1})
 	}

@@ -2,11 +2,15 @@ package backend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"path"
+	"strings"
 	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
 )
 
 // operationWaitChunk is how long one long poll of an operation's /wait lasts (seconds)
@@ -20,8 +24,19 @@ const operationWaitChunk = 30
 // every operation event of the project: 100 concurrent launches meant 100 listeners
 // decoding the events of all 100 (issue 20).
 func operation(ctx context.Context, c DoHTTPer, project string, method string, p string, body any) error {
+	return operationOn(ctx, c, project, "", method, p, body)
+}
+
+// operationOn is operation with LXD's ?target= (a cluster member or @group; empty: none),
+// which a raw request does not take from the client's UseTarget.
+func operationOn(ctx context.Context, c DoHTTPer, project string, target string, method string, p string, body any) error {
+	var start url.Values
+	if target != "" {
+		start = url.Values{"target": {target}}
+	}
+
 	// The request itself is not cut short: LXD may have started the operation anyway.
-	resp, err := rawDo(context.WithoutCancel(ctx), c, method, p, project, nil, body)
+	resp, err := rawDo(context.WithoutCancel(ctx), c, method, p, project, start, body)
 	if err != nil {
 		return err
 	}
@@ -30,7 +45,19 @@ func operation(ctx context.Context, c DoHTTPer, project string, method string, p
 		return fmt.Errorf("LXD started no operation for %s %s", method, p)
 	}
 
-	id := path.Base(resp.Operation)
+	// As for an exec (exec.go): a forwarded request's operation URL carries ?project=, and
+	// on an LXD cluster the operation lives on the member that runs it, which LXD 5.0
+	// forgets from its cluster-wide list once it ends: a wait sent to another member finds
+	// nothing ("Operation not found"), so the wait targets that member.
+	opURL, _, _ := strings.Cut(resp.Operation, "?")
+	id := path.Base(opURL)
+	query := url.Values{}
+	var started lxdapi.Operation
+	_ = json.Unmarshal(resp.Metadata, &started)
+	if started.Location != "" && started.Location != "none" {
+		query.Set("target", started.Location)
+	}
+
 	for {
 		timeout := operationWaitChunk
 		deadline, ok := ctx.Deadline()
@@ -38,9 +65,15 @@ func operation(ctx context.Context, c DoHTTPer, project string, method string, p
 			timeout = max(min(int(time.Until(deadline).Seconds())+1, operationWaitChunk), 1)
 		}
 
-		resp, err = rawDo(ctx, c, "GET", "/1.0/operations/"+url.PathEscape(id)+"/wait", project, url.Values{"timeout": {fmt.Sprint(timeout)}}, nil)
+		query.Set("timeout", fmt.Sprint(timeout))
+		resp, err = rawDo(ctx, c, "GET", "/1.0/operations/"+url.PathEscape(id)+"/wait", project, query, nil)
 		if ctx.Err() != nil {
-			_, _ = rawDo(context.WithoutCancel(ctx), c, "DELETE", "/1.0/operations/"+url.PathEscape(id), project, nil, nil)
+			target := url.Values{}
+			if query.Has("target") {
+				target.Set("target", query.Get("target"))
+			}
+
+			_, _ = rawDo(context.WithoutCancel(ctx), c, "DELETE", "/1.0/operations/"+url.PathEscape(id), project, target, nil)
 			return ctx.Err()
 		}
 

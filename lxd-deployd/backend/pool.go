@@ -20,7 +20,7 @@ const ConfigWarmPool = "user.lxd-deployd.warm-pool"
 func CreatePoolInstance(ctx context.Context, c lxd.InstanceServer, project string, req lxdapi.InstancesPost) error {
 	req.Config = maps.Clone(req.Config)
 	req.Config[ConfigWarmPool] = "true"
-	return create(ctx, c, project, req, false)
+	return create(ctx, c, project, "", req, false)
 }
 
 // TakePoolInstance turns a stopped warm pool instance into the instance req describes:

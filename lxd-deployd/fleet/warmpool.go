@@ -68,12 +68,7 @@ func (f *Fleet) create(ctx context.Context, p *pendingLaunch) error {
 		}
 	}
 
-	client := p.client
-	if p.target != "" {
-		client = client.UseTarget(p.target)
-	}
-
-	return backend.CreateInstance(ctx, client, p.ref.Project, p.req)
+	return backend.CreateInstanceOn(ctx, p.client, p.ref.Project, p.target, p.req)
 }
 
 // take turns a pool instance into the launch's instance. taken is false when there was
