@@ -32,7 +32,8 @@ const scaleShapes = 4
 // creates and starts done directly, and a rolling rollout of 100 (max_surge 10) against the
 // same LXD work done directly. With SCALE_BENCH_PROFILE=dir it also writes the daemon's
 // heap profile and a CPU profile of 30 s at rest there (the daemon runs with
-// --debug-pprof). doc/health.md quotes the figures.
+// --debug-pprof). SCALE_BENCH_REST_ONLY=1 stops after the reads. doc/health.md quotes the
+// figures.
 func BenchmarkScale(b *testing.B) {
 	n := envInt("SCALE_BENCH_INSTANCES", 200)
 	for i := 0; i < b.N; i++ {
@@ -89,6 +90,10 @@ func benchScale(b *testing.B, n int) {
 	s.atRest(b, quiet, rssEmpty, rssQuiet)
 	s.profile(b)
 	s.reads(b)
+	if os.Getenv("SCALE_BENCH_REST_ONLY") != "" {
+		return // the figures at rest only (a shorter run)
+	}
+
 	s.ttlReports(b)
 	old := s.launches(b)
 	s.rollout(b, old)
