@@ -44,7 +44,6 @@ type Checker struct {
 	due      map[int64]time.Time // instance row id -> next check
 	running  map[int64]bool
 	inflight int
-	took     time.Duration // how long a check takes, on average (exec, http, tcp)
 
 	// The targets as last listed, the ticks since, and the verdicts recorded since (the
 	// Run goroutine's alone).
@@ -104,11 +103,9 @@ func (c *Checker) round(ctx context.Context, wg *sync.WaitGroup) error {
 	defer c.mu.Unlock()
 	seen := map[int64]bool{}
 	var due []target
-	perSecond := 0.0
 	for _, t := range targets {
 		id := t.row.ID
 		seen[id] = true
-		perSecond += 1 / t.settings.Interval.Seconds()
 		next, scheduled := c.due[id]
 		if !scheduled {
 			// The first check of an instance lands anywhere in its first interval.
@@ -124,9 +121,8 @@ func (c *Checker) round(ctx context.Context, wg *sync.WaitGroup) error {
 	// The longest overdue go first: when the slots cannot keep up, every instance still
 	// has its turn, instead of the first in the listing taking every free slot.
 	sort.Slice(due, func(i, j int) bool { return c.due[due[i].row.ID].Before(c.due[due[j].row.ID]) })
-	limit := c.limit(perSecond)
 	for _, t := range due {
-		if c.inflight >= limit {
+		if c.inflight >= max(c.Concurrency, 1) {
 			break // every slot is busy: the rest wait for the next tick
 		}
 
@@ -135,13 +131,9 @@ func (c *Checker) round(ctx context.Context, wg *sync.WaitGroup) error {
 		wg.Add(1)
 		go func(t target) {
 			defer wg.Done()
-			start := time.Now()
 			c.check(ctx, t)
 			c.mu.Lock()
 			c.inflight--
-			if t.settings.Kind != api.HealthKindTTL {
-				c.took = (9*c.took + time.Since(start)) / 10
-			}
 
 			delete(c.running, t.row.ID)
 			// +-10% jitter keeps instances that started together from staying in step.
@@ -153,19 +145,6 @@ func (c *Checker) round(ctx context.Context, wg *sync.WaitGroup) error {
 
 	c.forget(seen)
 	return nil
-}
-
-// maxConcurrency bounds the checks running at once however many are due: LXD runs an
-// exec check's command in a process of its own.
-const maxConcurrency = 64
-
-// limit is how many checks may run at once (c.mu held): Concurrency, or more when the checks
-// due a second, each taking as long as they have lately, need more slots to keep up (at
-// 1,000 instances every 10 s, 16 slots of checks taking 0.5 s under load checked a third
-// of them).
-func (c *Checker) limit(perSecond float64) int {
-	needed := int(perSecond*c.took.Seconds()*1.25) + 1
-	return min(max(c.Concurrency, needed, 1), max(c.Concurrency, maxConcurrency))
 }
 
 // listTargets is targets, read again every tick while there are few and less often when
