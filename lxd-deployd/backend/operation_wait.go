@@ -2,11 +2,15 @@ package backend
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"path"
+	"strings"
 	"time"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
 )
 
 // operationWaitChunk is how long one long poll of an operation's /wait lasts (seconds)
@@ -30,7 +34,7 @@ func operation(ctx context.Context, c DoHTTPer, project string, method string, p
 		return fmt.Errorf("LXD started no operation for %s %s", method, p)
 	}
 
-	id := path.Base(resp.Operation)
+	id, target := operationOf(resp)
 	for {
 		timeout := operationWaitChunk
 		deadline, ok := ctx.Deadline()
@@ -38,9 +42,11 @@ func operation(ctx context.Context, c DoHTTPer, project string, method string, p
 			timeout = max(min(int(time.Until(deadline).Seconds())+1, operationWaitChunk), 1)
 		}
 
-		resp, err = rawDo(ctx, c, "GET", "/1.0/operations/"+url.PathEscape(id)+"/wait", project, url.Values{"timeout": {fmt.Sprint(timeout)}}, nil)
+		query := target()
+		query.Set("timeout", fmt.Sprint(timeout))
+		resp, err = rawDo(ctx, c, "GET", "/1.0/operations/"+url.PathEscape(id)+"/wait", project, query, nil)
 		if ctx.Err() != nil {
-			_, _ = rawDo(context.WithoutCancel(ctx), c, "DELETE", "/1.0/operations/"+url.PathEscape(id), project, nil, nil)
+			_, _ = rawDo(context.WithoutCancel(ctx), c, "DELETE", "/1.0/operations/"+url.PathEscape(id), project, target(), nil)
 			return ctx.Err()
 		}
 
@@ -71,4 +77,24 @@ func instancePath(name string) string {
 // statePath is the URL of an instance's state.
 func statePath(name string) string {
 	return instancePath(name) + "/state"
+}
+
+// operationOf is the id of the operation an LXD answer started, and the query that reaches
+// it. A member forwarding a request to the instance's member answers with the operation's
+// URL plus "?project=...", so the id is the path's last element without the query; and on
+// an LXD cluster the operation lives on the member that runs it (LXD 5.0 forgets a finished
+// one from its cluster-wide list at once, so a wait sent to another member finds nothing:
+// "Operation not found"), so the query targets that member.
+func operationOf(resp *lxdapi.Response) (string, func() url.Values) {
+	opURL, _, _ := strings.Cut(resp.Operation, "?")
+	var started lxdapi.Operation
+	_ = json.Unmarshal(resp.Metadata, &started)
+	return path.Base(opURL), func() url.Values {
+		query := url.Values{}
+		if started.Location != "" && started.Location != "none" {
+			query.Set("target", started.Location)
+		}
+
+		return query
+	}
 }

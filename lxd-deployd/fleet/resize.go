@@ -208,18 +208,18 @@ func (r Resizer) round(ctx context.Context, target ResizeTarget, results map[str
 // anyInPlace says whether some outdated instance could be brought up to date in place,
 // from the records alone: a round with none asks LXD nothing.
 func (s ResizeState) anyInPlace() bool {
-	latest, ok := s.Revisions[s.Latest]
+	_, ok := s.Revisions[s.Latest]
 	if !ok {
 		return false
 	}
 
 	for _, row := range s.Rows {
-		from, ok := s.Revisions[row.Revision]
+		_, ok := s.Revisions[row.Revision]
 		if !ok || row.State != db.InstanceCreated || !shapes.Outdated(row, s.Latest) {
 			continue
 		}
 
-		_, live := shapes.LiveChanges(from, latest)
+		_, live := shapes.InPlace(row.Revision, s.Revisions, s.Causes, s.Latest)
 		if live {
 			return true
 		}
@@ -236,7 +236,7 @@ func resizeRecords(ctx context.Context, tx *sql.Tx, target ResizeTarget) (Resize
 		return ResizeState{}, err
 	}
 
-	state := ResizeState{Revisions: map[int]api.DeploymentShapePut{}}
+	state := ResizeState{Revisions: map[int]api.DeploymentShapePut{}, Causes: map[int]string{}}
 	found := false
 	for _, s := range all {
 		if s.ID == target.ShapeID {
@@ -260,6 +260,7 @@ func resizeRecords(ctx context.Context, tx *sql.Tx, target ResizeTarget) (Resize
 
 	for _, rev := range revisions {
 		state.Revisions[rev.Revision] = rev.Shape
+		state.Causes[rev.Revision] = rev.Cause
 	}
 
 	return state, nil

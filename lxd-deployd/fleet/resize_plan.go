@@ -17,6 +17,7 @@ import (
 type ResizeState struct {
 	Latest    int
 	Revisions map[int]api.DeploymentShapePut
+	Causes    map[int]string // revision -> its cause (an image change is never in place)
 	Rows      []db.Instance
 	Live      map[string]lxdapi.InstanceFull
 }
@@ -46,7 +47,7 @@ func (p ResizePlan) Pending() bool {
 // in LXD, and a lower memory limit leaves the margin above what it uses (shapes.SafeMemory).
 func PlanResize(s ResizeState) ResizePlan {
 	plan := ResizePlan{Refused: map[string]string{}, Skipped: map[string]string{}}
-	latest, ok := s.Revisions[s.Latest]
+	_, ok := s.Revisions[s.Latest]
 	if !ok {
 		return plan
 	}
@@ -58,13 +59,13 @@ func PlanResize(s ResizeState) ResizePlan {
 			continue
 		}
 
-		from, ok := s.Revisions[row.Revision]
+		_, ok := s.Revisions[row.Revision]
 		if !ok {
 			plan.Skipped[row.Name] = fmt.Sprintf("revision %d is no longer kept", row.Revision)
 			continue
 		}
 
-		live, ok := shapes.LiveChanges(from, latest)
+		live, ok := shapes.InPlace(row.Revision, s.Revisions, s.Causes, s.Latest)
 		if !ok {
 			plan.Skipped[row.Name] = fmt.Sprintf("revision %d differs from %d in more than live limits: a rollout replaces it", row.Revision, s.Latest)
 			continue

@@ -44,6 +44,7 @@ func TestPlanResize(t *testing.T) {
 	state := ResizeState{
 		Latest:    3,
 		Revisions: revisions,
+		Causes:    map[int]string{1: "api", 2: "api", 3: "resize"},
 		Rows: []db.Instance{
 			row("rz-idle", 1, db.InstanceCreated),
 			row("rz-full", 1, db.InstanceCreated),
@@ -102,6 +103,7 @@ func TestPlanResize(t *testing.T) {
 	// A VM cannot grow past its boot memory.
 	state.Latest = 4
 	state.Revisions[4] = resizeRevision("1GiB", "busybox")
+	state.Causes[4] = "resize"
 	plan = PlanResize(state)
 	if plan.Refused["rz-vm"] == "" || plan.Refused["rz-full"] != "" {
 		t.Errorf("growing: want only rz-vm refused, got %+v", plan.Refused)
@@ -118,5 +120,31 @@ func TestBatches(t *testing.T) {
 
 	if len(Batches(nil, 2)) != 0 {
 		t.Error("no steps, no batches")
+	}
+}
+
+// An image change keeps the template as it was, and would look like a change of nothing
+// live: its instances need the new image all the same, so a rollout replaces them.
+func TestPlanResizeImageChangeIsNeverInPlace(t *testing.T) {
+	state := ResizeState{
+		Latest:    3,
+		Revisions: map[int]api.DeploymentShapePut{1: resizeRevision("256MiB", "busybox"), 2: resizeRevision("256MiB", "busybox"), 3: resizeRevision("128MiB", "busybox")},
+		Causes:    map[int]string{1: "api", 2: "image-change", 3: "resize"},
+		Rows:      []db.Instance{{Name: "rz-old", Revision: 1, State: db.InstanceCreated}, {Name: "rz-new", Revision: 2, State: db.InstanceCreated}},
+		Live: map[string]lxdapi.InstanceFull{
+			"rz-old": liveInstance("256MiB", lxdapi.Running, 1<<20, false),
+			"rz-new": liveInstance("256MiB", lxdapi.Running, 1<<20, false),
+		},
+	}
+
+	plan := PlanResize(state)
+	if len(plan.Steps) != 1 || plan.Steps[0].Row.Name != "rz-new" || plan.Skipped["rz-old"] == "" {
+		t.Fatalf("want rz-new resized in place and rz-old (from before the image change) left to a rollout, got %+v", plan)
+	}
+
+	delete(state.Causes, 2) // a pruned revision: whether the image changed is unknown
+	plan = PlanResize(state)
+	if plan.Skipped["rz-old"] == "" {
+		t.Fatalf("an instance from before a revision no longer kept was planned in place: %+v", plan)
 	}
 }
