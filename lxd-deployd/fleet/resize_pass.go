@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -40,10 +41,17 @@ type InPlaceKeeper struct {
 	resized  func(project string, deployment string, shape string, result string)
 	logger   *slog.Logger
 	wake     loop.Loop
+
+	// client is LXD (k.lxd.Client; a fake in tests).
+	client func() (lxd.InstanceServer, error)
 }
 
 func newInPlaceKeeper(f *Fleet) *InPlaceKeeper {
 	k := &InPlaceKeeper{db: f.db, lxd: f.lxd, ops: f.ops, reporter: f.reporter, logger: f.logger, wake: loop.New()}
+	if f.lxd != nil {
+		k.client = f.lxd.Client
+	}
+
 	if f.metrics != nil {
 		k.resized = f.metrics.Resize
 	}
@@ -75,7 +83,7 @@ type inPlaceCandidate struct {
 
 // Round looks once at every shape.
 func (k *InPlaceKeeper) Round(ctx context.Context) error {
-	if k.lxd == nil {
+	if k.client == nil {
 		return nil
 	}
 
@@ -98,7 +106,7 @@ func (k *InPlaceKeeper) Round(ctx context.Context) error {
 			batch = max(1, resolved.Unavailable)
 		}
 
-		resizer := Resizer{DB: k.db, Client: k.lxd.Client, Resized: k.report(ref, c.shape.DeploymentID)}
+		resizer := Resizer{DB: k.db, Client: k.client, Resized: k.report(ref, c.shape.DeploymentID)}
 		target := ResizeTarget{DeploymentID: c.shape.DeploymentID, ShapeID: c.shape.ID, Project: c.project, Shape: c.shape.Name, By: ResizeRequestor, Batch: batch}
 		results, err := resizer.Once(ctx, target)
 		if err != nil {
