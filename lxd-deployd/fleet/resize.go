@@ -54,6 +54,10 @@ type ResizeTarget struct {
 	// Replaces says that instances refused in place are replaced instead (a rollout): a
 	// refusal is then no news, and is neither logged nor reported.
 	Replaces bool
+
+	// ResizesOnly reaches only instances whose live changes come from resizes (the
+	// in-place pass: other template changes wait for their rollout; ResizeState.Causes).
+	ResizesOnly bool
 }
 
 // ResizeProgress receives the per-instance results after every batch (the operation's
@@ -274,19 +278,13 @@ func refusalsSaid(ctx context.Context, tx *sql.Tx, target ResizeTarget, latest i
 // anyInPlace says whether some outdated instance could be brought up to date in place,
 // from the records alone: a round with none asks LXD nothing.
 func (s ResizeState) anyInPlace() bool {
-	latest, ok := s.Revisions[s.Latest]
-	if !ok {
-		return false
-	}
-
 	for _, row := range s.Rows {
-		from, ok := s.Revisions[row.Revision]
-		if !ok || row.State != db.InstanceCreated || !shapes.Outdated(row, s.Latest) {
+		if row.State != db.InstanceCreated || !shapes.Outdated(row, s.Latest) {
 			continue
 		}
 
-		_, live := shapes.LiveChanges(from, latest)
-		if live {
+		_, why := s.livePath(row.Revision)
+		if why == "" {
 			return true
 		}
 	}
@@ -302,7 +300,7 @@ func resizeRecords(ctx context.Context, tx *sql.Tx, target ResizeTarget) (Resize
 		return ResizeState{}, err
 	}
 
-	state := ResizeState{Revisions: map[int]api.DeploymentShapePut{}}
+	state := ResizeState{Revisions: map[int]api.DeploymentShapePut{}, Causes: map[int]string{}, ResizesOnly: target.ResizesOnly}
 	found := false
 	for _, s := range all {
 		if s.ID == target.ShapeID {
@@ -326,6 +324,7 @@ func resizeRecords(ctx context.Context, tx *sql.Tx, target ResizeTarget) (Resize
 
 	for _, rev := range revisions {
 		state.Revisions[rev.Revision] = rev.Shape
+		state.Causes[rev.Revision] = rev.Cause
 	}
 
 	return state, nil

@@ -107,7 +107,7 @@ func (k *InPlaceKeeper) Round(ctx context.Context) error {
 		}
 
 		resizer := Resizer{DB: k.db, Client: k.client, Resized: k.report(ref, c.shape.DeploymentID)}
-		target := ResizeTarget{DeploymentID: c.shape.DeploymentID, ShapeID: c.shape.ID, Project: c.project, Shape: c.shape.Name, By: ResizeRequestor, Batch: batch}
+		target := ResizeTarget{DeploymentID: c.shape.DeploymentID, ShapeID: c.shape.ID, Project: c.project, Shape: c.shape.Name, By: ResizeRequestor, Batch: batch, ResizesOnly: true}
 		results, err := resizer.Once(ctx, target)
 		if err != nil {
 			errs = append(errs, err)
