@@ -214,9 +214,16 @@ func (k *InPlaceKeeper) resizing() map[string]bool {
 }
 
 // report says what the pass did to one instance, as a resize operation does: /1.0/events,
-// the governor's webhook (with the reason) and /1.0/metrics.
+// the governor's webhook (with the reason) and /1.0/metrics. A failed LXD update (the
+// instance going away meanwhile, say) is only logged: it is retried every round, and
+// saying it every round would bury the rest.
 func (k *InPlaceKeeper) report(ref refs.ShapeRef, deploymentID int64) func(row db.Instance, result api.DeploymentResizeResult) {
 	return func(row db.Instance, result api.DeploymentResizeResult) {
+		if result.Result == api.ResizeFailed {
+			k.logger.Info("in-place pass: instance not updated, retried next round", "instance", row.Name, "shape", ref.Shape, "reason", result.Reason)
+			return
+		}
+
 		action := reporter.InstanceResized
 		if result.Result != api.ResizeApplied {
 			action = reporter.InstanceResizeRefused
