@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -367,11 +367,16 @@ func lxdPid(t testing.TB, env *governorEnv, name string) int64 {
 func oomKills(t testing.TB, env *governorEnv, name string) int {
 	t.Helper()
 	text := ""
-	matches, _ := filepath.Glob("/sys/fs/cgroup/memory/lxc.payload." + name + "/memory.oom_control")
-	if len(matches) > 0 {
-		data, err := os.ReadFile(matches[0])
+	paths := []string{"/sys/fs/cgroup/memory/lxc.payload." + name + "/memory.oom_control"}
+	if dir := payloadCgroup(lxdPid(t, env, name)); dir != "" {
+		paths = append([]string{"/sys/fs/cgroup/memory" + dir + "/memory.oom_control"}, paths...)
+	}
+
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
 		if err == nil {
 			text = string(data)
+			break
 		}
 	}
 
@@ -453,4 +458,30 @@ func TestResizeWarmPool(t *testing.T) {
 	if inst.Config["limits.memory"] != "256MiB" {
 		t.Fatalf("a launch from the pool has limits.memory %q, want 256MiB", inst.Config["limits.memory"])
 	}
+}
+
+// payloadCgroup is the memory cgroup of the container whose init is pid, as the host sees
+// it (/proc/PID/cgroup), cut at its lxc.payload.* directory: the container's own limit and
+// OOM counters are there, whatever LXD names it.
+func payloadCgroup(pid int64) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return ""
+	}
+
+	for _, line := range strings.Split(string(data), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || !slices.Contains(strings.Split(parts[1], ","), "memory") {
+			continue
+		}
+
+		dirs := strings.Split(parts[2], "/")
+		for i, dir := range dirs {
+			if strings.HasPrefix(dir, "lxc.payload.") {
+				return strings.Join(dirs[:i+1], "/")
+			}
+		}
+	}
+
+	return ""
 }
