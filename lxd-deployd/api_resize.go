@@ -29,6 +29,9 @@ type resizeAPI struct {
 	lxd      *backend.LXD
 	ops      *operations.Manager
 	reporter *reporter.Reporter
+
+	// inPlace is the fleet's in-place pass: it takes over what an operation leaves undone.
+	inPlace *fleet.InPlaceKeeper
 }
 
 func (a resizeAPI) put(r *http.Request) response.Response {
@@ -86,6 +89,13 @@ func (a resizeAPI) put(r *http.Request) response.Response {
 			return err
 		},
 	})
+
+	// What the operation leaves refused is the in-place pass's from then on: poked once the
+	// operation has ended (while it runs, the pass leaves the shape to it).
+	go func() {
+		op.Wait(context.Background(), -1)
+		a.inPlace.Poke()
+	}()
 
 	return response.AsyncResponse(op.URL(), op.API())
 }

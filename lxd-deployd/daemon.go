@@ -278,7 +278,7 @@ func (d *daemon) apis() apis {
 		metrics:      metricsAPI{metrics: d.metrics},
 		revisions:    revisionsAPI{db: d.db, lxd: d.lxd, reporter: l},
 		rollouts:     rolloutsAPI{db: d.db, lxd: d.lxd, ops: d.ops, engine: d.rollouts, reporter: l},
-		resize:       resizeAPI{db: d.db, lxd: d.lxd, ops: d.ops, reporter: l},
+		resize:       resizeAPI{db: d.db, lxd: d.lxd, ops: d.ops, reporter: l, inPlace: d.fleet.InPlace},
 		ui:           ui.API{DB: d.db, Addresses: d.addresses},
 		access:       access,
 	}

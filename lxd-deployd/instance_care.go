@@ -25,7 +25,8 @@ const (
 	autohealInterval = 2 * time.Second
 	hooksInterval    = time.Second
 	warmPoolInterval = 5 * time.Second
-	locationInterval = 2 * time.Second // LXD cluster members of the records (fleet/locations.go)
+	locationInterval = 2 * time.Second  // LXD cluster members of the records (fleet/locations.go)
+	inPlaceInterval  = 30 * time.Second // resizes left undone (fleet/resize_pass.go)
 
 	// healthConcurrency bounds the checks running at once across all shapes (an exec
 	// check waits on LXD most of its time: 100 checks a second need about 8 in flight).
@@ -39,11 +40,12 @@ func (d *daemon) startInstanceCare(ctx context.Context) {
 	d.goBackground(func() {
 		d.leases.Run(ctx, leaseInstances, func(ctx context.Context, _ lease.Lease) {
 			var parts sync.WaitGroup
-			parts.Add(5)
+			parts.Add(6)
 			go func() { defer parts.Done(); d.fleet.Pool.Run(ctx, warmPoolInterval) }()
 			go func() { defer parts.Done(); d.fleet.Hooks.Run(ctx, hooksInterval) }()
 			go func() { defer parts.Done(); d.fleet.Healer.Run(ctx, autohealInterval) }()
 			go func() { defer parts.Done(); d.life.checker.Run(ctx, healthTick) }()
+			go func() { defer parts.Done(); d.fleet.InPlace.Run(ctx, inPlaceInterval) }()
 			go func() {
 				defer parts.Done()
 				d.fleet.Locations.Run(ctx, locationInterval)

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,7 +23,8 @@ import (
 // says so, the init PIDs are unchanged, the revision has cause resize, nothing is
 // outdated, a new launch gets 256MiB); a resize past the maximum is a 409 naming it, a
 // read-only key gets a 403; an instance holding 100MiB is not shrunk to 64MiB (it keeps its
-// limit, the reason is reported, its cgroup saw no OOM kill) while the others are. The
+// limit, the reason is reported, its cgroup saw no OOM kill) while the others are; once it
+// frees the memory, the fleet's in-place pass shrinks it without another resize. The
 // issue says `head -c 100M`; busybox head takes no suffix, so dd writes the same 100MiB.
 func TestResizeInPlace(t *testing.T) {
 	env := newGovernorEnv(t, 0, 5)
@@ -222,15 +223,36 @@ func TestResizeInPlace(t *testing.T) {
 			}
 		}
 
-		// Once the workload lets go, a resize reaches it too.
+		// Once the workload lets go, the fleet's in-place pass (every 30 s) reaches it
+		// without another resize: same PID, not outdated, and the refusal it kept seeing
+		// meanwhile was said once (one activity entry, one refused in the metrics below).
 		code, _, stderr = env.exec(t, full, "rm", "/dev/shm/x")
 		if code != 0 {
 			t.Fatalf("rm: %s", stderr)
 		}
 
-		results = resize("64MiB", "idle again")
-		if results[full].Result != api.ResizeApplied || lxdMemory(full) != "64MiB" || env.instancesByName(t)[full].Outdated {
-			t.Fatalf("after freeing memory: %+v, LXD has %q", results[full], lxdMemory(full))
+		freed := time.Now()
+		waitUntil(t, "the in-place pass to shrink "+full, 75*time.Second, func() bool {
+			return lxdMemory(full) == "64MiB" && !env.instancesByName(t)[full].Outdated
+		}, every(time.Second), withLog(env.d.Log))
+		t.Logf("the in-place pass shrank %s %s after the memory was freed", full, time.Since(freed).Round(time.Second))
+		if pid := lxdPid(t, env, full); pid != pids[full] {
+			t.Fatalf("%s restarted: init PID %d, was %d", full, pid, pids[full])
+		}
+
+		activity, err = env.admin.GetDeploymentActivity("dep1", 0, "web")
+		must(t, err)
+		refusals, passed := 0, false
+		for _, a := range activity {
+			if a.Action == "resize-refused" && strings.HasPrefix(a.Why, full+": ") {
+				refusals++
+			}
+
+			passed = passed || a.Action == "resize" && a.Requestor.Name == "resize" && strings.HasPrefix(a.Why, full+": limits.memory=64MiB")
+		}
+
+		if refusals != 1 || !passed {
+			t.Fatalf("activity: %d resize-refused entries for %s (want 1), a resize by the in-place pass %v: %+v", refusals, full, passed, activity)
 		}
 
 		// /1.0/metrics: the template's limit, and the resizes by result.
@@ -345,11 +367,16 @@ func lxdPid(t testing.TB, env *governorEnv, name string) int64 {
 func oomKills(t testing.TB, env *governorEnv, name string) int {
 	t.Helper()
 	text := ""
-	matches, _ := filepath.Glob("/sys/fs/cgroup/memory/lxc.payload." + name + "/memory.oom_control")
-	if len(matches) > 0 {
-		data, err := os.ReadFile(matches[0])
+	paths := []string{"/sys/fs/cgroup/memory/lxc.payload." + name + "/memory.oom_control"}
+	if dir := payloadCgroup(lxdPid(t, env, name)); dir != "" {
+		paths = append([]string{"/sys/fs/cgroup/memory" + dir + "/memory.oom_control"}, paths...)
+	}
+
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
 		if err == nil {
 			text = string(data)
+			break
 		}
 	}
 
@@ -431,4 +458,30 @@ func TestResizeWarmPool(t *testing.T) {
 	if inst.Config["limits.memory"] != "256MiB" {
 		t.Fatalf("a launch from the pool has limits.memory %q, want 256MiB", inst.Config["limits.memory"])
 	}
+}
+
+// payloadCgroup is the memory cgroup of the container whose init is pid, as the host sees
+// it (/proc/PID/cgroup), cut at its lxc.payload.* directory: the container's own limit and
+// OOM counters are there, whatever LXD names it.
+func payloadCgroup(pid int64) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return ""
+	}
+
+	for _, line := range strings.Split(string(data), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 || !slices.Contains(strings.Split(parts[1], ","), "memory") {
+			continue
+		}
+
+		dirs := strings.Split(parts[2], "/")
+		for i, dir := range dirs {
+			if strings.HasPrefix(dir, "lxc.payload.") {
+				return strings.Join(dirs[:i+1], "/")
+			}
+		}
+	}
+
+	return ""
 }

@@ -40,19 +40,11 @@ func ExecCheck(ctx context.Context, c lxd.InstanceServer, project string, name s
 		return nil, err
 	}
 
-	// A member forwarding the exec to the instance's member answers with the operation's
-	// URL plus "?project=...": the id is the path's last element, without the query.
-	opURL, _, _ := strings.Cut(resp.Operation, "?")
-	opID := path.Base(opURL)
 	if resp.Operation == "" {
 		return nil, fmt.Errorf("LXD started no operation for the exec")
 	}
 
-	// On an LXD cluster the operation lives on the instance's member, and LXD 5.0 forgets a
-	// finished one from its cluster-wide list at once, so a wait sent to another member
-	// would find nothing ("Operation not found"): target the member that runs it.
-	var started lxdapi.Operation
-	_ = json.Unmarshal(resp.Metadata, &started)
+	opID, target := operationOf(resp)
 
 	// The wait's own timeout is a backstop; ctx ends the request first.
 	timeout := 30
@@ -61,10 +53,8 @@ func ExecCheck(ctx context.Context, c lxd.InstanceServer, project string, name s
 		timeout = max(int(time.Until(deadline).Seconds())+1, 1)
 	}
 
-	query := url.Values{"timeout": {fmt.Sprint(timeout)}}
-	if started.Location != "" && started.Location != "none" {
-		query.Set("target", started.Location)
-	}
+	query := target()
+	query.Set("timeout", fmt.Sprint(timeout))
 
 	resp, err = rawDo(ctx, c, "GET", "/1.0/operations/"+url.PathEscape(opID)+"/wait", project, query, nil)
 	if err != nil {

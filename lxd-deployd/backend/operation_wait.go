@@ -45,19 +45,7 @@ func operationOn(ctx context.Context, c DoHTTPer, project string, target string,
 		return fmt.Errorf("LXD started no operation for %s %s", method, p)
 	}
 
-	// As for an exec (exec.go): a forwarded request's operation URL carries ?project=, and
-	// on an LXD cluster the operation lives on the member that runs it, which LXD 5.0
-	// forgets from its cluster-wide list once it ends: a wait sent to another member finds
-	// nothing ("Operation not found"), so the wait targets that member.
-	opURL, _, _ := strings.Cut(resp.Operation, "?")
-	id := path.Base(opURL)
-	query := url.Values{}
-	var started lxdapi.Operation
-	_ = json.Unmarshal(resp.Metadata, &started)
-	if started.Location != "" && started.Location != "none" {
-		query.Set("target", started.Location)
-	}
-
+	id, reach := operationOf(resp)
 	for {
 		timeout := operationWaitChunk
 		deadline, ok := ctx.Deadline()
@@ -65,15 +53,11 @@ func operationOn(ctx context.Context, c DoHTTPer, project string, target string,
 			timeout = max(min(int(time.Until(deadline).Seconds())+1, operationWaitChunk), 1)
 		}
 
+		query := reach()
 		query.Set("timeout", fmt.Sprint(timeout))
 		resp, err = rawDo(ctx, c, "GET", "/1.0/operations/"+url.PathEscape(id)+"/wait", project, query, nil)
 		if ctx.Err() != nil {
-			target := url.Values{}
-			if query.Has("target") {
-				target.Set("target", query.Get("target"))
-			}
-
-			_, _ = rawDo(context.WithoutCancel(ctx), c, "DELETE", "/1.0/operations/"+url.PathEscape(id), project, target, nil)
+			_, _ = rawDo(context.WithoutCancel(ctx), c, "DELETE", "/1.0/operations/"+url.PathEscape(id), project, reach(), nil)
 			return ctx.Err()
 		}
 
@@ -104,4 +88,24 @@ func instancePath(name string) string {
 // statePath is the URL of an instance's state.
 func statePath(name string) string {
 	return instancePath(name) + "/state"
+}
+
+// operationOf is the id of the operation an LXD answer started, and the query that reaches
+// it. A member forwarding a request to the instance's member answers with the operation's
+// URL plus "?project=...", so the id is the path's last element without the query; and on
+// an LXD cluster the operation lives on the member that runs it (LXD 5.0 forgets a finished
+// one from its cluster-wide list at once, so a wait sent to another member finds nothing:
+// "Operation not found"), so the query targets that member.
+func operationOf(resp *lxdapi.Response) (string, func() url.Values) {
+	opURL, _, _ := strings.Cut(resp.Operation, "?")
+	var started lxdapi.Operation
+	_ = json.Unmarshal(resp.Metadata, &started)
+	return path.Base(opURL), func() url.Values {
+		query := url.Values{}
+		if started.Location != "" && started.Location != "none" {
+			query.Set("target", started.Location)
+		}
+
+		return query
+	}
 }

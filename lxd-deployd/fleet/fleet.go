@@ -56,6 +56,10 @@ type Fleet struct {
 	// Locations keeps each record's LXD cluster member as LXD has it (locations.go).
 	Locations *LocationKeeper
 
+	// InPlace brings instances whose revision differs from the latest only in live keys up
+	// to date in place, round after round (resize_pass.go).
+	InPlace *InPlaceKeeper
+
 	// draining counts the drains running here per LXD member: closed to new instances
 	// (drain.go).
 	drainingMu sync.Mutex
@@ -114,6 +118,7 @@ func New(c Config) *Fleet {
 	f.Healer = newAutohealer(f)
 	f.Reconciler = newReconciler(f, c.OfflineAfter)
 	f.Locations = &LocationKeeper{db: f.db, lxd: f.lxd, reporter: f.reporter, logger: f.logger, reported: map[int64]bool{}}
+	f.InPlace = newInPlaceKeeper(f)
 	f.draining = map[string]int{}
 	return f
 }

@@ -54,6 +54,10 @@ type ResizeTarget struct {
 	// Replaces says that instances refused in place are replaced instead (a rollout): a
 	// refusal is then no news, and is neither logged nor reported.
 	Replaces bool
+
+	// ResizesOnly reaches only instances whose live changes come from resizes (the
+	// in-place pass: other template changes wait for their rollout; ResizeState.Causes).
+	ResizesOnly bool
 }
 
 // ResizeProgress receives the per-instance results after every batch (the operation's
@@ -142,29 +146,9 @@ func (r Resizer) round(ctx context.Context, target ResizeTarget, results map[str
 		results[name] = api.DeploymentResizeResult{Result: api.ResizeSkipped, Reason: why}
 	}
 
-	for _, row := range state.Rows {
-		why, refused := plan.Refused[row.Name]
-		if !refused {
-			continue
-		}
-
-		result := api.DeploymentResizeResult{Result: api.ResizeRefused, Reason: why, Limits: LimitsOf(state.Live[row.Name].Config)}
-		results[row.Name] = result
-		if refusedBefore[row.Name] || target.Replaces {
-			continue // said once per resize, not once per round
-		}
-
-		refusedBefore[row.Name] = true
-		err = r.DB.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			return RecordActivity(ctx, tx, target.DeploymentID, api.DeploymentActivity{Shape: target.Shape, Action: "resize-refused", From: row.Revision, To: state.Latest, Requestor: target.By, Why: row.Name + ": " + why})
-		})
-		if err != nil {
-			return plan, err
-		}
-
-		if r.Resized != nil {
-			r.Resized(row, result)
-		}
+	err = r.reportRefusals(ctx, target, state, plan, results, refusedBefore)
+	if err != nil {
+		return plan, err
 	}
 
 	if target.Limit > 0 && len(plan.Steps) > target.Limit {
@@ -205,22 +189,102 @@ func (r Resizer) round(ctx context.Context, target ResizeTarget, results map[str
 	return plan, nil
 }
 
-// anyInPlace says whether some outdated instance could be brought up to date in place,
-// from the records alone: a round with none asks LXD nothing.
-func (s ResizeState) anyInPlace() bool {
-	latest, ok := s.Revisions[s.Latest]
-	if !ok {
-		return false
-	}
-
-	for _, row := range s.Rows {
-		from, ok := s.Revisions[row.Revision]
-		if !ok || row.State != db.InstanceCreated || !shapes.Outdated(row, s.Latest) {
+// reportRefusals records the instances a round leaves refused in the results, and says so
+// (a resize-refused activity entry, then Resized) once per instance and revision: not on
+// every round of an operation, nor again when the in-place pass (resize_pass.go) retries
+// it later or after a restart. The activity log is what remembers, read in the transaction
+// that writes the new entries.
+func (r Resizer) reportRefusals(ctx context.Context, target ResizeTarget, state ResizeState, plan ResizePlan, results map[string]api.DeploymentResizeResult, refusedBefore map[string]bool) error {
+	var fresh []db.Instance
+	for _, row := range state.Rows {
+		why, refused := plan.Refused[row.Name]
+		if !refused {
 			continue
 		}
 
-		_, live := shapes.LiveChanges(from, latest)
-		if live {
+		results[row.Name] = api.DeploymentResizeResult{Result: api.ResizeRefused, Reason: why, Limits: LimitsOf(state.Live[row.Name].Config)}
+		if !refusedBefore[row.Name] && !target.Replaces {
+			fresh = append(fresh, row)
+		}
+	}
+
+	if len(fresh) == 0 {
+		return nil
+	}
+
+	var told []db.Instance
+	err := r.DB.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		told = nil
+		said, err := refusalsSaid(ctx, tx, target, state.Latest)
+		if err != nil {
+			return err
+		}
+
+		for _, row := range fresh {
+			if said[row.Name] {
+				continue
+			}
+
+			err = RecordActivity(ctx, tx, target.DeploymentID, api.DeploymentActivity{Shape: target.Shape, Action: "resize-refused", From: row.Revision, To: state.Latest, Requestor: target.By, Why: row.Name + ": " + plan.Refused[row.Name]})
+			if err != nil {
+				return err
+			}
+
+			told = append(told, row)
+		}
+
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+
+	for _, row := range fresh {
+		refusedBefore[row.Name] = true
+	}
+
+	if r.Resized != nil {
+		for _, row := range told {
+			r.Resized(row, results[row.Name])
+		}
+	}
+
+	return nil
+}
+
+// refusalsSaid names the instances of a shape whose refusal at a revision the activity log
+// already holds.
+func refusalsSaid(ctx context.Context, tx *sql.Tx, target ResizeTarget, latest int) (map[string]bool, error) {
+	entries, err := db.GetActivity(ctx, tx, db.ActivityFilter{DeploymentID: target.DeploymentID, Shape: target.Shape})
+	if err != nil {
+		return nil, err
+	}
+
+	said := map[string]bool{}
+	for _, e := range entries {
+		if e.Action != "resize-refused" || e.To != latest {
+			continue
+		}
+
+		name, _, ok := strings.Cut(e.Why, ": ")
+		if ok {
+			said[name] = true
+		}
+	}
+
+	return said, nil
+}
+
+// anyInPlace says whether some outdated instance could be brought up to date in place,
+// from the records alone: a round with none asks LXD nothing.
+func (s ResizeState) anyInPlace() bool {
+	for _, row := range s.Rows {
+		if row.State != db.InstanceCreated || !shapes.Outdated(row, s.Latest) {
+			continue
+		}
+
+		_, why := s.livePath(row.Revision)
+		if why == "" {
 			return true
 		}
 	}
@@ -236,7 +300,7 @@ func resizeRecords(ctx context.Context, tx *sql.Tx, target ResizeTarget) (Resize
 		return ResizeState{}, err
 	}
 
-	state := ResizeState{Revisions: map[int]api.DeploymentShapePut{}}
+	state := ResizeState{Revisions: map[int]api.DeploymentShapePut{}, Causes: map[int]string{}, ResizesOnly: target.ResizesOnly}
 	found := false
 	for _, s := range all {
 		if s.ID == target.ShapeID {
@@ -260,6 +324,7 @@ func resizeRecords(ctx context.Context, tx *sql.Tx, target ResizeTarget) (Resize
 
 	for _, rev := range revisions {
 		state.Revisions[rev.Revision] = rev.Shape
+		state.Causes[rev.Revision] = rev.Cause
 	}
 
 	return state, nil

@@ -19,7 +19,17 @@ type ResizeState struct {
 	Revisions map[int]api.DeploymentShapePut
 	Rows      []db.Instance
 	Live      map[string]lxdapi.InstanceFull
+
+	// Causes holds each kept revision's cause. With ResizesOnly (the in-place pass), an
+	// instance is reached only when every revision after its own that changed live keys
+	// is a resize: a template change (say limits.cpu through PUT with rollout.trigger
+	// manual) waits for the rollout its operator starts.
+	Causes      map[int]string
+	ResizesOnly bool
 }
+
+// CauseResize is the cause of a resize's revision (rollout.CauseResize).
+const CauseResize = "resize"
 
 // ResizeStep brings one instance to the latest revision in place: the live keys to set
 // ("" removes one). Relabel alone says LXD already holds the values.
@@ -42,12 +52,11 @@ func (p ResizePlan) Pending() bool {
 }
 
 // PlanResize decides, for each outdated instance, whether the latest revision reaches it in
-// place: its revision differs from the latest only in live keys (shapes.LiveChanges), it is
-// in LXD, and a lower memory limit leaves the margin above what it uses (shapes.SafeMemory).
+// place: its revision differs from the latest only in live keys (shapes.LiveChanges; with
+// ResizesOnly, changed by resizes alone), it is in LXD, and a lower memory limit leaves the margin above what it uses (shapes.SafeMemory).
 func PlanResize(s ResizeState) ResizePlan {
 	plan := ResizePlan{Refused: map[string]string{}, Skipped: map[string]string{}}
-	latest, ok := s.Revisions[s.Latest]
-	if !ok {
+	if _, ok := s.Revisions[s.Latest]; !ok {
 		return plan
 	}
 
@@ -58,15 +67,9 @@ func PlanResize(s ResizeState) ResizePlan {
 			continue
 		}
 
-		from, ok := s.Revisions[row.Revision]
-		if !ok {
-			plan.Skipped[row.Name] = fmt.Sprintf("revision %d is no longer kept", row.Revision)
-			continue
-		}
-
-		live, ok := shapes.LiveChanges(from, latest)
-		if !ok {
-			plan.Skipped[row.Name] = fmt.Sprintf("revision %d differs from %d in more than live limits: a rollout replaces it", row.Revision, s.Latest)
+		live, why := s.livePath(row.Revision)
+		if why != "" {
+			plan.Skipped[row.Name] = why
 			continue
 		}
 
@@ -84,7 +87,7 @@ func PlanResize(s ResizeState) ResizePlan {
 		}
 
 		step.Relabel = len(step.Limits) == 0
-		why := refuseResize(inst, step.Limits)
+		why = refuseResize(inst, step.Limits)
 		if why != "" {
 			plan.Refused[row.Name] = why
 			continue
@@ -94,6 +97,52 @@ func PlanResize(s ResizeState) ResizePlan {
 	}
 
 	return plan
+}
+
+// livePath returns the live keys that bring an instance of revision from to the latest, or
+// why the latest cannot reach it in place.
+func (s ResizeState) livePath(from int) (map[string]string, string) {
+	latest, ok := s.Revisions[s.Latest]
+	if !ok {
+		return nil, fmt.Sprintf("revision %d is no longer kept", s.Latest)
+	}
+
+	fromShape, ok := s.Revisions[from]
+	if !ok {
+		return nil, fmt.Sprintf("revision %d is no longer kept", from)
+	}
+
+	live, ok := shapes.LiveChanges(fromShape, latest)
+	if !ok {
+		return nil, fmt.Sprintf("revision %d differs from %d in more than live limits: a rollout replaces it", from, s.Latest)
+	}
+
+	// An image change keeps the template as it was: nothing but live keys seems to change,
+	// yet the instance needs the new image (shapes.InPlace reads the causes in between).
+	if _, ok := shapes.InPlace(from, s.Revisions, s.Causes, s.Latest); !ok {
+		return nil, fmt.Sprintf("the image changed after revision %d (or a revision in between is no longer kept): a rollout replaces it", from)
+	}
+
+	if !s.ResizesOnly {
+		return live, ""
+	}
+
+	prev := fromShape
+	for rev := from + 1; rev <= s.Latest; rev++ {
+		shape, ok := s.Revisions[rev]
+		if !ok {
+			return nil, fmt.Sprintf("revision %d is no longer kept: a rollout brings it up to date", rev)
+		}
+
+		changed, _ := shapes.LiveChanges(prev, shape)
+		if len(changed) > 0 && s.Causes[rev] != CauseResize {
+			return nil, fmt.Sprintf("revision %d (cause %s) changed live limits: a rollout applies it", rev, s.Causes[rev])
+		}
+
+		prev = shape
+	}
+
+	return live, ""
 }
 
 // refuseResize says why new limits must not reach a running instance now ("" when they may).

@@ -44,6 +44,7 @@ func TestPlanResize(t *testing.T) {
 	state := ResizeState{
 		Latest:    3,
 		Revisions: revisions,
+		Causes:    map[int]string{1: "api", 2: "api", 3: "resize"},
 		Rows: []db.Instance{
 			row("rz-idle", 1, db.InstanceCreated),
 			row("rz-full", 1, db.InstanceCreated),
@@ -102,6 +103,7 @@ func TestPlanResize(t *testing.T) {
 	// A VM cannot grow past its boot memory.
 	state.Latest = 4
 	state.Revisions[4] = resizeRevision("1GiB", "busybox")
+	state.Causes[4] = "resize"
 	plan = PlanResize(state)
 	if plan.Refused["rz-vm"] == "" || plan.Refused["rz-full"] != "" {
 		t.Errorf("growing: want only rz-vm refused, got %+v", plan.Refused)
@@ -118,5 +120,74 @@ func TestBatches(t *testing.T) {
 
 	if len(Batches(nil, 2)) != 0 {
 		t.Error("no steps, no batches")
+	}
+}
+
+// TestPlanResizeResizesOnly: the in-place pass reaches an instance only through revisions
+// whose live changes are resizes; a template change of a live key by another cause waits
+// for its rollout, and a revision in between no longer kept is not guessed at.
+func TestPlanResizeResizesOnly(t *testing.T) {
+	revisions := map[int]api.DeploymentShapePut{
+		1: resizeRevision("256MiB", "busybox"),
+		2: resizeRevision("128MiB", "busybox"), // a resize
+		3: resizeRevision("128MiB", "busybox"), // no live change (a description, say)
+		4: resizeRevision("96MiB", "busybox"),  // limits.memory through PUT of the shape
+		5: resizeRevision("64MiB", "busybox"),  // a resize
+	}
+
+	causes := map[int]string{1: "api", 2: CauseResize, 3: "api", 4: "api", 5: CauseResize}
+	live := map[string]lxdapi.InstanceFull{"rz-a": liveInstance("256MiB", lxdapi.Running, 1<<20, false)}
+	plan := func(latest int, from int, kept map[int]api.DeploymentShapePut) ResizePlan {
+		return PlanResize(ResizeState{Latest: latest, Revisions: kept, Causes: causes, ResizesOnly: true, Live: live,
+			Rows: []db.Instance{{Name: "rz-a", Revision: from, State: db.InstanceCreated}}})
+	}
+
+	p := plan(3, 1, revisions)
+	if len(p.Steps) != 1 || p.Steps[0].Limits[api.LimitMemory] != "128MiB" {
+		t.Fatalf("1 -> 3 through a resize and a change of no live key: %+v, want a step to 128MiB", p)
+	}
+
+	p = plan(5, 1, revisions)
+	if len(p.Steps) != 0 || p.Skipped["rz-a"] != "revision 4 (cause api) changed live limits: a rollout applies it" {
+		t.Fatalf("1 -> 5 through revision 4 (api): %+v, want skipped", p)
+	}
+
+	gap := map[int]api.DeploymentShapePut{1: revisions[1], 3: revisions[3]}
+	p = plan(3, 1, gap)
+	if len(p.Steps) != 0 || p.Skipped["rz-a"] != "revision 2 is no longer kept: a rollout brings it up to date" {
+		t.Fatalf("1 -> 3 with revision 2 pruned: %+v, want skipped", p)
+	}
+
+	// Without ResizesOnly (a resize operation, a rollout) only the ends matter.
+	p = PlanResize(ResizeState{Latest: 5, Revisions: revisions, Causes: causes, Live: live,
+		Rows: []db.Instance{{Name: "rz-a", Revision: 1, State: db.InstanceCreated}}})
+	if len(p.Steps) != 1 || p.Steps[0].Limits[api.LimitMemory] != "64MiB" {
+		t.Fatalf("1 -> 5 for an operation: %+v, want a step to 64MiB", p)
+	}
+}
+
+// An image change keeps the template as it was, and would look like a change of nothing
+// live: its instances need the new image all the same, so a rollout replaces them.
+func TestPlanResizeImageChangeIsNeverInPlace(t *testing.T) {
+	state := ResizeState{
+		Latest:    3,
+		Revisions: map[int]api.DeploymentShapePut{1: resizeRevision("256MiB", "busybox"), 2: resizeRevision("256MiB", "busybox"), 3: resizeRevision("128MiB", "busybox")},
+		Causes:    map[int]string{1: "api", 2: "image-change", 3: "resize"},
+		Rows:      []db.Instance{{Name: "rz-old", Revision: 1, State: db.InstanceCreated}, {Name: "rz-new", Revision: 2, State: db.InstanceCreated}},
+		Live: map[string]lxdapi.InstanceFull{
+			"rz-old": liveInstance("256MiB", lxdapi.Running, 1<<20, false),
+			"rz-new": liveInstance("256MiB", lxdapi.Running, 1<<20, false),
+		},
+	}
+
+	plan := PlanResize(state)
+	if len(plan.Steps) != 1 || plan.Steps[0].Row.Name != "rz-new" || plan.Skipped["rz-old"] == "" {
+		t.Fatalf("want rz-new resized in place and rz-old (from before the image change) left to a rollout, got %+v", plan)
+	}
+
+	delete(state.Causes, 2) // whether the image changed is unknown
+	plan = PlanResize(state)
+	if plan.Skipped["rz-old"] == "" {
+		t.Fatalf("an instance from before a revision of unknown cause was planned in place: %+v", plan)
 	}
 }

@@ -40,10 +40,16 @@ type Checker struct {
 
 	addresses addressCache
 
-	mu      sync.Mutex
-	due     map[int64]time.Time // instance row id -> next check
-	running map[int64]bool
-	slots   chan struct{}
+	mu       sync.Mutex
+	due      map[int64]time.Time // instance row id -> next check
+	running  map[int64]bool
+	inflight int
+
+	// The targets as last listed, the ticks since, and the verdicts recorded since (the
+	// Run goroutine's alone).
+	listed    []target
+	sinceList int
+	recorded  map[int64]db.InstanceHealth
 
 	pendingMu sync.Mutex
 	pending   []pendingResult
@@ -53,7 +59,7 @@ type Checker struct {
 func (c *Checker) Run(ctx context.Context, tick time.Duration) {
 	c.due = map[int64]time.Time{}
 	c.running = map[int64]bool{}
-	c.slots = make(chan struct{}, max(c.Concurrency, 1))
+	c.recorded = map[int64]db.InstanceHealth{}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 
@@ -87,7 +93,7 @@ func (c *Checker) round(ctx context.Context, wg *sync.WaitGroup) error {
 		return nil
 	}
 
-	targets, err := c.targets(ctx)
+	targets, err := c.listTargets(ctx)
 	if err != nil || len(targets) == 0 {
 		return err
 	}
@@ -116,20 +122,19 @@ func (c *Checker) round(ctx context.Context, wg *sync.WaitGroup) error {
 	// has its turn, instead of the first in the listing taking every free slot.
 	sort.Slice(due, func(i, j int) bool { return c.due[due[i].row.ID].Before(c.due[due[j].row.ID]) })
 	for _, t := range due {
-		select {
-		case c.slots <- struct{}{}:
-		default:
-			c.forget(seen)
-			return nil // every slot is busy: the rest wait for the next tick
+		if c.inflight >= max(c.Concurrency, 1) {
+			break // every slot is busy: the rest wait for the next tick
 		}
 
+		c.inflight++
 		c.running[t.row.ID] = true
 		wg.Add(1)
 		go func(t target) {
 			defer wg.Done()
-			defer func() { <-c.slots }()
 			c.check(ctx, t)
 			c.mu.Lock()
+			c.inflight--
+
 			delete(c.running, t.row.ID)
 			// +-10% jitter keeps instances that started together from staying in step.
 			jitter := time.Duration(rand.Int64N(int64(t.settings.Interval)/5+1)) - t.settings.Interval/10
@@ -140,6 +145,36 @@ func (c *Checker) round(ctx context.Context, wg *sync.WaitGroup) error {
 
 	c.forget(seen)
 	return nil
+}
+
+// listTargets is targets, read again every tick while there are few and less often when
+// there are many (every 5 ticks at 1,000: reading every instance's row each second was
+// the most the checker cost the daemon); the verdicts recorded meanwhile are kept in the
+// rows listed, as the checks use them.
+func (c *Checker) listTargets(ctx context.Context) ([]target, error) {
+	c.sinceList++
+	if c.listed != nil && c.sinceList < 1+len(c.listed)/250 {
+		for i, t := range c.listed {
+			h, ok := c.recorded[t.row.ID]
+			if ok {
+				c.listed[i].row.Health = h
+			}
+		}
+
+		return c.listed, nil
+	}
+
+	targets, err := c.targets(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	c.listed, c.sinceList, c.recorded = targets, 0, map[int64]db.InstanceHealth{}
+	if len(targets) == 0 {
+		c.listed = nil
+	}
+
+	return targets, nil
 }
 
 // forget drops the schedule of instances no longer listed (c.mu held).
@@ -244,6 +279,7 @@ func (c *Checker) flush(ctx context.Context) {
 	}
 
 	var changes []*Change
+	var applied []*update
 	err := c.DB.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// Every read first: the write lock is taken at the first write and held until the
 		// commit, and other writers (launches) find the database busy meanwhile.
@@ -259,7 +295,7 @@ func (c *Checker) flush(ctx context.Context) {
 			}
 		}
 
-		changes = changes[:0]
+		changes, applied = changes[:0], updates
 		for _, u := range updates {
 			change, err := u.apply(ctx, tx)
 			if err != nil {
@@ -289,6 +325,12 @@ func (c *Checker) flush(ctx context.Context) {
 
 		c.pendingMu.Unlock()
 		return
+	}
+
+	if c.recorded != nil {
+		for _, u := range applied {
+			c.recorded[u.row.ID] = u.next
+		}
 	}
 
 	for _, change := range changes {

@@ -3,6 +3,9 @@ package health
 import (
 	"context"
 	"database/sql"
+	"net/http"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -31,6 +34,12 @@ type update struct {
 // so that it holds the database's write lock for its writes only.
 func prepare(ctx context.Context, tx *sql.Tx, listed db.Instance, s Settings, r Result) (*update, error) {
 	row, err := db.GetInstance(ctx, tx, listed.ShapeID, listed.Name)
+	if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
+		// Deleted since it was listed: nothing to record. An error here would fail the
+		// batch, and with it the results of every other instance checked that second.
+		return nil, nil
+	}
+
 	if err != nil {
 		return nil, err
 	}

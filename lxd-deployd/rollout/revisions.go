@@ -23,7 +23,7 @@ import (
 // Causes of revisions and rollouts.
 const (
 	CauseAPI         = "api"
-	CauseImageChange = "image-change"
+	CauseImageChange = shapes.CauseImageChange
 	CauseConfig      = "config-change"
 	CauseAutoRevert  = "auto-revert"
 	CauseAbort       = "abort"

@@ -76,6 +76,32 @@ func Resize(put api.DeploymentShapePut, req api.DeploymentShapeResourcesPut) (ap
 	return put, nil
 }
 
+// CauseImageChange is the cause of a revision recorded because the alias a shape's template
+// names now points at another image: the template is unchanged, yet its instances need the
+// new image, which no in-place update can give them (InPlace).
+const CauseImageChange = "image-change"
+
+// InPlace says whether an instance made from revision from can be brought to the latest
+// revision in place (LiveChanges from its revision to the latest), given the causes of
+// the revisions after from: one that changed the image needs new instances. A cause
+// unknown (a pruned revision) counts as not in place.
+func InPlace(from int, revisions map[int]api.DeploymentShapePut, causes map[int]string, latest int) (map[string]string, bool) {
+	for r := from + 1; r <= latest; r++ {
+		cause, ok := causes[r]
+		if !ok || cause == CauseImageChange {
+			return nil, false
+		}
+	}
+
+	fromPut, ok := revisions[from]
+	latestPut, ok2 := revisions[latest]
+	if !ok || !ok2 {
+		return nil, false
+	}
+
+	return LiveChanges(fromPut, latestPut)
+}
+
 // LiveChanges says whether an instance made from revision from can be brought to revision
 // to in place: every difference is either in a field that does not make instances (bounds,
 // rollout settings, ...) or in a live config key. It returns the live keys that change,
