@@ -95,32 +95,19 @@ func MoveInstanceLocation(ctx context.Context, tx *sql.Tx, id int64, from string
 // the launch's reservation transaction, so that concurrent launches see each other's
 // reserved member.
 func GetShapeLocationCounts(ctx context.Context, tx *sql.Tx, shapeID int64) (map[string]int, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT i.location, COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = ? AND "+countedInstance+" GROUP BY i.location", shapeID)
-	if err != nil {
-		return nil, fmt.Errorf("count instances per member: %w", err)
-	}
-
-	defer func() { _ = rows.Close() }()
-	counts := map[string]int{}
-	for rows.Next() {
-		var location string
-		var n int
-		err = rows.Scan(&location, &n)
-		if err != nil {
-			return nil, fmt.Errorf("count instances per member: %w", err)
-		}
-
-		counts[location] = n
-	}
-
-	return counts, rows.Err()
+	return locationCounts(ctx, tx, "i.deployment_shape_id = ?", shapeID)
 }
 
 // GetShapeRevisionLocationCounts is GetShapeLocationCounts over the instances made from
 // one revision: a rollout spreads its new instances by themselves, so that the shape is
 // spread once the old ones are gone.
 func GetShapeRevisionLocationCounts(ctx context.Context, tx *sql.Tx, shapeID int64, revision int) (map[string]int, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT i.location, COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = ? AND i.revision = ? AND "+countedInstance+" GROUP BY i.location", shapeID, revision)
+	return locationCounts(ctx, tx, "i.deployment_shape_id = ? AND i.revision = ?", shapeID, revision)
+}
+
+// locationCounts counts the counted instances that match where, per LXD member.
+func locationCounts(ctx context.Context, tx *sql.Tx, where string, args ...any) (map[string]int, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT i.location, COUNT(*) FROM deployments_shapes_instances i WHERE "+where+" AND "+countedInstance+" GROUP BY i.location", args...)
 	if err != nil {
 		return nil, fmt.Errorf("count instances per member: %w", err)
 	}
