@@ -104,9 +104,9 @@ func create(ctx context.Context, c lxd.InstanceServer, project string, target st
 		return lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q: pick another name", req.Name, project)
 	}
 
-	err = operationOn(ctx, c, project, target, "POST", "/1.0/instances", req)
+	err = operationOn(ctx, c, project, target, "POST", "/1.0/instances", req, exists(req.Name))
 	if err == nil && start {
-		err = operation(ctx, c, project, "PUT", statePath(req.Name), lxdapi.InstanceStatePut{Action: "start", Timeout: -1})
+		err = operation(ctx, c, project, "PUT", statePath(req.Name), lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, status(req.Name, "start"))
 	}
 
 	if err != nil {
@@ -207,20 +207,20 @@ func DeleteInstance(ctx context.Context, c lxd.InstanceServer, project string, n
 		// changes here.
 		put := instance.Writable()
 		delete(put.Config, configProtection)
-		err = operation(ctx, c, project, "PUT", instancePath(name), put)
+		err = operation(ctx, c, project, "PUT", instancePath(name), put, configured(name, map[string]string{configProtection: ""}))
 		if err != nil {
 			return fmt.Errorf("lift delete protection: %w", err)
 		}
 	}
 
 	if instance.StatusCode != lxdapi.Stopped {
-		err = operation(ctx, c, project, "PUT", statePath(name), lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1})
+		err = operation(ctx, c, project, "PUT", statePath(name), lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, status(name, "stop"))
 		if err != nil && !lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
 			return fmt.Errorf("stop: %w", err)
 		}
 	}
 
-	err = operation(ctx, c, project, "DELETE", instancePath(name), nil)
+	err = operation(ctx, c, project, "DELETE", instancePath(name), nil, gone(name))
 	if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
 		return nil
 	}
@@ -230,5 +230,5 @@ func DeleteInstance(ctx context.Context, c lxd.InstanceServer, project string, n
 
 // UpdateInstanceState starts, stops, restarts, freezes or unfreezes an instance.
 func UpdateInstanceState(ctx context.Context, c lxd.InstanceServer, project string, name string, state lxdapi.InstanceStatePut) error {
-	return operation(ctx, c, project, "PUT", statePath(name), state)
+	return operation(ctx, c, project, "PUT", statePath(name), state, status(name, state.Action))
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"path"
 	"strings"
@@ -23,13 +24,16 @@ const operationWaitChunk = 30
 // client's own Wait opens an event listener per operation, and each listener decodes
 // every operation event of the project: 100 concurrent launches meant 100 listeners
 // decoding the events of all 100 (issue 20).
-func operation(ctx context.Context, c DoHTTPer, project string, method string, p string, body any) error {
-	return operationOn(ctx, c, project, "", method, p, body)
+//
+// done says whether what the operation was for holds, for when LXD has forgotten the
+// operation before its result was read (nil: nothing to check, the wait's error stands).
+func operation(ctx context.Context, c DoHTTPer, project string, method string, p string, body any, done outcome) error {
+	return operationOn(ctx, c, project, "", method, p, body, done)
 }
 
 // operationOn is operation with LXD's ?target= (a cluster member or @group; empty: none),
 // which a raw request does not take from the client's UseTarget.
-func operationOn(ctx context.Context, c DoHTTPer, project string, target string, method string, p string, body any) error {
+func operationOn(ctx context.Context, c DoHTTPer, project string, target string, method string, p string, body any, done outcome) error {
 	var start url.Values
 	if target != "" {
 		start = url.Values{"target": {target}}
@@ -59,6 +63,13 @@ func operationOn(ctx context.Context, c DoHTTPer, project string, target string,
 		if ctx.Err() != nil {
 			_, _ = rawDo(context.WithoutCancel(ctx), c, "DELETE", "/1.0/operations/"+url.PathEscape(id), project, reach(), nil)
 			return ctx.Err()
+		}
+
+		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) && done != nil {
+			// LXD 5.0 forgets a finished operation 5 s after it ends: a wait that starts
+			// later (a daemon slowed by load) reads what the operation was for instead of
+			// failing an instance that LXD made.
+			return forgotten(ctx, c, project, id, done)
 		}
 
 		if err != nil {
