@@ -14,6 +14,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -34,6 +35,9 @@ type Checker struct {
 	LXD         *backend.LXD
 	Logger      *slog.Logger
 	Concurrency int
+
+	// Metrics hears of every check and of the instances overdue (nil: none kept).
+	Metrics *metrics.Metrics
 
 	// OnChange is told of verdicts that moved, after they are recorded.
 	OnChange func(ctx context.Context, c Change)
@@ -227,6 +231,7 @@ func (c *Checker) targets(ctx context.Context) ([]target, error) {
 
 // check runs one instance's check and records the verdict.
 func (c *Checker) check(ctx context.Context, t target) {
+	start := time.Now()
 	var result Result
 	switch t.settings.Kind {
 	case api.HealthKindTTL:
@@ -251,9 +256,22 @@ func (c *Checker) check(ctx context.Context, t target) {
 		return
 	}
 
+	c.Metrics.HealthCheck(t.settings.Kind, resultLabel(result), time.Since(start))
 	c.pendingMu.Lock()
 	c.pending = append(c.pending, pendingResult{target: t, result: result})
 	c.pendingMu.Unlock()
+}
+
+// resultLabel is a result as the health_checks_total metric counts it.
+func resultLabel(r Result) string {
+	switch {
+	case r.Passed:
+		return "passed"
+	case r.ExitCode < 0 && !r.Expiry:
+		return "error"
+	default:
+		return "failed"
+	}
 }
 
 // maxPending bounds the results kept while the database refuses them (a member that lost
