@@ -224,7 +224,9 @@ func (r execRun) print(what string) {
 // span, straight through LXD's API over its unix socket.
 func directExecs(b *testing.B, socket string, names []string, concurrency int, span time.Duration, keepAlive bool, pid int, lxdPid int) execRun {
 	transport := &http.Transport{
-		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", socket) },
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+		},
 		DisableKeepAlives:   !keepAlive,
 		MaxIdleConnsPerHost: 64,
 	}
