@@ -167,10 +167,20 @@ func BenchmarkExecCheckCapacity(b *testing.B) {
 	b.Cleanup(func() { stopAll(env) })
 	must(b, env.admin.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}}))
 	must(b, env.admin.CreateDeploymentShape("dep1", webShape("s23cap", 0, n)))
-	s := &scaleBench{env: env, n: n, shapes: []string{"s23cap"}}
-	s.launchAll(b)
-	names, err := env.lxdConn.GetInstanceNames(lxdapi.InstanceTypeAny)
-	must(b, err)
+	names := make([]string, n)
+	for i := range names {
+		names[i] = env.name(fmt.Sprintf("cap-%d", i))
+	}
+
+	inParallelLimit(b, names, 16, func(name string) error {
+		op, err := env.admin.CreateDeploymentShapeInstance("dep1", "s23cap", name)
+		if err == nil {
+			err = op.Wait(context.Background())
+		}
+
+		return err
+	})
+
 	pid, lxdPid := d.cmd.Process.Pid, lxdDaemonPid(b, private.Dir)
 	time.Sleep(5 * time.Second)
 	for i := 0; i < b.N; i++ {
@@ -192,6 +202,16 @@ func BenchmarkExecCheckCapacity(b *testing.B) {
 
 	b.StopTimer()
 	env.cleanupLXD(b)
+}
+
+// inParallelLimit runs f on every name, limit at once; any error fails the benchmark.
+func inParallelLimit(b *testing.B, names []string, limit int, f func(name string) error) {
+	slots := make(chan struct{}, limit)
+	inParallel(b, names, func(name string) error {
+		slots <- struct{}{}
+		defer func() { <-slots }()
+		return f(name)
+	})
 }
 
 // execRun is one line of BenchmarkExecCheckCapacity.
