@@ -151,12 +151,13 @@ func envDuration(name string, fallback time.Duration) time.Duration {
 // BenchmarkExecCheckCapacity says how many exec checks a second this machine's LXD can
 // run, and what the daemon's checker achieves of it: EXEC_BENCH_INSTANCES (default 100)
 // busybox containers on a private LXD. First `sh -c true` straight through LXD's API (POST
-// exec without websockets, then the operation's /wait) at 1, 4, 16 and 32 at once, each
+// exec without websockets, then the operation's /wait) at 1, 2, 4, 8, 16 and 32 at once, each
 // for EXEC_BENCH_SPAN (default 15s), over kept-alive connections and, at 16, over a new
 // connection per request (what the LXD client's unix transport does); then the daemon
 // checks every instance every second (more than LXD can do) for the same span. Each line
 // prints execs per second, latency, LXD's CPU per exec (with its reaped forkexec children)
-// and the daemon's CPU per check. doc/health.md quotes the figures.
+// and the daemon's CPU per check. doc/health.md quotes the figures. EXEC_BENCH_DAEMON_ONLY=1
+// runs the daemon's line only; EXEC_BENCH_PROFILE=dir writes its CPU profile there.
 func BenchmarkExecCheckCapacity(b *testing.B) {
 	n := envInt("EXEC_BENCH_INSTANCES", 100)
 	span := envDuration("EXEC_BENCH_SPAN", 15*time.Second)
@@ -185,17 +186,23 @@ func BenchmarkExecCheckCapacity(b *testing.B) {
 	time.Sleep(5 * time.Second)
 	for i := 0; i < b.N; i++ {
 		fmt.Printf("exec capacity: %d busybox instances, `sh -c true`, %v per line (load average %s)\n", len(names), span, loadAverage())
-		for _, concurrency := range []int{1, 4, 16, 32} {
+		for _, concurrency := range []int{1, 2, 4, 8, 16, 32} {
+			if os.Getenv("EXEC_BENCH_DAEMON_ONLY") != "" {
+				break
+			}
+
 			r := directExecs(b, private.Socket, names, concurrency, span, true, pid, lxdPid)
 			r.print(fmt.Sprintf("LXD direct, %2d at once", concurrency))
 			b.ReportMetric(r.rate(), fmt.Sprintf("direct-%d-execs/s", concurrency))
 		}
 
-		r := directExecs(b, private.Socket, names, 16, span, false, pid, lxdPid)
-		r.print("LXD direct, 16 at once, a connection per request")
-		b.ReportMetric(r.rate(), "direct-16-noka-execs/s")
+		if os.Getenv("EXEC_BENCH_DAEMON_ONLY") == "" {
+			r := directExecs(b, private.Socket, names, 16, span, false, pid, lxdPid)
+			r.print("LXD direct, 16 at once, a connection per request")
+			b.ReportMetric(r.rate(), "direct-16-noka-execs/s")
+		}
 
-		r = daemonChecks(b, env, len(names), span, pid, lxdPid)
+		r := daemonChecks(b, env, len(names), span, pid, lxdPid)
 		r.print(fmt.Sprintf("the daemon's checker, %d every 1s", len(names)))
 		b.ReportMetric(r.rate(), "daemon-checks/s")
 	}
@@ -356,7 +363,14 @@ func daemonChecks(b *testing.B, env *governorEnv, n int, span time.Duration, pid
 	errorsBefore := errors(scrape(b, env.admin))
 	before, daemon, lxd := checks(), cpuTime(b, pid), processTreeCPU(b, lxdPid)
 	start := time.Now()
-	time.Sleep(span)
+	if dir := os.Getenv("EXEC_BENCH_PROFILE"); dir != "" {
+		file := pprofGet(b, env.d, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(span.Seconds())), dir, "exec-capacity-cpu.pprof")
+		defer pprofTop(file, "-cum")
+		defer fmt.Printf("  CPU profile of the daemon's checks: %s\n", file)
+	} else {
+		time.Sleep(span)
+	}
+
 	run := execRun{execs: int(checks() - before), elapsed: time.Since(start)}
 	run.daemon, run.lxd = cpuTime(b, pid)-daemon, processTreeCPU(b, lxdPid)-lxd
 	text := scrape(b, env.admin)
