@@ -94,8 +94,9 @@ func (s *schedule) done(t target, now time.Time) {
 }
 
 // load is, by check kind, the checks a second the targets ask for, how many targets
-// there are, and how many wait for their check since more than one interval past its
-// due time (the checks do not keep up with them).
+// there are, and how many are overdue: waiting for their check past its due time by more
+// than a fifth of the interval plus a second (the jitter and a tick), which a checker
+// that keeps up never is.
 type load struct {
 	asked   float64
 	targets int
@@ -113,10 +114,15 @@ func (s *schedule) load(now time.Time) map[string]*load {
 
 		l.targets++
 		l.asked += 1 / t.settings.Interval.Seconds()
-		if !s.running[t.row.ID] && now.Sub(s.due[t.row.ID]) > t.settings.Interval {
+		if !s.running[t.row.ID] && now.Sub(s.due[t.row.ID]) > overdueAfter(t.settings.Interval) {
 			l.overdue++
 		}
 	}
 
 	return byKind
+}
+
+// overdueAfter is how late a check of that interval is overdue.
+func overdueAfter(interval time.Duration) time.Duration {
+	return interval/5 + time.Second
 }

@@ -83,14 +83,15 @@ func TestScheduleForgetsUnlisted(t *testing.T) {
 	}
 }
 
-// TestScheduleLoadCountsOverdue counts as overdue the instances waiting past one
-// interval after their due time, not those being checked, and sums what is asked.
+// TestScheduleLoadCountsOverdue counts as overdue the instances waiting past their due
+// time by more than a fifth of the interval and a second, not those being checked, and
+// sums what is asked.
 func TestScheduleLoadCountsOverdue(t *testing.T) {
 	now := time.Now()
 	s := newSchedule()
 	s.set(scheduleTargets(4, 10*time.Second), now)
-	s.due[1] = now.Add(-11 * time.Second) // overdue
-	s.due[2] = now.Add(-9 * time.Second)  // late, within an interval
+	s.due[1] = now.Add(-3100 * time.Millisecond) // overdue
+	s.due[2] = now.Add(-2900 * time.Millisecond) // late, within the jitter and a tick
 	s.due[3] = now.Add(-20 * time.Second)
 	s.running[3] = true // being checked
 	s.due[4] = now.Add(time.Second)

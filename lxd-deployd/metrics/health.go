@@ -24,7 +24,7 @@ func (m *Metrics) registerHealth() {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "health_check_duration_seconds",
 			Help: "Time one check took, by kind (an exec check's LXD exec and wait included).", Buckets: prometheus.DefBuckets}, []string{"kind"}),
 		overdue: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "health_checks_overdue",
-			Help: "Instances whose check is due since more than one interval, by kind: above 0, the checks do not keep up (choose a longer interval, or ttl, http or tcp checks)."}, []string{"kind"}),
+			Help: "Instances waiting for their check past its due time by more than a fifth of the interval plus a second, by kind: above 0, the checks do not keep up (choose longer intervals, or ttl, http or tcp checks instead of exec)."}, []string{"kind"}),
 		reports: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: namespace, Name: "health_report_batch_size",
 			Help: "ttl reports recorded per database transaction on this member.", Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128}}),
 	}
