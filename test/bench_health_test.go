@@ -156,7 +156,8 @@ func envDuration(name string, fallback time.Duration) time.Duration {
 // connection per request (what the LXD client's unix transport does); then the daemon
 // checks every instance every second (more than LXD can do) for the same span. Each line
 // prints execs per second, latency, LXD's CPU per exec (with its reaped forkexec children)
-// and the daemon's CPU per check. doc/health.md quotes the figures. EXEC_BENCH_DAEMON_ONLY=1
+// and the daemon's CPU per check. A last line prices ttl reports: every instance reports
+// every second, 32 at once, for the same span. doc/health.md quotes the figures. EXEC_BENCH_DAEMON_ONLY=1
 // runs the daemon's line only; EXEC_BENCH_PROFILE=dir writes its CPU profile there.
 func BenchmarkExecCheckCapacity(b *testing.B) {
 	n := envInt("EXEC_BENCH_INSTANCES", 100)
@@ -205,6 +206,10 @@ func BenchmarkExecCheckCapacity(b *testing.B) {
 		r := daemonChecks(b, env, len(names), span, pid, lxdPid)
 		r.print(fmt.Sprintf("the daemon's checker, %d every 1s", len(names)))
 		b.ReportMetric(r.rate(), "daemon-checks/s")
+
+		r = ttlReports(b, env, names, span, pid, lxdPid)
+		r.print(fmt.Sprintf("ttl reports, %d every 1s, 32 at once", len(names)))
+		b.ReportMetric(float64(r.daemon.Microseconds())/1000/float64(max(r.execs, 1)), "ttl-ms/report")
 	}
 
 	b.StopTimer()
@@ -376,6 +381,39 @@ func daemonChecks(b *testing.B, env *governorEnv, n int, span time.Duration, pid
 	text := scrape(b, env.admin)
 	run.failed = int(errors(text) - errorsBefore)
 	run.note = fmt.Sprintf("; asked %d/s; overdue at the end: %.0f of %d", n, sample(text, `lxd_deployd_health_checks_overdue{kind="exec"}`), n)
+	return run
+}
+
+// ttlReports switches the shape to a ttl check and has every instance report every second
+// for span through the admin socket, 32 at once: the daemon's CPU per report, and the
+// latency of a report (its batch's commit included).
+func ttlReports(b *testing.B, env *governorEnv, names []string, span time.Duration, pid int, lxdPid int) execRun {
+	putShape(b, env, "s23cap", func(put *api.DeploymentShapePut) {
+		put.Health = &api.DeploymentShapeHealth{TTL: "30s", Grace: "0s"}
+	})
+
+	defer putShape(b, env, "s23cap", func(put *api.DeploymentShapePut) { put.Health = nil })
+	var run execRun
+	var mu sync.Mutex
+	daemon, lxd := cpuTime(b, pid), processTreeCPU(b, lxdPid)
+	start := time.Now()
+	for round := 0; time.Since(start) < span; round++ {
+		next := start.Add(time.Duration(round+1) * time.Second)
+		inParallelLimit(b, names, 32, func(name string) error {
+			began := time.Now()
+			err := env.admin.ReportDeploymentShapeInstanceHealth("dep1", "s23cap", name, api.DeploymentInstanceHealthPut{Status: api.HealthReportPassing})
+			mu.Lock()
+			run.execs++
+			run.latencies = append(run.latencies, time.Since(began))
+			mu.Unlock()
+			return err
+		})
+
+		time.Sleep(time.Until(next))
+	}
+
+	run.elapsed = time.Since(start)
+	run.daemon, run.lxd = cpuTime(b, pid)-daemon, processTreeCPU(b, lxdPid)-lxd
 	return run
 }
 
