@@ -57,6 +57,10 @@ type Checker struct {
 
 	pendingMu sync.Mutex
 	pending   []pendingResult
+
+	// The markers of exec checks that timed out since the last tick (killTimedOut).
+	killMu sync.Mutex
+	kills  []string
 }
 
 // Run checks until ctx ends: Concurrency workers each take the next due check as soon
@@ -67,6 +71,7 @@ func (c *Checker) Run(ctx context.Context, tick time.Duration) {
 	c.sched = newSchedule()
 	c.mu.Unlock()
 	c.recorded = map[int64]db.InstanceHealth{}
+	defer c.killTimedOut() // after the workers ended (deferred calls run last first)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for range max(c.Concurrency, 1) {
@@ -86,6 +91,7 @@ func (c *Checker) Run(ctx context.Context, tick time.Duration) {
 		case <-ticker.C:
 		}
 
+		c.killTimedOut()
 		c.flush(ctx)
 		err := c.refresh(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -369,9 +375,12 @@ func (c *Checker) exec(ctx context.Context, t target) (Result, bool) {
 	timedOut := checkCtx.Err() != nil
 	cancel()
 	if timedOut {
-		// LXD cannot cancel an exec without websockets: the run is killed from the host.
-		killed := backend.KillCheck(marker)
-		c.Logger.Debug("health check timed out", "instance", t.row.Name, "killed", killed)
+		// LXD cannot cancel an exec without websockets: the run is killed from the host,
+		// at the next tick, in one sweep with the others that timed out meanwhile.
+		c.killMu.Lock()
+		c.kills = append(c.kills, marker)
+		c.killMu.Unlock()
+		c.Logger.Debug("health check timed out", "instance", t.row.Name)
 	}
 
 	if ctx.Err() != nil {
@@ -400,6 +409,18 @@ func (c *Checker) exec(ctx context.Context, t target) (Result, bool) {
 	}
 
 	return result, true
+}
+
+// killTimedOut kills the processes of the exec checks that timed out since the last tick.
+func (c *Checker) killTimedOut() {
+	c.killMu.Lock()
+	markers := c.kills
+	c.kills = nil
+	c.killMu.Unlock()
+	if len(markers) > 0 {
+		killed := backend.KillChecks(markers)
+		c.Logger.Debug("health checks timed out: killed", "checks", len(markers), "processes", killed)
+	}
 }
 
 // newMarker is a value unique to one check run (see backend.KillCheck).
