@@ -364,7 +364,12 @@ func daemonChecks(b *testing.B, env *governorEnv, n int, span time.Duration, pid
 		return max(sample(text, `lxd_deployd_health_checks_total{kind="exec",result="error"}`), 0)
 	}
 
-	time.Sleep(5 * time.Second) // every instance's first check lands within its first interval
+	// Every instance's first check records its output (four more requests): the window
+	// starts once they are done, or after a minute.
+	for waited := 0; waited < 60 && checks() < float64(n); waited++ {
+		time.Sleep(time.Second)
+	}
+
 	errorsBefore := errors(scrape(b, env.admin))
 	before, daemon, lxd := checks(), cpuTime(b, pid), processTreeCPU(b, lxdPid)
 	start := time.Now()
@@ -380,6 +385,16 @@ func daemonChecks(b *testing.B, env *governorEnv, n int, span time.Duration, pid
 	run.daemon, run.lxd = cpuTime(b, pid)-daemon, processTreeCPU(b, lxdPid)-lxd
 	text := scrape(b, env.admin)
 	run.failed = int(errors(text) - errorsBefore)
+	if run.failed > 0 {
+		instances, err := env.admin.GetDeploymentShapeInstances("dep1", "s23cap")
+		must(b, err)
+		for _, i := range instances {
+			if i.HealthCheck != nil && strings.HasPrefix(i.HealthCheck.Output, "check did not run") {
+				run.note += "; an error: " + i.HealthCheck.Output
+				break
+			}
+		}
+	}
 	run.note = fmt.Sprintf("; asked %d/s; overdue at the end: %.0f of %d", n, sample(text, `lxd_deployd_health_checks_overdue{kind="exec"}`), n)
 	return run
 }
