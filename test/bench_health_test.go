@@ -350,15 +350,7 @@ func daemonChecks(b *testing.B, env *governorEnv, n int, span time.Duration, pid
 	})
 
 	defer putShape(b, env, "s23cap", func(put *api.DeploymentShapePut) { put.Health = nil })
-	checks := func() float64 {
-		text := scrape(b, env.admin)
-		total := 0.0
-		for _, result := range []string{"passed", "failed", "error"} {
-			total += max(sample(text, `lxd_deployd_health_checks_total{kind="exec",result="`+result+`"}`), 0)
-		}
-
-		return total
-	}
+	checks := func() float64 { return execChecksRun(scrape(b, env.admin)) }
 
 	errors := func(text string) float64 {
 		return max(sample(text, `lxd_deployd_health_checks_total{kind="exec",result="error"}`), 0)
@@ -430,6 +422,16 @@ func ttlReports(b *testing.B, env *governorEnv, names []string, span time.Durati
 	run.elapsed = time.Since(start)
 	run.daemon, run.lxd = cpuTime(b, pid)-daemon, processTreeCPU(b, lxdPid)-lxd
 	return run
+}
+
+// execChecksRun is how many exec checks the daemon ran, from a scrape of its metrics.
+func execChecksRun(text string) float64 {
+	total := 0.0
+	for _, result := range []string{"passed", "failed", "error"} {
+		total += max(sample(text, `lxd_deployd_health_checks_total{kind="exec",result="`+result+`"}`), 0)
+	}
+
+	return total
 }
 
 // loadAverage is the machine's 1-minute load average, printed beside figures taken on a
