@@ -46,7 +46,7 @@ test-cluster: deps-test ## only the suites on a real 3-member LXD cluster (doc/p
 	LXDTEST_REQUIRE=1 $(GO) test -race -count=1 -timeout 20m -run 'TestLXDCluster' ./test/
 
 .PHONY: bench
-bench: deps-test ## print performance figures: database, template expansion, launches on a private LXD
+bench: deps-test ## print performance figures: database, template expansion, launches, health checks and exec capacity on a private LXD
 	@./.ci/apt-install $(BENCH_DEPS)
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./db/
 	$(GO) test -run '^$$' -bench 'Expand10kShapes$$|Shapes10k' -benchtime 10x ./shared/templates/

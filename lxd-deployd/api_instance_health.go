@@ -10,6 +10,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -17,12 +18,21 @@ import (
 )
 
 // instanceHealthAPI serves PUT .../instances/{instance}/health: the report of an instance
-// of a shape with a ttl check. A report costs one small transaction, nothing in LXD.
+// of a shape with a ttl check. Reports arriving together share one transaction (the
+// daemon's health.Reports); each is answered once it is recorded. Nothing in LXD.
 type instanceHealthAPI struct {
-	db *db.Cluster
+	reports *health.Reports
+}
 
-	// checker tells the daemon of verdicts that moved (autohealing, events, webhooks).
-	checker *health.Checker
+// newInstanceHealthAPI builds the handler and the daemon's one report batcher; the
+// checker hears of verdicts that moved (autohealing, events, webhooks).
+func newInstanceHealthAPI(cluster *db.Cluster, checker *health.Checker, m *metrics.Metrics) instanceHealthAPI {
+	reports := &health.Reports{DB: cluster, Metrics: m}
+	if checker != nil {
+		reports.Notify = checker.Notify
+	}
+
+	return instanceHealthAPI{reports: reports}
 }
 
 // report records an instance's own report as the result of its ttl check.
@@ -48,39 +58,39 @@ func (a instanceHealthAPI) report(r *http.Request) response.Response {
 		result.ExitCode = 1
 	}
 
-	var change *health.Change
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		_, shape, err := refs.ShapeInTx(ctx, tx, ref.ShapeRef)
-		if err != nil {
-			return err
-		}
-
-		settings, ok := health.Parse(shape.Health)
-		if !ok || settings.Kind != api.HealthKindTTL {
-			return lxdapi.StatusErrorf(http.StatusConflict, "shape %s has no ttl health check: set health.ttl on the shape for its instances to report their own health", shape.Name)
-		}
-
-		row, err := db.GetInstance(ctx, tx, shape.ID, ref.Instance)
-		if err != nil {
-			return err
-		}
-
-		if row.State != db.InstanceCreated {
-			return lxdapi.StatusErrorf(http.StatusConflict, "instance %s is %s: only a created instance reports its health", row.Name, row.State)
-		}
-
-		change, err = health.Record(ctx, tx, *row, settings, result)
-		return err
+	_, err = a.reports.Record(r.Context(), func(ctx context.Context, tx *sql.Tx) (*health.Change, error) {
+		return recordReport(ctx, tx, ref, result)
 	})
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	if a.checker != nil {
-		a.checker.Notify(context.WithoutCancel(r.Context()), change)
+	return response.EmptySyncResponse()
+}
+
+// recordReport records one report in tx (a batch's); it refuses, before writing anything,
+// a report to a shape without a ttl check or from an instance that is not created.
+func recordReport(ctx context.Context, tx *sql.Tx, ref refs.InstanceRef, result health.Result) (*health.Change, error) {
+	_, shape, err := refs.ShapeInTx(ctx, tx, ref.ShapeRef)
+	if err != nil {
+		return nil, err
 	}
 
-	return response.EmptySyncResponse()
+	settings, ok := health.Parse(shape.Health)
+	if !ok || settings.Kind != api.HealthKindTTL {
+		return nil, lxdapi.StatusErrorf(http.StatusConflict, "shape %s has no ttl health check: set health.ttl on the shape for its instances to report their own health", shape.Name)
+	}
+
+	row, err := db.GetInstance(ctx, tx, shape.ID, ref.Instance)
+	if err != nil {
+		return nil, err
+	}
+
+	if row.State != db.InstanceCreated {
+		return nil, lxdapi.StatusErrorf(http.StatusConflict, "instance %s is %s: only a created instance reports its health", row.Name, row.State)
+	}
+
+	return health.Record(ctx, tx, *row, settings, result)
 }
 
 // allowInstanceHealth guards an instance's health report: admins and admin keys over TLS

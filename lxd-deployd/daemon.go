@@ -272,7 +272,7 @@ func (d *daemon) apis() apis {
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, reporter: l},
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l},
 		placement:    placementAPI{db: d.db, fleet: d.fleet},
-		health:       instanceHealthAPI{db: d.db, checker: d.life.checker},
+		health:       newInstanceHealthAPI(d.db, d.life.checker, d.metrics),
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},
 		metrics:      metricsAPI{metrics: d.metrics},

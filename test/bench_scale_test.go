@@ -182,10 +182,13 @@ func (s *scaleBench) instances(b *testing.B) []api.DeploymentInstance {
 // atRest measures the window: the daemon's and LXD's CPU, the instances left without a
 // fresh verdict, and memory.
 func (s *scaleBench) atRest(b *testing.B, quiet float64, rssEmpty int64, rssQuiet int64) {
+	ran := execChecksRun(scrape(b, s.env.admin))
 	ours, theirs := cpuTime(b, s.pid), processTreeCPU(b, s.lxdPid)
 	time.Sleep(s.window)
 	ours, theirs = cpuTime(b, s.pid)-ours, processTreeCPU(b, s.lxdPid)-theirs
 	end := time.Now()
+	text := scrape(b, s.env.admin)
+	ran = execChecksRun(text) - ran
 	stale, last := 0, time.Duration(0)
 	for _, instance := range s.instances(b) {
 		if instance.HealthCheck == nil || instance.HealthCheck.CheckedAt == nil {
@@ -208,6 +211,8 @@ func (s *scaleBench) atRest(b *testing.B, quiet float64, rssEmpty int64, rssQuie
 	fmt.Printf("    LXD CPU beside it: %.1f%% of a core (%.2f ms per check)\n", 100*theirs.Seconds()/s.window.Seconds(), float64(theirs.Microseconds())/1000/checks)
 	fmt.Printf("    instances without a verdict in the last two intervals: %d (goal 0); oldest verdict %v; batches of results the database refused: %d\n",
 		stale, last.Round(100*time.Millisecond), strings.Count(s.env.d.Log(), "record health"))
+	fmt.Printf("    exec checks run: %.1f a second (health_checks_total); overdue at the end: %.0f (health_checks_overdue)\n",
+		ran/s.window.Seconds(), sample(text, `lxd_deployd_health_checks_overdue{kind="exec"}`))
 	fmt.Printf("    daemon RSS: %.1f MiB (goal <= 100 MiB at 1,000); %.1f MiB with the shapes only, %.1f MiB with the instances before checks; %.2f MiB per 100 instances (goal <= 5)\n",
 		mib(rss), mib(rssEmpty), mib(rssQuiet), perHundred/(1<<20))
 	fmt.Printf("    LXD RSS: %.1f MiB\n", mib(processRSS(b, s.lxdPid)))

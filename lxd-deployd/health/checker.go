@@ -7,13 +7,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
-	"sort"
 	"sync"
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -26,42 +25,62 @@ type Change struct {
 
 // Checker runs the checks of every instance of every shape with a health object. One
 // daemon of a cluster checks (the caller runs it under a lease), so each instance is
-// checked by one member;
-// checks are spread over each interval with jitter and at most Concurrency run at once, so a
-// thousand instances do not hit LXD in the same second.
+// checked by one member; checks are spread over each interval with jitter and at most
+// Concurrency run at once, so a thousand instances do not hit LXD in the same second.
+// When they cannot keep up, every instance is still checked in turn (the longest overdue
+// first), and the metrics and a warning say so.
 type Checker struct {
 	DB          *db.Cluster
 	LXD         *backend.LXD
 	Logger      *slog.Logger
 	Concurrency int
 
+	// Metrics hears of every check and of the instances overdue (nil: none kept).
+	Metrics *metrics.Metrics
+
 	// OnChange is told of verdicts that moved, after they are recorded.
 	OnChange func(ctx context.Context, c Change)
 
 	addresses addressCache
 
+	// mu guards the schedule, which the workers take checks from, and what the checks
+	// achieved (achieved.go).
 	mu       sync.Mutex
-	due      map[int64]time.Time // instance row id -> next check
-	running  map[int64]bool
-	inflight int
+	sched    *schedule
+	achieved achieved
 
-	// The targets as last listed, the ticks since, and the verdicts recorded since (the
-	// Run goroutine's alone).
-	listed    []target
-	sinceList int
-	recorded  map[int64]db.InstanceHealth
+	// How many targets were last listed, the ticks since, and the verdicts recorded since
+	// (the Run goroutine's alone).
+	listedCount int
+	sinceList   int
+	recorded    map[int64]db.InstanceHealth
 
 	pendingMu sync.Mutex
 	pending   []pendingResult
+
+	// The markers of exec checks that timed out since the last tick (killTimedOut).
+	killMu sync.Mutex
+	kills  []string
 }
 
-// Run checks until ctx ends, looking for due checks every tick.
+// Run checks until ctx ends: Concurrency workers each take the next due check as soon
+// as their last one ends, and every tick records the results since the last one and
+// lists the targets again (less often when there are many).
 func (c *Checker) Run(ctx context.Context, tick time.Duration) {
-	c.due = map[int64]time.Time{}
-	c.running = map[int64]bool{}
+	c.mu.Lock()
+	c.sched = newSchedule()
+	c.mu.Unlock()
 	c.recorded = map[int64]db.InstanceHealth{}
+	defer c.killTimedOut() // after the workers ended (deferred calls run last first)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	for range max(c.Concurrency, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.work(ctx, tick)
+		}()
+	}
 
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
@@ -72,8 +91,9 @@ func (c *Checker) Run(ctx context.Context, tick time.Duration) {
 		case <-ticker.C:
 		}
 
+		c.killTimedOut()
 		c.flush(ctx)
-		err := c.round(ctx, &wg)
+		err := c.refresh(ctx)
 		if err != nil && ctx.Err() == nil {
 			c.Logger.Debug("health round", "err", err)
 		}
@@ -86,104 +106,88 @@ type target struct {
 	settings Settings
 }
 
-// round starts the checks that are due, never waiting for one: a slow check holds its slot
-// only, and an instance is never checked twice at once.
-func (c *Checker) round(ctx context.Context, wg *sync.WaitGroup) error {
-	if !c.LXD.Status().Online {
+// work runs one check after another, the longest overdue first, until ctx ends. A slot
+// is taken again as soon as its check ends: when it waited for the next tick, 16 slots
+// ran at most 16 checks a second however fast LXD answered (17 a second where 100 were
+// asked, in BenchmarkExecCheckCapacity).
+func (c *Checker) work(ctx context.Context, tick time.Duration) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		var t target
+		wait, ok := tick, false
+		if c.LXD == nil || c.LXD.Status().Online {
+			c.mu.Lock()
+			t, wait, ok = c.sched.take(time.Now())
+			c.mu.Unlock()
+		}
+
+		if !ok {
+			if wait <= 0 || wait > tick {
+				wait = tick
+			}
+
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+
+			continue
+		}
+
+		c.check(ctx, t)
+		c.mu.Lock()
+		c.sched.done(t, time.Now())
+		c.achieved.count(t.settings.Kind)
+		c.mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// refresh lists the targets again every tick while there are few and less often when
+// there are many (every 5 ticks at 1,000: reading every instance's row each second was
+// the most the checker cost the daemon); meanwhile the verdicts recorded since are kept
+// in the rows listed, as the checks use them. Then it says how far the checks fall
+// behind (overdue).
+func (c *Checker) refresh(ctx context.Context) error {
+	if c.LXD != nil && !c.LXD.Status().Online {
 		return nil
 	}
 
-	targets, err := c.listTargets(ctx)
-	if err != nil || len(targets) == 0 {
-		return err
+	c.sinceList++
+	var listed []target
+	relist := c.sinceList >= 1+c.listedCount/250
+	if relist {
+		var err error
+		listed, err = c.targets(ctx)
+		if err != nil {
+			return err
+		}
+
+		c.sinceList, c.listedCount = 0, len(listed)
 	}
 
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	seen := map[int64]bool{}
-	var due []target
-	for _, t := range targets {
-		id := t.row.ID
-		seen[id] = true
-		next, scheduled := c.due[id]
-		if !scheduled {
-			// The first check of an instance lands anywhere in its first interval.
-			c.due[id] = now.Add(time.Duration(rand.Int64N(int64(t.settings.Interval))))
-			continue
-		}
-
-		if !now.Before(next) && !c.running[id] {
-			due = append(due, t)
-		}
-	}
-
-	// The longest overdue go first: when the slots cannot keep up, every instance still
-	// has its turn, instead of the first in the listing taking every free slot.
-	sort.Slice(due, func(i, j int) bool { return c.due[due[i].row.ID].Before(c.due[due[j].row.ID]) })
-	for _, t := range due {
-		if c.inflight >= max(c.Concurrency, 1) {
-			break // every slot is busy: the rest wait for the next tick
-		}
-
-		c.inflight++
-		c.running[t.row.ID] = true
-		wg.Add(1)
-		go func(t target) {
-			defer wg.Done()
-			c.check(ctx, t)
-			c.mu.Lock()
-			c.inflight--
-
-			delete(c.running, t.row.ID)
-			// +-10% jitter keeps instances that started together from staying in step.
-			jitter := time.Duration(rand.Int64N(int64(t.settings.Interval)/5+1)) - t.settings.Interval/10
-			c.due[t.row.ID] = time.Now().Add(t.settings.Interval + jitter)
-			c.mu.Unlock()
-		}(t)
-	}
-
-	c.forget(seen)
-	return nil
-}
-
-// listTargets is targets, read again every tick while there are few and less often when
-// there are many (every 5 ticks at 1,000: reading every instance's row each second was
-// the most the checker cost the daemon); the verdicts recorded meanwhile are kept in the
-// rows listed, as the checks use them.
-func (c *Checker) listTargets(ctx context.Context) ([]target, error) {
-	c.sinceList++
-	if c.listed != nil && c.sinceList < 1+len(c.listed)/250 {
-		for i, t := range c.listed {
+	if relist {
+		c.sched.set(listed, now)
+		c.recorded = map[int64]db.InstanceHealth{}
+	} else {
+		for i, t := range c.sched.targets {
 			h, ok := c.recorded[t.row.ID]
 			if ok {
-				c.listed[i].row.Health = h
+				c.sched.targets[i].row.Health = h
 			}
 		}
-
-		return c.listed, nil
 	}
 
-	targets, err := c.targets(ctx)
-	if err != nil {
-		return nil, err
-	}
-
-	c.listed, c.sinceList, c.recorded = targets, 0, map[int64]db.InstanceHealth{}
-	if len(targets) == 0 {
-		c.listed = nil
-	}
-
-	return targets, nil
-}
-
-// forget drops the schedule of instances no longer listed (c.mu held).
-func (c *Checker) forget(seen map[int64]bool) {
-	for id := range c.due {
-		if !seen[id] && !c.running[id] {
-			delete(c.due, id)
-		}
-	}
+	c.overdue(now)
+	return nil
 }
 
 // targets lists the created instances of shapes that have health checks.
@@ -227,6 +231,7 @@ func (c *Checker) targets(ctx context.Context) ([]target, error) {
 
 // check runs one instance's check and records the verdict.
 func (c *Checker) check(ctx context.Context, t target) {
+	start := time.Now()
 	var result Result
 	switch t.settings.Kind {
 	case api.HealthKindTTL:
@@ -251,9 +256,22 @@ func (c *Checker) check(ctx context.Context, t target) {
 		return
 	}
 
+	c.Metrics.HealthCheck(t.settings.Kind, resultLabel(result), time.Since(start))
 	c.pendingMu.Lock()
 	c.pending = append(c.pending, pendingResult{target: t, result: result})
 	c.pendingMu.Unlock()
+}
+
+// resultLabel is a result as the health_checks_total metric counts it.
+func resultLabel(r Result) string {
+	switch {
+	case r.Passed:
+		return "passed"
+	case r.ExitCode < 0 && !r.Expiry:
+		return "error"
+	default:
+		return "failed"
+	}
 }
 
 // maxPending bounds the results kept while the database refuses them (a member that lost
@@ -357,9 +375,12 @@ func (c *Checker) exec(ctx context.Context, t target) (Result, bool) {
 	timedOut := checkCtx.Err() != nil
 	cancel()
 	if timedOut {
-		// LXD cannot cancel an exec without websockets: the run is killed from the host.
-		killed := backend.KillCheck(marker)
-		c.Logger.Debug("health check timed out", "instance", t.row.Name, "killed", killed)
+		// LXD cannot cancel an exec without websockets: the run is killed from the host,
+		// at the next tick, in one sweep with the others that timed out meanwhile.
+		c.killMu.Lock()
+		c.kills = append(c.kills, marker)
+		c.killMu.Unlock()
+		c.Logger.Debug("health check timed out", "instance", t.row.Name)
 	}
 
 	if ctx.Err() != nil {
@@ -388,6 +409,18 @@ func (c *Checker) exec(ctx context.Context, t target) (Result, bool) {
 	}
 
 	return result, true
+}
+
+// killTimedOut kills the processes of the exec checks that timed out since the last tick.
+func (c *Checker) killTimedOut() {
+	c.killMu.Lock()
+	markers := c.kills
+	c.kills = nil
+	c.killMu.Unlock()
+	if len(markers) > 0 {
+		killed := backend.KillChecks(markers)
+		c.Logger.Debug("health checks timed out: killed", "checks", len(markers), "processes", killed)
+	}
 }
 
 // newMarker is a value unique to one check run (see backend.KillCheck).

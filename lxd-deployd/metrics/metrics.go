@@ -141,6 +141,8 @@ type Metrics struct {
 	rolloutsEnded  *prometheus.CounterVec
 	hookWaitsEnded *prometheus.CounterVec
 	resizes        *prometheus.CounterVec
+
+	health *healthMetrics
 }
 
 var shapeLabels = []string{"project", "deployment", "shape"}
@@ -184,6 +186,7 @@ func New(sources Sources) *Metrics {
 
 	m.resizes = counter("shape_resizes_total", "Instances a resize reached, by result: applied (the new limits run live), refused (a lower memory limit would not fit the instance's usage plus the margin, or LXD cannot do it live: left outdated), failed (LXD refused the update).", append(shapeLabels, "result")...)
 
+	m.registerHealth()
 	m.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registry.MustRegister(newStateCollector(sources))
 	if sources.Placement != nil {
