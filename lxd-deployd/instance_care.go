@@ -28,8 +28,9 @@ const (
 	locationInterval = 2 * time.Second  // LXD cluster members of the records (fleet/locations.go)
 	inPlaceInterval  = 30 * time.Second // resizes left undone (fleet/resize_pass.go)
 
-	// healthConcurrency bounds the checks running at once across all shapes (an exec
-	// check waits on LXD most of its time: 100 checks a second need about 8 in flight).
+	// healthConcurrency bounds the checks running at once across all shapes. LXD's exec
+	// rate is flat from 2 to 16 at once and falls past that (doc/health.md); 16 leaves room
+	// for check commands that sleep.
 	healthConcurrency = 16
 )
 
