@@ -419,8 +419,9 @@ func (s *scaleBench) profileListing(b *testing.B, shape string) {
 }
 
 // ttlReports switches the shapes to ttl checks (30s) and has every instance report every
-// interval for 30 s, through the admin socket 32 at a time (instances report on their own, so reports arrive together and share a batch), to price a report: the daemon's
-// CPU over those 30 s, and LXD's (nothing is asked of it).
+// interval for 30 s, through the admin socket 32 at a time (instances report on their own,
+// so reports arrive together and share a batch), to price a report: the daemon's CPU over
+// those 30 s, and LXD's (nothing is asked of it).
 func (s *scaleBench) ttlReports(b *testing.B) {
 	for _, shape := range s.shapes {
 		putShape(b, s.env, shape, func(put *api.DeploymentShapePut) {
