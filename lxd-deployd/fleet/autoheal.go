@@ -138,6 +138,7 @@ func (h *Autohealer) round(ctx context.Context) error {
 
 	var shapes []db.Shape
 	var rows []db.Instance
+	members := h.fleet.members()
 	err := h.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		shapes, err = db.GetShapes(ctx, tx, db.ShapeFilter{})
@@ -145,7 +146,7 @@ func (h *Autohealer) round(ctx context.Context) error {
 			return err
 		}
 
-		rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
+		rows, err = healCandidates(ctx, tx, shapes, members)
 		return err
 	})
 	if err != nil {
@@ -154,7 +155,6 @@ func (h *Autohealer) round(ctx context.Context) error {
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	members := h.fleet.members()
 	unreachable := func(location string) bool { return shapeRules.Unreachable(location, members) }
 	for _, step := range PlanHealing(shapes, rows, h.active, h.owner, time.Now(), unreachable) {
 		if step.Finish {

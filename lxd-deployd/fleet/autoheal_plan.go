@@ -1,11 +1,14 @@
 package fleet
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
+	shapeRules "github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -27,11 +30,8 @@ type HealStep struct {
 // the others, doc/placement.md).
 func PlanHealing(shapes []db.Shape, rows []db.Instance, active map[int64]bool, owner string, now time.Time, unreachable func(location string) bool) []HealStep {
 	byID := map[int64]db.Shape{}
-	for _, s := range shapes {
-		settings, ok := health.Parse(s.Health)
-		if ok && settings.Replace || s.Replacing > 0 {
-			byID[s.ID] = s
-		}
+	for _, s := range healingShapes(shapes) {
+		byID[s.ID] = s
 	}
 
 	var steps []HealStep
@@ -57,4 +57,42 @@ func PlanHealing(shapes []db.Shape, rows []db.Instance, active map[int64]bool, o
 	}
 
 	return steps
+}
+
+// healingShapes are the shapes autohealing looks at: with health.replace, or with a
+// replacement under way (finished even once replace is off).
+func healingShapes(shapes []db.Shape) []db.Shape {
+	var out []db.Shape
+	for _, s := range shapes {
+		settings, ok := health.Parse(s.Health)
+		if ok && settings.Replace || s.Replacing > 0 {
+			out = append(out, s)
+		}
+	}
+
+	return out
+}
+
+// healCandidates reads the rows PlanHealing may pick among the shapes': the rest of a
+// shape's instances (healthy, running, reachable) are never a step, and reading all of
+// them every round was most of autohealing's cost at rest (issue 20).
+func healCandidates(ctx context.Context, tx *sql.Tx, shapes []db.Shape, members []shapeRules.Member) ([]db.Instance, error) {
+	var ids []int64
+	for _, s := range healingShapes(shapes) {
+		ids = append(ids, s.ID)
+	}
+
+	// shapeRules.Unreachable: outside a cluster nothing is; in one, a location that is no
+	// online member's.
+	var online []string
+	if len(members) > 0 {
+		online = []string{}
+		for _, m := range members {
+			if m.Online {
+				online = append(online, m.Name)
+			}
+		}
+	}
+
+	return db.GetHealCandidates(ctx, tx, ids, online)
 }

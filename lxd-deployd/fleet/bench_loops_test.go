@@ -21,6 +21,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -51,6 +52,7 @@ func BenchmarkLoopsAtRest(b *testing.B) {
 		{"warm-pool-listing", time.Minute, func(ctx context.Context) error { e.fleet.Pool.listed = time.Time{}; return e.fleet.Pool.round(ctx) }},
 		{"in-place", 30 * time.Second, e.fleet.InPlace.Round},
 		{"reconcile", time.Minute, e.fleet.Reconciler.reconcile},
+		{"metrics-webhook", time.Second, func(ctx context.Context) error { return e.collector.Collect(ctx, time.Now()) }},
 	}
 
 	for _, l := range loops {
@@ -88,8 +90,9 @@ func cpuTime() time.Duration {
 
 // restBench is a fleet over n created instance records and the fake LXD holding them.
 type restBench struct {
-	db    *db.Cluster
-	fleet *Fleet
+	db        *db.Cluster
+	fleet     *Fleet
+	collector *webhooks.Collector
 }
 
 func newRestBench(b *testing.B, n int, shapes int) *restBench {
@@ -159,6 +162,7 @@ func newRestBench(b *testing.B, n int, shapes int) *restBench {
 	}
 
 	e.fleet = New(Config{DB: e.db, LXD: lxd, Sockets: noSockets{}, Logger: logger, Owner: "bench"})
+	e.collector = webhooks.NewCollector(e.db, lxd, nil, logger)
 	return e
 }
 
