@@ -31,6 +31,9 @@ type instancesAPI struct {
 	ops      *operations.Manager
 	fleet    *fleet.Fleet
 	reporter *reporter.Reporter
+
+	// usage shares LXD's metrics among listings (instance_usage.go).
+	usage *usageCache
 }
 
 // instanceAPI turns a row (and LXD's view of it, if known) into the API type.
@@ -110,7 +113,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		defer close(usageDone)
 		client, err := a.lxd.Client()
 		if err == nil && len(rows) > 0 {
-			usage = instanceUsage(client, ref.Project)
+			usage = a.usage.get(client, ref.Project)
 		}
 	}()
 
