@@ -170,6 +170,30 @@ func (h *Autohealer) round(ctx context.Context) error {
 	return nil
 }
 
+// healCandidates reads the rows PlanHealing may pick among the shapes': the rest of a
+// shape's instances (healthy, running, reachable) are never a step, and reading all of
+// them every round was most of autohealing's cost at rest (issue 20).
+func healCandidates(ctx context.Context, tx *sql.Tx, shapes []db.Shape, members []shapeRules.Member) ([]db.Instance, error) {
+	var ids []int64
+	for _, s := range healingShapes(shapes) {
+		ids = append(ids, s.ID)
+	}
+
+	// shapeRules.Unreachable: outside a cluster nothing is; in one, a location that is no
+	// online member's.
+	var online []string
+	if len(members) > 0 {
+		online = []string{}
+		for _, m := range members {
+			if m.Online {
+				online = append(online, m.Name)
+			}
+		}
+	}
+
+	return db.GetHealCandidates(ctx, tx, ids, online)
+}
+
 // start runs f for an old instance's row in the background, once at a time per row.
 // The caller holds h.mu.
 func (h *Autohealer) start(row db.Instance, f func(ctx context.Context)) {

@@ -1,14 +1,11 @@
 package fleet
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
-	shapeRules "github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -71,28 +68,4 @@ func healingShapes(shapes []db.Shape) []db.Shape {
 	}
 
 	return out
-}
-
-// healCandidates reads the rows PlanHealing may pick among the shapes': the rest of a
-// shape's instances (healthy, running, reachable) are never a step, and reading all of
-// them every round was most of autohealing's cost at rest (issue 20).
-func healCandidates(ctx context.Context, tx *sql.Tx, shapes []db.Shape, members []shapeRules.Member) ([]db.Instance, error) {
-	var ids []int64
-	for _, s := range healingShapes(shapes) {
-		ids = append(ids, s.ID)
-	}
-
-	// shapeRules.Unreachable: outside a cluster nothing is; in one, a location that is no
-	// online member's.
-	var online []string
-	if len(members) > 0 {
-		online = []string{}
-		for _, m := range members {
-			if m.Online {
-				online = append(online, m.Name)
-			}
-		}
-	}
-
-	return db.GetHealCandidates(ctx, tx, ids, online)
 }

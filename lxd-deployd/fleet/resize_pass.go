@@ -131,8 +131,8 @@ func (k *InPlaceKeeper) candidates(ctx context.Context) ([]inPlaceCandidate, err
 	var out []inPlaceCandidate
 	err := k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		out = nil
-		// The shapes with a created instance that shapes.Outdated says is, asked of the
-		// database rather than read row by row: at rest there are none (issue 20).
+		// Which shapes have an outdated created instance (shapes.Outdated) is asked of the
+		// database rather than read row by row: at rest, none has (issue 20).
 		ids, err := db.GetOutdatedShapeIDs(ctx, tx)
 		if err != nil || len(ids) == 0 {
 			return err
