@@ -106,19 +106,26 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		return response.SyncResponse(urls)
 	}
 
-	// Usage comes from LXD's /1.0/metrics, one call beside the listing (doc/api.md).
-	var usage map[string]api.DeploymentInstanceUsage
-	usageDone := make(chan struct{})
+	// Usage comes from LXD's /1.0/metrics, one call beside the listing (doc/api.md), and
+	// waits at most usageGrace longer than the listing (instance_usage.go).
+	usageFetched := make(chan map[string]api.DeploymentInstanceUsage, 1)
 	go func() {
-		defer close(usageDone)
 		client, err := a.lxd.Client()
 		if err == nil && len(rows) > 0 {
-			usage = a.usage.get(client, ref.Project)
+			usageFetched <- a.usage.get(client, ref.Project)
+			return
 		}
+
+		usageFetched <- nil
 	}()
 
 	live, err := a.liveStatuses(ref, rows)
-	<-usageDone
+	var usage map[string]api.DeploymentInstanceUsage
+	select {
+	case usage = <-usageFetched:
+	case <-time.After(usageGrace):
+	}
+
 	online := err == nil
 	result := make([]api.DeploymentInstance, 0, len(rows))
 	for _, row := range rows {
