@@ -2,6 +2,7 @@ package test
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
@@ -61,7 +62,7 @@ func BenchmarkListShape(b *testing.B) {
 	fmt.Printf("list bench: %d busybox instances of one shape, launched in %v\n", n, time.Since(start).Round(time.Second))
 	filter := []string{"config.user.lxd-deployd.shape=s23list"}
 	var ours, theirs, metrics []time.Duration
-	withUsage := 0
+	withUsage, busy := 0, 0
 	const rounds = 15
 	for i := 0; i < rounds; i++ {
 		ours = append(ours, timed(b, func() error {
@@ -82,17 +83,26 @@ func BenchmarkListShape(b *testing.B) {
 			_, err := env.lxdConn.GetInstancesWithFilter(lxdapi.InstanceTypeAny, filter)
 			return err
 		}))
-		metrics = append(metrics, timed(b, func() error {
-			_, err := env.lxdConn.GetMetrics()
-			return err
-		}))
+		metricsStart := time.Now()
+		_, err := env.lxdConn.GetMetrics()
+		if lxdapi.StatusErrorCheck(err, http.StatusLocked) {
+			busy++ // LXD builds them for another request (the daemon's): 423
+		} else {
+			must(b, err)
+			metrics = append(metrics, time.Since(metricsStart))
+		}
+
 		time.Sleep(time.Second)
 	}
 
 	ratio := float64(median(ours)) / float64(median(theirs))
 	fmt.Printf("  list the shape (recursion=1, usage included): %v median, %v slowest; usage on %.0f%% of the instances listed\n", ms(median(ours)), ms(slowest(ours)), 100*float64(withUsage)/float64(rounds*n))
 	fmt.Printf("  LXD's recursion=1 listing of the same %d: %v median (ratio %.2f, goal <= 1.2)\n", n, ms(median(theirs)), ratio)
-	fmt.Printf("  LXD's /1.0/metrics of the project: %v median, %v slowest\n", ms(median(metrics)), ms(slowest(metrics)))
+	if len(metrics) == 0 {
+		metrics = []time.Duration{0}
+	}
+
+	fmt.Printf("  LXD's /1.0/metrics: %v median, %v slowest; %d of %d refused with 423 (LXD building them for the daemon)\n", ms(median(metrics)), ms(slowest(metrics)), busy, rounds)
 	b.ReportMetric(ratio, "list-ratio")
 }
 
