@@ -18,11 +18,12 @@ const lxdMetricsLifetime = 8 * time.Second
 
 // usageGrace is how much longer than LXD's instance listing a listing of a shape waits for
 // LXD's metrics. LXD reads them again for every instance of the project once its cache
-// has expired: with 400 instances on a loaded machine that took more than 30 s, and a
-// listing that waited for it timed out (BenchmarkScale). A listing that does not get them
-// in time goes without usage, as when LXD does not answer; the fetch goes on, and the
-// listings after it share its answer while it is fresh.
-const usageGrace = time.Second
+// has expired: with 200-400 instances on a loaded machine that took it 20-30 s, and a
+// listing that waited for it timed out (BenchmarkScale at 400). A listing that does not
+// get them in time goes without usage, as when LXD does not answer; the fetch goes on, and
+// the listings after it share its answer while it is fresh. A second is too short on a
+// loaded machine even for a few instances (TestResizeInPlace saw no usage).
+const usageGrace = 5 * time.Second
 
 // usageCache shares LXD's /1.0/metrics answer among listings, per project, with one fetch
 // in flight. With 1,000 instances the answer is megabytes, and fetching and reading it for
