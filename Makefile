@@ -52,6 +52,7 @@ bench: deps-test ## print performance figures: database, template expansion, lau
 	$(GO) test -run '^$$' -bench 'Expand10kShapes$$|Shapes10k' -benchtime 10x ./shared/templates/
 	$(GO) test -run '^$$' -bench 'Isolated' -benchtime 10x ./shared/templates/isolate/
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./lxd-deployd/metrics/
+	$(GO) test -run '^$$' -bench 'LoopsAtRest' -benchtime 50x ./lxd-deployd/fleet/
 	$(GO) test -run '^$$' -bench 'PythonJinja2' -benchtime 1x -timeout 30m ./shared/templates/
 	LXDTEST_REQUIRE=1 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/
 

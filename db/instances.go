@@ -96,6 +96,12 @@ func GetInstances(ctx context.Context, tx *sql.Tx, filter InstanceFilter) ([]Ins
 		args = append(args, filter.State)
 	}
 
+	return queryInstances(ctx, tx, where, args)
+}
+
+// queryInstances reads the instance rows matching every condition of where (on i, s, d),
+// ordered by name: the one place that turns a row into an Instance.
+func queryInstances(ctx context.Context, tx *sql.Tx, where []string, args []any) ([]Instance, error) {
 	query := `
 SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, i.name, i.state, i.template_hash, i.created_at, i.governor_socket, i.owner, i.state_changed_at, i.revision,
        i.health, i.health_output, i.health_checked_at, i.health_streak, i.replacement, i.hook, i.hook_deadline, i.hook_action, i.sizes_rollout, i.health_exit_code, i.location

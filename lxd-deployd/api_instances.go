@@ -31,6 +31,9 @@ type instancesAPI struct {
 	ops      *operations.Manager
 	fleet    *fleet.Fleet
 	reporter *reporter.Reporter
+
+	// usage shares LXD's metrics among listings (instance_usage.go).
+	usage *usageCache
 }
 
 // instanceAPI turns a row (and LXD's view of it, if known) into the API type.
@@ -103,19 +106,26 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		return response.SyncResponse(urls)
 	}
 
-	// Usage comes from LXD's /1.0/metrics, one call beside the listing (doc/api.md).
-	var usage map[string]api.DeploymentInstanceUsage
-	usageDone := make(chan struct{})
+	// Usage comes from LXD's /1.0/metrics, one call beside the listing (doc/api.md), and
+	// waits at most usageGrace longer than the listing (instance_usage.go).
+	usageFetched := make(chan map[string]api.DeploymentInstanceUsage, 1)
 	go func() {
-		defer close(usageDone)
 		client, err := a.lxd.Client()
 		if err == nil && len(rows) > 0 {
-			usage = instanceUsage(client, ref.Project)
+			usageFetched <- a.usage.get(client, ref.Project)
+			return
 		}
+
+		usageFetched <- nil
 	}()
 
 	live, err := a.liveStatuses(ref, rows)
-	<-usageDone
+	var usage map[string]api.DeploymentInstanceUsage
+	select {
+	case usage = <-usageFetched:
+	case <-time.After(usageGrace):
+	}
+
 	online := err == nil
 	result := make([]api.DeploymentInstance, 0, len(rows))
 	for _, row := range rows {

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"maps"
 	"strings"
+	"sync"
+	"time"
 
 	lxd "github.com/canonical/lxd/client"
 
@@ -9,19 +12,123 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
+// lxdMetricsLifetime is how long LXD 5.0 keeps its /1.0/metrics answer before it reads
+// the instances again (8 s; later releases keep it 15 s, so 8 is the safe bound).
+const lxdMetricsLifetime = 8 * time.Second
+
+// usageGrace is how much longer than LXD's instance listing a listing of a shape waits for
+// LXD's metrics. LXD reads them again for every instance of the project once its cache
+// has expired: with 200-400 instances on a loaded machine that took it 20-30 s, and a
+// listing that waited for it timed out (BenchmarkScale at 400). A listing that does not
+// get them in time goes without usage, as when LXD does not answer; the fetch goes on, and
+// the listings after it share its answer while it is fresh. A second is too short on a
+// loaded machine even for a few instances (TestResizeInPlace saw no usage).
+const usageGrace = 5 * time.Second
+
+// usageCache shares LXD's /1.0/metrics answer among listings, per project, with one fetch
+// in flight. With 1,000 instances the answer is megabytes, and fetching and reading it for
+// every listing of a shape made the listing slower than LXD's own (issue 20). It adds no
+// staleness: an answer is reused only while LXD itself would still give it, that is until
+// LXD's lifetime has passed since the answer was made. When LXD made it is not said, but it
+// was after the last fetch that still got the previous answer began: an answer is reused
+// until that moment plus the lifetime, and not at all before a change was seen.
+type usageCache struct {
+	mu       sync.Mutex
+	projects map[string]*projectUsage
+	now      func() time.Time
+}
+
+// projectUsage is the last answer for one project.
+type projectUsage struct {
+	usage map[string]api.DeploymentInstanceUsage
+
+	// freshUntil is when LXD may have made a newer answer (zero: unknown, not reused).
+	freshUntil time.Time
+
+	// lastFetch is when the fetch that got usage began.
+	lastFetch time.Time
+
+	// fetching is closed when the fetch in flight ends (nil: none).
+	fetching chan struct{}
+}
+
+func newUsageCache() *usageCache {
+	return &usageCache{projects: map[string]*projectUsage{}, now: time.Now}
+}
+
+// get returns the usage of a project's running instances by name: LXD's answer while it
+// is fresh, else a new one (a listing that comes while one is fetched waits for it).
+// Usage is a nicety of the listing: when LXD does not answer, there is none.
+func (c *usageCache) get(client lxd.InstanceServer, project string) map[string]api.DeploymentInstanceUsage {
+	if c == nil {
+		usage, _ := instanceUsage(client, project)
+		return usage
+	}
+
+	c.mu.Lock()
+	p := c.projects[project]
+	if p == nil {
+		p = &projectUsage{}
+		c.projects[project] = p
+	}
+
+	if c.now().Before(p.freshUntil) {
+		defer c.mu.Unlock()
+		return p.usage
+	}
+
+	if p.fetching != nil {
+		wait := p.fetching
+		c.mu.Unlock()
+		<-wait
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return p.usage
+	}
+
+	done := make(chan struct{})
+	p.fetching = done
+	c.mu.Unlock()
+
+	started := c.now()
+	usage, ok := instanceUsage(client, project)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer close(done)
+	p.fetching = nil
+	if !ok {
+		p.usage, p.freshUntil, p.lastFetch = nil, time.Time{}, time.Time{}
+		return nil
+	}
+
+	if !p.lastFetch.IsZero() && !sameUsage(p.usage, usage) {
+		// LXD made this answer after the last fetch that got the previous one began.
+		p.freshUntil = p.lastFetch.Add(lxdMetricsLifetime)
+	}
+
+	p.usage, p.lastFetch = usage, started
+	return usage
+}
+
+// sameUsage says whether two answers are alike: LXD's next answer moves every running
+// instance's CPU time, so an answer alike is LXD's cached one (or one that says the same).
+func sameUsage(a map[string]api.DeploymentInstanceUsage, b map[string]api.DeploymentInstanceUsage) bool {
+	return maps.Equal(a, b)
+}
+
 // instanceUsage reads the CPU and memory use of a project's running instances from one
 // LXD /1.0/metrics call (LXD caches it for a few seconds and answers in milliseconds, where
-// recursion=2 state reads take hundreds), by instance name. Usage is a nicety of the
-// listing: when LXD does not answer, the listing goes without it.
-func instanceUsage(client lxd.InstanceServer, project string) map[string]api.DeploymentInstanceUsage {
+// recursion=2 state reads take hundreds), by instance name.
+func instanceUsage(client lxd.InstanceServer, project string) (map[string]api.DeploymentInstanceUsage, bool) {
 	text, err := client.UseProject(project).GetMetrics()
 	if err != nil {
-		return nil
+		return nil, false
 	}
 
 	samples, err := webhooks.ParseLXDMetrics(text)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 
 	out := make(map[string]api.DeploymentInstanceUsage, len(samples))
@@ -34,5 +141,5 @@ func instanceUsage(client lxd.InstanceServer, project string) map[string]api.Dep
 		out[name] = api.DeploymentInstanceUsage{CPUSeconds: s.CPUSeconds, MemoryUsageBytes: s.MemoryUsed, MemoryLimitBytes: s.MemoryTotal}
 	}
 
-	return out
+	return out, true
 }

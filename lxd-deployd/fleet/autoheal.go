@@ -138,6 +138,7 @@ func (h *Autohealer) round(ctx context.Context) error {
 
 	var shapes []db.Shape
 	var rows []db.Instance
+	members := h.fleet.members()
 	err := h.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		shapes, err = db.GetShapes(ctx, tx, db.ShapeFilter{})
@@ -145,7 +146,7 @@ func (h *Autohealer) round(ctx context.Context) error {
 			return err
 		}
 
-		rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
+		rows, err = healCandidates(ctx, tx, shapes, members)
 		return err
 	})
 	if err != nil {
@@ -154,7 +155,6 @@ func (h *Autohealer) round(ctx context.Context) error {
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	members := h.fleet.members()
 	unreachable := func(location string) bool { return shapeRules.Unreachable(location, members) }
 	for _, step := range PlanHealing(shapes, rows, h.active, h.owner, time.Now(), unreachable) {
 		if step.Finish {
@@ -168,6 +168,30 @@ func (h *Autohealer) round(ctx context.Context) error {
 	}
 
 	return nil
+}
+
+// healCandidates reads the rows PlanHealing may pick among the shapes': the rest of a
+// shape's instances (healthy, running, reachable) are never a step, and reading all of
+// them every round was most of autohealing's cost at rest (issue 20).
+func healCandidates(ctx context.Context, tx *sql.Tx, shapes []db.Shape, members []shapeRules.Member) ([]db.Instance, error) {
+	var ids []int64
+	for _, s := range healingShapes(shapes) {
+		ids = append(ids, s.ID)
+	}
+
+	// shapeRules.Unreachable: outside a cluster nothing is; in one, a location that is no
+	// online member's.
+	var online []string
+	if len(members) > 0 {
+		online = []string{}
+		for _, m := range members {
+			if m.Online {
+				online = append(online, m.Name)
+			}
+		}
+	}
+
+	return db.GetHealCandidates(ctx, tx, ids, online)
 }
 
 // start runs f for an old instance's row in the background, once at a time per row.

@@ -27,11 +27,8 @@ type HealStep struct {
 // the others, doc/placement.md).
 func PlanHealing(shapes []db.Shape, rows []db.Instance, active map[int64]bool, owner string, now time.Time, unreachable func(location string) bool) []HealStep {
 	byID := map[int64]db.Shape{}
-	for _, s := range shapes {
-		settings, ok := health.Parse(s.Health)
-		if ok && settings.Replace || s.Replacing > 0 {
-			byID[s.ID] = s
-		}
+	for _, s := range healingShapes(shapes) {
+		byID[s.ID] = s
 	}
 
 	var steps []HealStep
@@ -57,4 +54,18 @@ func PlanHealing(shapes []db.Shape, rows []db.Instance, active map[int64]bool, o
 	}
 
 	return steps
+}
+
+// healingShapes are the shapes autohealing looks at: with health.replace, or with a
+// replacement under way (finished even once replace is off).
+func healingShapes(shapes []db.Shape) []db.Shape {
+	var out []db.Shape
+	for _, s := range shapes {
+		settings, ok := health.Parse(s.Health)
+		if ok && settings.Replace || s.Replacing > 0 {
+			out = append(out, s)
+		}
+	}
+
+	return out
 }

@@ -208,7 +208,8 @@ func (k *HookKeeper) round(ctx context.Context) error {
 	actions := map[int64]string{}
 	err := k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		due = nil
-		rows, err := db.GetInstances(ctx, tx, db.InstanceFilter{State: db.InstanceCreated})
+		// Only the waiting rows: a round at rest reads none (every second, issue 20).
+		rows, err := db.GetInstancesInHooks(ctx, tx)
 		if err != nil {
 			return err
 		}

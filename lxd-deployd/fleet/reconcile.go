@@ -124,7 +124,7 @@ func (rc *Reconciler) observe(ctx context.Context, client lxd.InstanceServer) (R
 			return err
 		}
 
-		all, err := db.GetDeployments(ctx, tx, db.DeploymentFilter{})
+		all, err := db.GetDeploymentRows(ctx, tx)
 		if err != nil {
 			return err
 		}

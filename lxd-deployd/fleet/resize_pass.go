@@ -131,34 +131,24 @@ func (k *InPlaceKeeper) candidates(ctx context.Context) ([]inPlaceCandidate, err
 	var out []inPlaceCandidate
 	err := k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		out = nil
+		// Which shapes have an outdated created instance (shapes.Outdated) is asked of the
+		// database rather than read row by row: at rest, none has (issue 20).
+		ids, err := db.GetOutdatedShapeIDs(ctx, tx)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+
+		outdated := map[int64]bool{}
+		for _, id := range ids {
+			outdated[id] = true
+		}
+
 		all, err := db.GetShapes(ctx, tx, db.ShapeFilter{})
 		if err != nil {
 			return err
 		}
 
-		rows, err := db.GetInstances(ctx, tx, db.InstanceFilter{})
-		if err != nil {
-			return err
-		}
-
-		outdated := map[int64]bool{}
-		latest := map[int64]int{}
-		for _, s := range all {
-			latest[s.ID] = s.Revision
-		}
-
-		for _, row := range rows {
-			rev, ok := latest[row.ShapeID]
-			if ok && row.State == db.InstanceCreated && shapes.Outdated(row, rev) {
-				outdated[row.ShapeID] = true
-			}
-		}
-
-		if len(outdated) == 0 {
-			return nil
-		}
-
-		deployments, err := db.GetDeployments(ctx, tx, db.DeploymentFilter{})
+		deployments, err := db.GetDeploymentRows(ctx, tx)
 		if err != nil {
 			return err
 		}

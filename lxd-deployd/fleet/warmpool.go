@@ -193,12 +193,7 @@ func (w *WarmPool) observe(ctx context.Context, client lxd.InstanceServer) (Pool
 			return err
 		}
 
-		v.Instances, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
-		if err != nil {
-			return err
-		}
-
-		deployments, err := db.GetDeployments(ctx, tx, db.DeploymentFilter{})
+		deployments, err := db.GetDeploymentRows(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -229,7 +224,51 @@ func (w *WarmPool) observe(ctx context.Context, client lxd.InstanceServer) (Pool
 
 	w.listed = time.Now()
 	v.Live, err = TakeSnapshot(client, projects, nil)
+	if err != nil {
+		return v, err
+	}
+
+	v.Instances, err = w.recordedTagged(ctx, v)
 	return v, err
+}
+
+// recordedTagged reads the instance records of the pool-tagged instances LXD holds that
+// no pool row names: all PlanPools asks of the instance records (a launch that took a pool
+// instance leaves the mark on it for a moment). Reading every record each round instead
+// was most of a pool round's cost at rest (issue 20).
+func (w *WarmPool) recordedTagged(ctx context.Context, v PoolView) ([]db.Instance, error) {
+	pooled := map[string]bool{}
+	for _, row := range v.Pool {
+		pooled[SnapshotKey(row.Project, row.Name)] = true
+	}
+
+	var names []string
+	for key, instance := range v.Live {
+		if instance.Config[backend.ConfigWarmPool] != "" && !pooled[key] {
+			names = append(names, instance.Name)
+		}
+	}
+
+	var rows []db.Instance
+	if len(names) == 0 {
+		return rows, nil
+	}
+
+	err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		rows = nil
+		for _, name := range names {
+			named, err := db.GetInstances(ctx, tx, db.InstanceFilter{Name: name})
+			if err != nil {
+				return err
+			}
+
+			rows = append(rows, named...)
+		}
+
+		return nil
+	})
+
+	return rows, err
 }
 
 // fill makes one pool instance for a shape.

@@ -14,10 +14,13 @@ import (
 
 // PoolView is what one warm pool round observes.
 type PoolView struct {
-	Shapes    []db.Shape
-	Pool      []db.PoolInstance
+	Shapes []db.Shape
+	Pool   []db.PoolInstance
+	Live   Snapshot
+
+	// Instances holds at least the records of the pool-tagged instances in Live that no
+	// Pool row names (WarmPool.recordedTagged): only those matter to the plan.
 	Instances []db.Instance
-	Live      Snapshot
 
 	// deployments maps a deployment id to its project and name.
 	Deployments map[int64][2]string

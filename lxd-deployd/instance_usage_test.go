@@ -1,0 +1,107 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	lxd "github.com/canonical/lxd/client"
+)
+
+// metricsLXD answers /1.0/metrics with what answer says of the project, counting calls.
+type metricsLXD struct {
+	lxd.InstanceServer
+
+	calls  atomic.Int32
+	answer func() (string, error)
+}
+
+func (f *metricsLXD) UseProject(string) lxd.InstanceServer { return f }
+
+func (f *metricsLXD) GetMetrics() (string, error) {
+	f.calls.Add(1)
+	return f.answer()
+}
+
+func cpuMetrics(seconds float64) string {
+	return fmt.Sprintf("# TYPE lxd_cpu_seconds_total counter\nlxd_cpu_seconds_total{cpu=\"0\",mode=\"user\",name=\"web1\",project=\"default\",type=\"container\"} %g\n", seconds)
+}
+
+// An answer is reused only while LXD would still give it: never before a change was seen
+// (when LXD made it is unknown), then until LXD's lifetime has passed since the last fetch
+// that still got the previous answer began.
+func TestUsageCacheAddsNoStaleness(t *testing.T) {
+	now := time.Unix(1000, 0)
+	cpu := 1.0
+	fake := &metricsLXD{answer: func() (string, error) { return cpuMetrics(cpu), nil }}
+	c := newUsageCache()
+	c.now = func() time.Time { return now }
+	get := func(wantCalls int32, wantCPU float64) {
+		t.Helper()
+		usage := c.get(fake, "default")
+		if fake.calls.Load() != wantCalls || usage["web1"].CPUSeconds != wantCPU {
+			t.Fatalf("at %v: %d calls and %v, want %d calls and %v", now.Unix(), fake.calls.Load(), usage["web1"].CPUSeconds, wantCalls, wantCPU)
+		}
+	}
+
+	get(1, 1)
+	now = now.Add(time.Second)
+	get(2, 1) // unknown when LXD made it: asked again
+	now = now.Add(time.Second)
+	cpu = 2 // LXD made a new answer after the fetch at 1001 began
+	get(3, 2)
+	now = now.Add(6 * time.Second) // 1008: LXD's answer from >= 1001 may be its own until 1009
+	get(3, 2)
+	now = now.Add(time.Second) // 1009: maybe not any more
+	get(4, 2)
+	cpu = 3
+	now = now.Add(time.Second)
+	get(5, 3) // 1010, a change after the fetch at 1009 began: fresh until 1017
+	now = now.Add(6 * time.Second)
+	get(5, 3)
+	now = now.Add(time.Second)
+	get(6, 3)
+
+	// A failed answer is no answer, and forgets what it knew.
+	fake.answer = func() (string, error) { return "", errors.New("LXD is gone") }
+	now = now.Add(time.Minute)
+	if usage := c.get(fake, "default"); usage != nil || fake.calls.Load() != 7 {
+		t.Fatalf("a failed fetch: %v after %d calls", usage, fake.calls.Load())
+	}
+}
+
+// Listings that come while one fetch is in flight wait for it rather than ask LXD again.
+func TestUsageCacheOneFetchInFlight(t *testing.T) {
+	release := make(chan struct{})
+	fake := &metricsLXD{answer: func() (string, error) { <-release; return cpuMetrics(5), nil }}
+	c := newUsageCache()
+	var wg sync.WaitGroup
+	results := make([]float64, 8)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = c.get(fake, "default")["web1"].CPUSeconds
+		}()
+	}
+
+	for fake.calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+
+	time.Sleep(50 * time.Millisecond) // the others join the fetch in flight
+	close(release)
+	wg.Wait()
+	if fake.calls.Load() != 1 {
+		t.Fatalf("%d fetches for 8 listings at once, want 1", fake.calls.Load())
+	}
+
+	for _, r := range results {
+		if r != 5 {
+			t.Fatalf("results %v", results)
+		}
+	}
+}
