@@ -105,17 +105,36 @@ func TestResizeInPlace(t *testing.T) {
 		}
 
 		// Governors see the limits and what the instances use (recursion=1, from LXD's
-		// /1.0/metrics).
+		// /1.0/metrics). LXD caches its metrics by time only (8 s in 5.0, 15 s later): an
+		// instance started since the last fetch (another test's, on the shared LXD) has no
+		// usage until the cache expires, so the usage is waited for, the limits are not.
 		for name, instance := range env.instancesByName(t) {
 			if instance.Outdated || instance.Limits["limits.memory"] != "256MiB" {
 				t.Fatalf("%s: outdated %v, limits %v", name, instance.Outdated, instance.Limits)
 			}
+		}
 
-			if instance.Usage == nil || instance.Usage.MemoryUsageBytes <= 0 || instance.Usage.MemoryLimitBytes <= 0 {
-				t.Fatalf("%s: usage %+v, want LXD's memory figures", name, instance.Usage)
+		var usage map[string]*api.DeploymentInstanceUsage
+		waitUntil(t, "every instance's usage from LXD's metrics", 40*time.Second, func() bool {
+			usage = map[string]*api.DeploymentInstanceUsage{}
+			for name, instance := range env.instancesByName(t) {
+				usage[name] = instance.Usage
+				if instance.Usage == nil || instance.Usage.MemoryUsageBytes <= 0 || instance.Usage.MemoryLimitBytes <= 0 {
+					return false
+				}
 			}
 
-			t.Logf("%s: usage %+v", name, *instance.Usage)
+			return true
+		}, every(2*time.Second), showing(func() string {
+			var shown []string
+			for name, u := range usage {
+				shown = append(shown, fmt.Sprintf("%s: %+v", name, u))
+			}
+
+			return strings.Join(shown, "; ")
+		}))
+		for name, u := range usage {
+			t.Logf("%s: usage %+v", name, *u)
 		}
 
 		// A new launch gets the new size at once.
