@@ -74,6 +74,9 @@ type Engine struct {
 	claim    rolloutClaim
 	images   *imageWatcher
 
+	// views is what the engine last read of its rollouts' instances in LXD.
+	views liveViews
+
 	// wake ticks the engine, and at once when poked (a rollout started, paused or resumed).
 	wake loop.Loop
 }
@@ -104,15 +107,17 @@ func (e *Engine) tick(ctx context.Context) {
 	}
 
 	var mine []db.Rollout
+	var active map[int64]bool // the views kept: the operations following a rollout read them on any member
 	now := time.Now()
 	err = e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		mine = nil
-		active, err := db.GetRollouts(ctx, tx, db.RolloutFilter{Active: true})
+		mine, active = nil, map[int64]bool{}
+		rollouts, err := db.GetRollouts(ctx, tx, db.RolloutFilter{Active: true})
 		if err != nil {
 			return err
 		}
 
-		for _, r := range active {
+		for _, r := range rollouts {
+			active[r.ID] = true
 			ok, err := e.claim.claim(ctx, tx, r, now)
 			if err != nil {
 				return err
@@ -133,6 +138,7 @@ func (e *Engine) tick(ctx context.Context) {
 		return
 	}
 
+	e.views.keep(active)
 	for _, r := range mine {
 		err = e.step(ctx, client, r)
 		if err != nil && ctx.Err() == nil {

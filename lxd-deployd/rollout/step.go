@@ -12,7 +12,6 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
@@ -30,7 +29,7 @@ type rolloutView struct {
 	progress bool
 }
 
-// observe reads a rollout's shape and instances, and LXD's view of them (one listing).
+// observe reads a rollout's shape and instances, and LXD's view of them (e.views).
 func (e *Engine) observe(ctx context.Context, client lxd.InstanceServer, r db.Rollout) (*rolloutView, error) {
 	v := &rolloutView{}
 	err := e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -47,16 +46,9 @@ func (e *Engine) observe(ctx context.Context, client lxd.InstanceServer, r db.Ro
 		return nil, err
 	}
 
-	// The shape's instances only: a step comes after every launch and delete, and a
-	// listing of the whole project was a render of every instance LXD holds each time.
-	var want []string
-	for _, row := range v.rows {
-		if row.State == db.InstanceCreated {
-			want = append(want, row.Name)
-		}
-	}
-
-	live, err := backend.ListShapeInstances(client, r.Project, r.Deployment, r.Shape, want)
+	// A listing only now and then; between listings, the instances whose record changed
+	// since LXD was last asked (live_view.go).
+	live, err := e.views.refresh(client, r, v.rows)
 	if err != nil {
 		return nil, err
 	}
