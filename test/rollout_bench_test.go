@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -251,6 +252,10 @@ func benchRolloutAtScale(b *testing.B, n int, surge int, background int) {
 	fmt.Printf("    requests to LXD during the rollout:\n")
 	printCounts(requests, "      ")
 	b.ReportMetric(ratio, "rollout-ratio")
+	if dir := os.Getenv("ROLLOUT_BENCH_PROFILE"); dir != "" {
+		must(b, os.WriteFile(filepath.Join(dir, fmt.Sprintf("rollout-%d-daemon.log", background)), []byte(d.Log()), 0o644))
+	}
+
 	if file := <-profiled; file != "" {
 		fmt.Printf("    CPU profile of the daemon over the first 20 s of the rollout: %s\n", file)
 		pprofTop(file, "-cum")

@@ -50,6 +50,11 @@ type liveView struct {
 	listedAt time.Time     // when the last listing was asked for (zero: never)
 	cost     time.Duration // how long it took
 	byName   map[string]liveEntry
+
+	// noneInPlace is the shape revision for which the in-place pass found nothing to
+	// update (0: not asked yet): outdated instances do not become updatable in place
+	// while the rollout's target stays the same.
+	noneInPlace int
 }
 
 // resyncEvery is how old the view's listing may grow before the next step lists again.
@@ -135,21 +140,43 @@ func (l *liveViews) keep(ids map[int64]bool) {
 	}
 }
 
+// view returns rollout id's view, made when missing; the caller holds l.mu.
+func (l *liveViews) view(id int64) *liveView {
+	if l.views == nil {
+		l.views = map[int64]*liveView{}
+	}
+
+	v := l.views[id]
+	if v == nil {
+		v = &liveView{}
+		l.views[id] = v
+	}
+
+	return v
+}
+
+// noneInPlace says whether the in-place pass found nothing to update in place for rollout
+// id at shape revision revision.
+func (l *liveViews) noneInPlace(id int64, revision int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.view(id).noneInPlace == revision
+}
+
+// setNoneInPlace records that the in-place pass found nothing to update for rollout id at
+// shape revision revision.
+func (l *liveViews) setNoneInPlace(id int64, revision int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.view(id).noneInPlace = revision
+}
+
 // refresh brings r's view up to what rows need (toRead) and returns LXD's instances of the
 // shape as it now stands.
 func (l *liveViews) refresh(client lxd.InstanceServer, r db.Rollout, rows []db.Instance) (map[string]lxdapi.Instance, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.views == nil {
-		l.views = map[int64]*liveView{}
-	}
-
-	v := l.views[r.ID]
-	if v == nil {
-		v = &liveView{}
-		l.views[r.ID] = v
-	}
-
+	v := l.view(r.ID)
 	relist, names := v.toRead(rows, time.Now())
 	if relist {
 		var want []string

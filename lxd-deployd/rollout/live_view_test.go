@@ -184,3 +184,49 @@ func TestLiveViewSeesItsOwnLaunches(t *testing.T) {
 		t.Fatal("keep left a view of a rollout this daemon no longer works on")
 	}
 }
+
+// TestStepChanges: a step writes the rollout's record only when it progressed, follows a
+// new revision or enters a new phase; the others (most: one after every launch and
+// delete) leave the fencing to their launches' and deletes' own transactions.
+func TestStepChanges(t *testing.T) {
+	r := db.Rollout{DeploymentRollout: api.DeploymentRollout{Revision: 2, Phase: "replace"}}
+	view := func(revision int, phase string, progress bool) *rolloutView {
+		v := &rolloutView{shape: &db.Shape{}, progress: progress}
+		v.shape.Revision, v.plan.Phase = revision, phase
+		return v
+	}
+
+	for _, tt := range []struct {
+		name string
+		v    *rolloutView
+		want bool
+	}{
+		{"nothing new", view(2, "replace", false), false},
+		{"progress", view(2, "replace", true), true},
+		{"a new revision", view(3, "replace", false), true},
+		{"a new phase", view(2, "recreate", false), true},
+	} {
+		if got := stepChanges(r, tt.v); got != tt.want {
+			t.Errorf("%s: stepChanges = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestNoneInPlaceFollowsTheRevision: the in-place pass's "nothing to update" holds for the
+// revision it was found at only, and goes with the rollout's view.
+func TestNoneInPlaceFollowsTheRevision(t *testing.T) {
+	views := &liveViews{}
+	if views.noneInPlace(1, 3) {
+		t.Fatal("a rollout not yet asked about says nothing goes in place")
+	}
+
+	views.setNoneInPlace(1, 3)
+	if !views.noneInPlace(1, 3) || views.noneInPlace(1, 4) || views.noneInPlace(2, 3) {
+		t.Fatal("noneInPlace holds beyond the rollout and revision it was found for")
+	}
+
+	views.keep(map[int64]bool{})
+	if views.noneInPlace(1, 3) {
+		t.Fatal("noneInPlace outlived the rollout's view")
+	}
+}

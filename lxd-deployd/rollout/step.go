@@ -125,6 +125,10 @@ func (e *Engine) step(ctx context.Context, client lxd.InstanceServer, r db.Rollo
 	}
 
 	err = e.recordStep(ctx, r, v, now)
+	if errors.Is(err, errNothingToRecord) {
+		err = nil
+	}
+
 	if errors.Is(err, db.ErrRolloutChanged) || errors.Is(err, db.ErrRolloutClaimLost) {
 		return nil // paused or cancelled meanwhile, or another member took it over
 	}
@@ -146,6 +150,13 @@ func (e *Engine) step(ctx context.Context, client lxd.InstanceServer, r db.Rollo
 // progress (with an activity entry when it progressed).
 func (e *Engine) recordStep(ctx context.Context, r db.Rollout, v *rolloutView, now time.Time) error {
 	p := v.plan
+	if !stepChanges(r, v) {
+		// Most steps (one after every launch and delete) change nothing of the record; the
+		// launches and deletes they ask for check the claim and the rollout's status in
+		// their own transactions (stillRunning).
+		return errNothingToRecord
+	}
+
 	return e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := e.claim.check(ctx, tx, r, time.Now())
 		if err != nil {
@@ -165,6 +176,15 @@ func (e *Engine) recordStep(ctx context.Context, r db.Rollout, v *rolloutView, n
 
 		return nil
 	})
+}
+
+// errNothingToRecord says a step changed nothing of its rollout's record.
+var errNothingToRecord = errors.New("nothing to record")
+
+// stepChanges says whether a step has something to record: progress, a new target
+// revision or a new phase.
+func stepChanges(r db.Rollout, v *rolloutView) bool {
+	return v.progress || v.shape.Revision != r.Revision || v.plan.Phase != r.Phase
 }
 
 // act asks the fleet for the step's deletes and launches.
