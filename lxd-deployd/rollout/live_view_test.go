@@ -230,3 +230,26 @@ func TestNoneInPlaceFollowsTheRevision(t *testing.T) {
 		t.Fatal("noneInPlace outlived the rollout's view")
 	}
 }
+
+// TestClaimRenewedOnlyWhenDue: a tick renews its own claim only once a third of its TTL
+// has passed; another daemon's claim, or an expired one, always goes to the database.
+func TestClaimRenewedOnlyWhenDue(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	c := columnClaim{owner: "m1", ttl: 15 * time.Second}
+	for _, tt := range []struct {
+		name  string
+		by    string
+		until time.Time
+		want  bool
+	}{
+		{"just renewed", "m1", now.Add(15 * time.Second), true},
+		{"a third gone", "m1", now.Add(10 * time.Second), false},
+		{"expired", "m1", now.Add(-time.Second), false},
+		{"another member's", "m2", now.Add(15 * time.Second), false},
+	} {
+		r := db.Rollout{ClaimedBy: tt.by, ClaimedUntil: tt.until}
+		if got := c.stillHeld(r, now); got != tt.want {
+			t.Errorf("%s: stillHeld = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
