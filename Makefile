@@ -63,6 +63,17 @@ bench-1000: deps-test ## print the figures of 1,000 instances over 4 shapes on o
 	LXDTEST_REQUIRE=1 SCALE_BENCH_INSTANCES=1000 SCALE_BENCH_PROFILE=$(SCALE_BENCH_PROFILE) \
 		$(GO) test -run '^$$' -bench '^BenchmarkScale$$' -benchtime 1x -timeout 90m ./test/
 
+# BenchmarkRolloutAtScale (test/rollout_bench_test.go) beside 1,000 containers: a rolling
+# rollout of 100 and 100 concurrent launches against the same LXD work done directly, with
+# LXD's CPU and the requests made of LXD (about 6 minutes on 2 shared cores). `make bench`
+# runs it with no background. ROLLOUT_BENCH_BACKGROUND_RUNNING=1 starts the background.
+ROLLOUT_BENCH_BACKGROUND ?= 1000
+
+.PHONY: bench-rollout
+bench-rollout: deps-test ## print what a rollout of 100 and 100 launches cost beside 1,000 instances
+	LXDTEST_REQUIRE=1 ROLLOUT_BENCH_BACKGROUND=$(ROLLOUT_BENCH_BACKGROUND) ROLLOUT_BENCH_PROFILE=$(ROLLOUT_BENCH_PROFILE) \
+		$(GO) test -run '^$$' -bench '^BenchmarkRolloutAtScale$$' -benchtime 1x -timeout 60m ./test/
+
 # The randomized invariant suite (test/torture_test.go): `make test` runs it for 60 s with the
 # operations of open known issues left out; `make torture` runs every operation for
 # TORTURE_TIME. TORTURE_SEED replays a run's operations; TORTURE_OPS=safe leaves out those of

@@ -60,7 +60,9 @@ func (a rolloutsAPI) readRollout(ctx context.Context, ref refs.ShapeRef, n int) 
 	return rollout, err
 }
 
-// withCounts fills a rollout's instance counts from the rows and one LXD listing.
+// withCounts fills a rollout's instance counts from the rows and the engine's view of LXD
+// (rollout/live_view.go: a listing now and then, else only the instances whose record
+// changed), which the operation following a rollout reads every second.
 func (a rolloutsAPI) withCounts(ctx context.Context, r db.Rollout) api.DeploymentRollout {
 	out := r.DeploymentRollout
 	var rows []db.Instance
@@ -89,7 +91,7 @@ func (a rolloutsAPI) withCounts(ctx context.Context, r db.Rollout) api.Deploymen
 	var live map[string]lxdapi.Instance
 	client, err := a.lxd.Client()
 	if err == nil {
-		live, _ = backend.ListInstances(client, r.Project)
+		live, _ = a.engine.LiveInstances(client, r, rows)
 	}
 
 	now := time.Now()

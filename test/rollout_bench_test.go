@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,7 +13,9 @@ import (
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/test/lxdtest"
 )
 
 // BenchmarkRollingRollout replaces 20 busybox containers with a rolling rollout (max_surge
@@ -126,4 +129,177 @@ func benchRollout(b *testing.B, n int, surge int) {
 	b.ReportMetric(ratio, "ratio")
 	b.ReportMetric(float64(cpu)/float64(n)/float64(time.Millisecond), "cpu-ms/instance")
 	env.cleanupLXD(b)
+}
+
+// BenchmarkRolloutAtScale is issue 20's rollout and launch figures on a private LXD of its
+// own, beside ROLLOUT_BENCH_BACKGROUND (default 0) busybox containers created directly in
+// LXD in the same project (stopped; ROLLOUT_BENCH_BACKGROUND_RUNNING=1 then starts them, and
+// the project's listing is timed both ways): what LXD renders for a listing grows with them. It prints LXD's own listings of the project and
+// of the shape (filter=), ROLLOUT_BENCH_INSTANCES (default 100) concurrent launches
+// through the governor API against the same creates and starts done directly, and a
+// rolling rollout of them (max_surge ROLLOUT_BENCH_SURGE, default 10, max_unavailable 0)
+// against the same LXD work done directly in batches; for each the CPU LXD spent and the
+// requests the daemon made of LXD (through a counting socket in front of it). With
+// ROLLOUT_BENCH_PROFILE=dir it keeps a CPU profile of the daemon during the rollout.
+func BenchmarkRolloutAtScale(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		benchRolloutAtScale(b, envInt("ROLLOUT_BENCH_INSTANCES", 100), envInt("ROLLOUT_BENCH_SURGE", 10), envInt("ROLLOUT_BENCH_BACKGROUND", 0))
+	}
+}
+
+// rolloutBenchShape is the benchmark's shape; its replacements are s23web-r2-<hex>, unique
+// to this benchmark in the host's cgroup tree.
+const rolloutBenchShape = "s23web"
+
+func benchRolloutAtScale(b *testing.B, n int, surge int, background int) {
+	private := lxdtest.Start(b)
+	counter := newLXDCounter(b, private.Socket)
+	d := startDaemon(b, daemonOptions{LXDSocket: counter.Socket, ExtraArgs: []string{"--debug-pprof"}})
+	waitLXDOnline(b, d)
+	env := &governorEnv{d: d, lxd: private, lxdConn: private.Client(b), admin: d.Unix(b), prefix: "s23"}
+	b.Cleanup(func() { stopAll(env) })
+	must(b, env.admin.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}}))
+	must(b, env.admin.CreateDeploymentShape("dep1", webShape(rolloutBenchShape, 0, n+surge)))
+	env.gov = env.governor(b, "dep1", "gov", "admin")
+	lxdPid := lxdDaemonPid(b, private.Dir)
+	running := os.Getenv("ROLLOUT_BENCH_BACKGROUND_RUNNING") != ""
+	start := time.Now()
+	names := env.background(b, background)
+	fmt.Printf("rollout at scale: %d background busybox containers made (stopped) in %v\n", background, time.Since(start).Round(time.Second))
+	listProject := func() error {
+		_, _, err := env.lxdConn.RawQuery("GET", "/1.0/instances?recursion=1", nil, "")
+		return err
+	}
+
+	fmt.Printf("  LXD's recursion=1 listing of the project: %v\n", ms(timedRounds(b, 3, listProject)))
+	if running {
+		start = time.Now()
+		slots := make(chan struct{}, 16)
+		inParallel(b, names, func(name string) error {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			op, err := env.lxdConn.UpdateInstanceState(name, lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, "")
+			if err == nil {
+				err = op.Wait()
+			}
+
+			return err
+		})
+		fmt.Printf("  started in %v; LXD's recursion=1 listing of the project now: %v\n", time.Since(start).Round(time.Second), ms(timedRounds(b, 3, listProject)))
+	}
+
+	// The launches: n at once directly, then n at once through the governor API.
+	var old, ours []string
+	for i := 0; i < n; i++ {
+		old = append(old, env.name(fmt.Sprintf("old%d", i)))
+		ours = append(ours, env.name(fmt.Sprintf("g%d", i)))
+	}
+
+	lxdBefore := processTreeCPU(b, lxdPid)
+	directWall := inParallel(b, old, env.launchByHand)
+	directCPU := processTreeCPU(b, lxdPid) - lxdBefore
+	counter.take()
+	lxdBefore = processTreeCPU(b, lxdPid)
+	ourWall := inParallel(b, ours, func(name string) error {
+		op, err := env.gov.CreateDeploymentShapeInstance("dep1", rolloutBenchShape, name)
+		if err == nil {
+			err = op.Wait(context.Background())
+		}
+
+		return err
+	})
+	ourCPU := processTreeCPU(b, lxdPid) - lxdBefore
+	fmt.Printf("  %d concurrent launches (create+start busybox), wall time and LXD's CPU:\n", n)
+	fmt.Printf("    directly against LXD: %v, LXD CPU %v\n", directWall.Round(time.Millisecond), directCPU)
+	fmt.Printf("    through the governor API: %v, LXD CPU %v (ratio %.3f, goal <= 1.1)\n", ourWall.Round(time.Millisecond), ourCPU, float64(ourWall)/float64(directWall))
+	fmt.Printf("    requests to LXD through the governor API:\n")
+	printCounts(counter.take(), "      ")
+	b.ReportMetric(float64(ourWall)/float64(directWall), "launch-ratio")
+	filtered := timedRounds(b, 3, func() error {
+		_, err := backend.ListShapeInstanceStatuses(env.lxdConn, "default", "dep1", rolloutBenchShape, nil)
+		return err
+	})
+	fmt.Printf("  LXD's listing of the shape's %d (filter= on its keys): %v\n", n, ms(filtered))
+
+	// The rollout, then the same LXD work directly.
+	putShape(b, env, rolloutBenchShape, func(put *api.DeploymentShapePut) {
+		setVersion("2")(put)
+		put.Rollout = api.DeploymentShapeRollout{MaxSurge: api.RolloutCount(strconv.Itoa(surge)), MaxUnavailable: "0"}
+	})
+
+	profiled := make(chan string, 1)
+	if dir := os.Getenv("ROLLOUT_BENCH_PROFILE"); dir != "" {
+		go func() {
+			file, err := pprofFetch(d, "/debug/pprof/profile?seconds=20", dir, fmt.Sprintf("rollout-%d-cpu.pprof", background))
+			if err != nil {
+				file = err.Error()
+			}
+
+			profiled <- file
+		}()
+	} else {
+		profiled <- ""
+	}
+
+	counter.take()
+	pid := d.cmd.Process.Pid
+	cpuBefore, lxdBefore := cpuTime(b, pid), processTreeCPU(b, lxdPid)
+	start = time.Now()
+	op, err := env.admin.CreateDeploymentShapeRollout("dep1", rolloutBenchShape, api.DeploymentRolloutsPost{})
+	must(b, err)
+	must(b, op.Wait(context.Background()))
+	rollout := time.Since(start)
+	daemonCPU, rolloutLXDCPU := cpuTime(b, pid)-cpuBefore, processTreeCPU(b, lxdPid)-lxdBefore
+	requests := counter.take()
+	lxdBefore = processTreeCPU(b, lxdPid)
+	var direct time.Duration
+	for batch := 0; batch*surge < n; batch++ {
+		var fresh []string
+		for i := 0; i < surge; i++ {
+			fresh = append(fresh, env.name(fmt.Sprintf("n%d", batch*surge+i)))
+		}
+
+		direct += inParallel(b, fresh, env.launchByHand)
+		direct += inParallel(b, old[batch*surge:min(n, (batch+1)*surge)], func(name string) error { return stopAndDelete(env, name) })
+	}
+
+	directLXDCPU := processTreeCPU(b, lxdPid) - lxdBefore
+	ratio := float64(rollout) / float64(direct)
+	fmt.Printf("  rolling rollout of %d (max_surge %d, max_unavailable 0), wall time and LXD's CPU:\n", n, surge)
+	fmt.Printf("    the same LXD work directly, batches of %d (create+start, then delete): %v, LXD CPU %v\n", surge, direct.Round(time.Millisecond), directLXDCPU)
+	fmt.Printf("    through a lxd-deployd rollout: %v, LXD CPU %v (ratio %.3f, goal <= 1.15); daemon CPU %v\n", rollout.Round(time.Millisecond), rolloutLXDCPU, ratio, daemonCPU)
+	fmt.Printf("    requests to LXD during the rollout:\n")
+	printCounts(requests, "      ")
+	b.ReportMetric(ratio, "rollout-ratio")
+	if dir := os.Getenv("ROLLOUT_BENCH_PROFILE"); dir != "" {
+		must(b, os.WriteFile(filepath.Join(dir, fmt.Sprintf("rollout-%d-daemon.log", background)), []byte(d.Log()), 0o644))
+	}
+
+	if file := <-profiled; file != "" {
+		fmt.Printf("    CPU profile of the daemon over the first 20 s of the rollout: %s\n", file)
+		pprofTop(file, "-cum")
+	}
+}
+
+// background creates count busybox containers directly in LXD, 16 at a time, stopped, and
+// returns their names.
+func (env *governorEnv) background(b *testing.B, count int) []string {
+	var names []string
+	for i := 0; i < count; i++ {
+		names = append(names, env.name(fmt.Sprintf("bg%d", i)))
+	}
+
+	slots := make(chan struct{}, 16)
+	inParallel(b, names, func(name string) error {
+		slots <- struct{}{}
+		defer func() { <-slots }()
+		op, err := env.lxdConn.CreateInstance(lxdapi.InstancesPost{Name: name, Source: lxdapi.InstanceSource{Type: "image", Alias: "busybox"}})
+		if err == nil {
+			err = op.Wait()
+		}
+
+		return err
+	})
+
+	return names
 }

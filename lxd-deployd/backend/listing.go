@@ -3,6 +3,7 @@ package backend
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 
 	lxd "github.com/canonical/lxd/client"
@@ -64,6 +65,32 @@ func listShape[T any](c lxd.InstanceServer, project string, deployment string, s
 	}
 
 	return list(c, projectQuery(project), keep)
+}
+
+// GetInstance reads one instance of a project; found is false when LXD has none by that
+// name. LXD renders only that instance, where a listing renders every instance of the
+// project whatever its filter= (about 1 s with 1,000 instances on LXD 5.0): a caller that
+// needs a few instances' status reads them one by one.
+func GetInstance(c lxd.InstanceServer, project string, name string) (instance lxdapi.Instance, found bool, err error) {
+	resp, _, err := c.RawQuery("GET", "/1.0/instances/"+url.PathEscape(name)+"?"+url.Values{"project": {project}}.Encode(), nil, "")
+	if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
+		return lxdapi.Instance{}, false, nil
+	}
+
+	if err != nil {
+		return lxdapi.Instance{}, false, err
+	}
+
+	err = json.Unmarshal(resp.Metadata, &instance)
+	if err != nil {
+		return lxdapi.Instance{}, false, fmt.Errorf("decode LXD's instance %s: %w", name, err)
+	}
+
+	if instance.Location == "none" {
+		instance.Location = ""
+	}
+
+	return instance, true, nil
 }
 
 func projectQuery(project string) url.Values {

@@ -43,7 +43,20 @@ type columnClaim struct {
 }
 
 func (c columnClaim) claim(ctx context.Context, tx *sql.Tx, r db.Rollout, now time.Time) (bool, error) {
+	// Held, r read in this transaction, with more than two thirds of its time left: no
+	// write. A tick comes after every launch and delete of a rollout, each write is a
+	// raft round, and the writes made for the rollout extend the claim anyway (check).
+	if c.stillHeld(r, now) {
+		return true, nil
+	}
+
 	return db.ClaimRollout(ctx, tx, r.ID, c.owner, now.Add(c.ttl), now)
+}
+
+// stillHeld says whether r's claim is this daemon's with more than two thirds of its TTL
+// left.
+func (c columnClaim) stillHeld(r db.Rollout, now time.Time) bool {
+	return r.ClaimedBy == c.owner && r.ClaimedUntil.Sub(now) > c.ttl*2/3
 }
 
 func (c columnClaim) check(ctx context.Context, tx *sql.Tx, r db.Rollout, now time.Time) error {
@@ -73,6 +86,9 @@ type Engine struct {
 	logger   *slog.Logger
 	claim    rolloutClaim
 	images   *imageWatcher
+
+	// views is what the engine last read of its rollouts' instances in LXD.
+	views liveViews
 
 	// wake ticks the engine, and at once when poked (a rollout started, paused or resumed).
 	wake loop.Loop
@@ -104,15 +120,17 @@ func (e *Engine) tick(ctx context.Context) {
 	}
 
 	var mine []db.Rollout
+	var active map[int64]bool // the views kept: the operations following a rollout read them on any member
 	now := time.Now()
 	err = e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		mine = nil
-		active, err := db.GetRollouts(ctx, tx, db.RolloutFilter{Active: true})
+		mine, active = nil, map[int64]bool{}
+		rollouts, err := db.GetRollouts(ctx, tx, db.RolloutFilter{Active: true})
 		if err != nil {
 			return err
 		}
 
-		for _, r := range active {
+		for _, r := range rollouts {
+			active[r.ID] = true
 			ok, err := e.claim.claim(ctx, tx, r, now)
 			if err != nil {
 				return err
@@ -133,6 +151,7 @@ func (e *Engine) tick(ctx context.Context) {
 		return
 	}
 
+	e.views.keep(active)
 	for _, r := range mine {
 		err = e.step(ctx, client, r)
 		if err != nil && ctx.Err() == nil {

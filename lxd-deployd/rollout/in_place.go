@@ -21,6 +21,12 @@ func (e *Engine) inPlace(ctx context.Context, r db.Rollout, v *rolloutView) int 
 		return 0
 	}
 
+	// A revision none of whose outdated instances may go in place is not asked about again
+	// at every step (a transaction each; a step comes after every launch and delete).
+	if e.views.noneInPlace(r.ID, v.shape.Revision) {
+		return 0
+	}
+
 	ref := refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: r.Project, Name: r.Deployment}, Shape: r.Shape}
 	resizer := fleet.Resizer{
 		DB:     e.db,
@@ -36,6 +42,10 @@ func (e *Engine) inPlace(ctx context.Context, r db.Rollout, v *rolloutView) int 
 	results, err := resizer.Once(ctx, fleet.ResizeTarget{DeploymentID: r.DeploymentID, ShapeID: r.ShapeID, Project: r.Project, Shape: r.Shape, By: Requestor, Batch: step, Limit: step, Replaces: true})
 	if err != nil {
 		e.logger.Info("rollout: in-place update failed", "rollout", r.Number, "shape", r.Shape, "err", err)
+	}
+
+	if err == nil && len(results) == 0 {
+		e.views.setNoneInPlace(r.ID, v.shape.Revision)
 	}
 
 	updated := 0

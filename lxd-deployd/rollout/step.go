@@ -12,7 +12,6 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
@@ -30,7 +29,7 @@ type rolloutView struct {
 	progress bool
 }
 
-// observe reads a rollout's shape and instances, and LXD's view of them (one listing).
+// observe reads a rollout's shape and instances, and LXD's view of them (e.views).
 func (e *Engine) observe(ctx context.Context, client lxd.InstanceServer, r db.Rollout) (*rolloutView, error) {
 	v := &rolloutView{}
 	err := e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -47,16 +46,9 @@ func (e *Engine) observe(ctx context.Context, client lxd.InstanceServer, r db.Ro
 		return nil, err
 	}
 
-	// The shape's instances only: a step comes after every launch and delete, and a
-	// listing of the whole project was a render of every instance LXD holds each time.
-	var want []string
-	for _, row := range v.rows {
-		if row.State == db.InstanceCreated {
-			want = append(want, row.Name)
-		}
-	}
-
-	live, err := backend.ListShapeInstances(client, r.Project, r.Deployment, r.Shape, want)
+	// A listing only now and then; between listings, the instances whose record changed
+	// since LXD was last asked (live_view.go).
+	live, err := e.views.refresh(client, r, v.rows)
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +125,10 @@ func (e *Engine) step(ctx context.Context, client lxd.InstanceServer, r db.Rollo
 	}
 
 	err = e.recordStep(ctx, r, v, now)
+	if errors.Is(err, errNothingToRecord) {
+		err = nil
+	}
+
 	if errors.Is(err, db.ErrRolloutChanged) || errors.Is(err, db.ErrRolloutClaimLost) {
 		return nil // paused or cancelled meanwhile, or another member took it over
 	}
@@ -154,6 +150,13 @@ func (e *Engine) step(ctx context.Context, client lxd.InstanceServer, r db.Rollo
 // progress (with an activity entry when it progressed).
 func (e *Engine) recordStep(ctx context.Context, r db.Rollout, v *rolloutView, now time.Time) error {
 	p := v.plan
+	if !stepChanges(r, v) {
+		// Most steps (one after every launch and delete) change nothing of the record; the
+		// launches and deletes they ask for check the claim and the rollout's status in
+		// their own transactions (stillRunning).
+		return errNothingToRecord
+	}
+
 	return e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := e.claim.check(ctx, tx, r, time.Now())
 		if err != nil {
@@ -173,6 +176,15 @@ func (e *Engine) recordStep(ctx context.Context, r db.Rollout, v *rolloutView, n
 
 		return nil
 	})
+}
+
+// errNothingToRecord says a step changed nothing of its rollout's record.
+var errNothingToRecord = errors.New("nothing to record")
+
+// stepChanges says whether a step has something to record: progress, a new target
+// revision or a new phase.
+func stepChanges(r db.Rollout, v *rolloutView) bool {
+	return v.progress || v.shape.Revision != r.Revision || v.plan.Phase != r.Phase
 }
 
 // act asks the fleet for the step's deletes and launches.
