@@ -288,7 +288,7 @@ func (s *scaleBench) launches(b *testing.B) []string {
 		ours = append(ours, s.env.name(fmt.Sprintf("g%d", i)))
 	}
 
-	directWall := inParallel(b, direct, s.env.launchByHand)
+	directWall := inParallel(b, direct, func(name string) error { return launchDirect(s.env, name) })
 	retries := sample(scrape(b, s.env.admin), "lxd_deployd_dqlite_transaction_retries_total")
 	profiled := make(chan string, 1)
 	if dir := os.Getenv("SCALE_BENCH_PROFILE"); dir != "" {
@@ -349,7 +349,7 @@ func (s *scaleBench) rollout(b *testing.B, old []string) {
 			fresh = append(fresh, s.env.name(fmt.Sprintf("n%d", batch*surge+i)))
 		}
 
-		direct += inParallel(b, fresh, s.env.launchByHand)
+		direct += inParallel(b, fresh, func(name string) error { return launchDirect(s.env, name) })
 		direct += inParallel(b, old[batch*surge:min(len(old), (batch+1)*surge)], func(name string) error { return stopAndDelete(s.env, name) })
 	}
 

@@ -24,7 +24,7 @@ func benchLaunch(b *testing.B, n int) {
 
 	direct := func(name string) time.Duration {
 		start := time.Now()
-		err := env.launchByHand(name)
+		err := launchDirect(env, name)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -82,24 +82,8 @@ func benchRollout(b *testing.B, n int, surge int) {
 		}
 	}
 
-	create := env.launchByHand
-
-	remove := func(name string) error {
-		op, err := env.lxdConn.UpdateInstanceState(name, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, "")
-		if err == nil {
-			err = op.Wait()
-		}
-
-		if err == nil {
-			op, err = env.lxdConn.DeleteInstance(name)
-		}
-
-		if err == nil {
-			err = op.Wait()
-		}
-
-		return err
-	}
+	create := func(name string) error { return launchDirect(env, name) }
+	remove := func(name string) error { return stopAndDelete(env, name) }
 
 	var old []string
 	for i := 0; i < n; i++ {
@@ -196,7 +180,7 @@ func benchRolloutAtScale(b *testing.B, n int, surge int, background int) {
 	}
 
 	lxdBefore := processTreeCPU(b, lxdPid)
-	directWall := inParallel(b, old, env.launchByHand)
+	directWall := inParallel(b, old, func(name string) error { return launchDirect(env, name) })
 	directCPU := processTreeCPU(b, lxdPid) - lxdBefore
 	counter.take()
 	lxdBefore = processTreeCPU(b, lxdPid)
@@ -259,7 +243,7 @@ func benchRolloutAtScale(b *testing.B, n int, surge int, background int) {
 			fresh = append(fresh, env.name(fmt.Sprintf("n%d", batch*surge+i)))
 		}
 
-		direct += inParallel(b, fresh, env.launchByHand)
+		direct += inParallel(b, fresh, func(name string) error { return launchDirect(env, name) })
 		direct += inParallel(b, old[batch*surge:min(n, (batch+1)*surge)], func(name string) error { return stopAndDelete(env, name) })
 	}
 
