@@ -107,8 +107,8 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 	}
 
 	// Usage comes from LXD's /1.0/metrics, one call beside the listing (doc/api.md), and
-	// waits at most usageGrace longer than the listing (instance_usage.go).
-	usageFetched := make(chan map[string]api.DeploymentInstanceUsage, 1)
+	// never holds the listing up long (usageCache.forListing).
+	usageFetched := make(chan usageAnswer, 1)
 	go func() {
 		client, err := a.lxd.Client()
 		if err == nil && len(rows) > 0 {
@@ -116,16 +116,11 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 			return
 		}
 
-		usageFetched <- nil
+		usageFetched <- usageAnswer{}
 	}()
 
 	live, err := a.liveStatuses(ref, rows)
-	var usage map[string]api.DeploymentInstanceUsage
-	select {
-	case usage = <-usageFetched:
-	case <-time.After(usageGrace):
-	}
-
+	usage := a.usage.forListing(ref.Project, usageFetched)
 	online := err == nil
 	result := make([]api.DeploymentInstance, 0, len(rows))
 	for _, row := range rows {
@@ -136,7 +131,9 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		}
 
 		shown := instanceAPI(row, latest, lxdInstance, online)
-		if u, ok := usage[row.Name]; ok && lxdInstance != nil && lxdInstance.Status == "Running" {
+		if u, ok := usage.usage[row.Name]; ok && lxdInstance != nil && lxdInstance.Status == "Running" {
+			sampled := usage.at.UTC()
+			u.SampledAt = &sampled
 			shown.Usage = &u
 		}
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	lxd "github.com/canonical/lxd/client"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // metricsLXD answers /1.0/metrics with what answer says of the project, counting calls.
@@ -41,7 +43,7 @@ func TestUsageCacheAddsNoStaleness(t *testing.T) {
 	c.now = func() time.Time { return now }
 	get := func(wantCalls int32, wantCPU float64) {
 		t.Helper()
-		usage := c.get(fake, "default")
+		usage := c.get(fake, "default").usage
 		if fake.calls.Load() != wantCalls || usage["web1"].CPUSeconds != wantCPU {
 			t.Fatalf("at %v: %d calls and %v, want %d calls and %v", now.Unix(), fake.calls.Load(), usage["web1"].CPUSeconds, wantCalls, wantCPU)
 		}
@@ -68,7 +70,7 @@ func TestUsageCacheAddsNoStaleness(t *testing.T) {
 	// A failed answer is no answer, and forgets what it knew.
 	fake.answer = func() (string, error) { return "", errors.New("LXD is gone") }
 	now = now.Add(time.Minute)
-	if usage := c.get(fake, "default"); usage != nil || fake.calls.Load() != 7 {
+	if usage := c.get(fake, "default").usage; usage != nil || fake.calls.Load() != 7 {
 		t.Fatalf("a failed fetch: %v after %d calls", usage, fake.calls.Load())
 	}
 }
@@ -84,7 +86,7 @@ func TestUsageCacheOneFetchInFlight(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = c.get(fake, "default")["web1"].CPUSeconds
+			results[i] = c.get(fake, "default").usage["web1"].CPUSeconds
 		}()
 	}
 
@@ -104,4 +106,42 @@ func TestUsageCacheOneFetchInFlight(t *testing.T) {
 			t.Fatalf("results %v", results)
 		}
 	}
+}
+
+// A listing takes the fetch's answer if it has come, else the last answer while it is
+// younger than usageMaxAge (LXD reading its metrics again must not hold every listing up
+// for the whole grace), else waits for the fetch.
+func TestUsageForListing(t *testing.T) {
+	now := time.Unix(1000, 0)
+	fake := &metricsLXD{answer: func() (string, error) { return cpuMetrics(1), nil }}
+	c := newUsageCache()
+	c.now = func() time.Time { return now }
+	first := c.get(fake, "default")
+	if first.usage["web1"].CPUSeconds != 1 || !first.at.Equal(now) {
+		t.Fatalf("first answer %+v", first)
+	}
+
+	come := make(chan usageAnswer, 1)
+	come <- usageAnswer{usage: cpuUsage(2), at: now.Add(time.Second)}
+	if got := c.forListing("default", come); got.usage["web1"].CPUSeconds != 2 {
+		t.Fatalf("an answer that has come: %+v", got)
+	}
+
+	never := make(chan usageAnswer)
+	now = now.Add(usageMaxAge - time.Second)
+	start := time.Now()
+	if got := c.forListing("default", never); got.usage["web1"].CPUSeconds != 1 || !got.at.Equal(first.at) || time.Since(start) > time.Second {
+		t.Fatalf("a young last answer: %+v after %v", got, time.Since(start))
+	}
+
+	now = now.Add(time.Second)
+	late := make(chan usageAnswer, 1)
+	go func() { time.Sleep(100 * time.Millisecond); late <- usageAnswer{usage: cpuUsage(3), at: now} }()
+	if got := c.forListing("default", late); got.usage["web1"].CPUSeconds != 3 {
+		t.Fatalf("an old last answer is not shown, the fetch is waited for: %+v", got)
+	}
+}
+
+func cpuUsage(seconds float64) map[string]api.DeploymentInstanceUsage {
+	return map[string]api.DeploymentInstanceUsage{"web1": {CPUSeconds: seconds}}
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"time"
 )
 
 // Resource keys a resize changes and resource_bounds bound.
@@ -127,4 +128,9 @@ type DeploymentInstanceUsage struct {
 	// Memory the instance sees (its limit), in bytes
 	// Example: 268435456
 	MemoryLimitBytes int64 `json:"memory_limit_bytes" yaml:"memory_limit_bytes"`
+
+	// When the daemon fetched these figures from LXD (LXD's own may be up to its metrics
+	// cache lifetime older: 8 s in LXD 5.0)
+	// Example: 2026-11-25T01:00:00Z
+	SampledAt *time.Time `json:"sampled_at,omitempty" yaml:"sampled_at,omitempty"`
 }
