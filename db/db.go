@@ -66,6 +66,10 @@ type Cluster struct {
 
 	// handedOver is set once Handover ran, so that Close does not try again.
 	handedOver atomic.Bool
+
+	// busyTurn is held by the one transaction of this daemon that retries after finding
+	// the database busy (busyRetries).
+	busyTurn chan struct{}
 }
 
 // Retries returns how many transactions were retried since the database was opened.
@@ -171,7 +175,7 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
 
-	return &Cluster{app: dqliteApp, db: sqlDB}, nil
+	return &Cluster{app: dqliteApp, db: sqlDB, busyTurn: make(chan struct{}, 1)}, nil
 }
 
 // snapInstanceName is the snap instance name the daemon was started with, if any.
@@ -268,6 +272,8 @@ func retryDelay(attempt int) time.Duration {
 // leadership errors, which a retry can fix, are retried with a short, jittered backoff.
 func (c *Cluster) Transaction(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error) error {
 	var err error
+	var turn busyTurn
+	defer turn.release(c.busyTurn)
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		err = c.transaction(ctx, f)
@@ -285,11 +291,24 @@ func (c *Cluster) Transaction(ctx context.Context, f func(ctx context.Context, t
 		}
 
 		c.retries.Add(1)
+		delay := retryDelay(attempt)
+		if isBusy(err) {
+			if !turn.held {
+				err = turn.take(ctx, c.busyTurn)
+				if err != nil {
+					return err
+				}
+
+				continue
+			}
+
+			delay = busyPause(attempt)
+		}
 
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(retryDelay(attempt)):
+		case <-time.After(delay):
 		}
 	}
 
