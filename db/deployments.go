@@ -28,6 +28,50 @@ type DeploymentFilter struct {
 // GetDeployments returns the matching deployments, complete with config, shapes and the
 // URLs of their instances, in a fixed number of queries whatever their count.
 func GetDeployments(ctx context.Context, tx *sql.Tx, filter DeploymentFilter) ([]Deployment, error) {
+	deployments, err := deploymentRows(ctx, tx, filter)
+	if err != nil || len(deployments) == 0 {
+		return deployments, err
+	}
+
+	shapes, err := GetShapes(ctx, tx, ShapeFilter{})
+	if err != nil {
+		return nil, err
+	}
+
+	instances, err := GetInstances(ctx, tx, InstanceFilter{})
+	if err != nil {
+		return nil, err
+	}
+
+	orphans, err := GetOrphans(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+
+	for i := range deployments {
+		d := &deployments[i]
+		d.DeploymentShapes = map[string]api.DeploymentShape{}
+		for _, shape := range shapes {
+			if shape.DeploymentID == d.ID {
+				d.DeploymentShapes[shape.Name] = shape.DeploymentShape
+			}
+		}
+
+		d.UsedBy = []string{}
+		d.OrphanedInstances = append([]string{}, orphans[d.ID]...)
+		for _, instance := range instances {
+			if instance.DeploymentID == d.ID {
+				d.UsedBy = append(d.UsedBy, api.InstanceURL(d.Project, instance.Name))
+			}
+		}
+	}
+
+	return deployments, nil
+}
+
+// deploymentRows returns the matching deployments' own fields and config, by project and
+// name.
+func deploymentRows(ctx context.Context, tx *sql.Tx, filter DeploymentFilter) ([]Deployment, error) {
 	var where []string
 	var args []any
 	if filter.Project != "" {
@@ -51,7 +95,6 @@ func GetDeployments(ctx context.Context, tx *sql.Tx, filter DeploymentFilter) ([
 	}
 
 	defer func() { _ = rows.Close() }()
-
 	deployments := []Deployment{}
 	for rows.Next() {
 		var d Deployment
@@ -64,55 +107,20 @@ func GetDeployments(ctx context.Context, tx *sql.Tx, filter DeploymentFilter) ([
 	}
 
 	err = rows.Err()
-	if err != nil {
-		return nil, err
+	if err != nil || len(deployments) == 0 {
+		return deployments, err
 	}
 
 	_ = rows.Close()
-	if len(deployments) == 0 {
-		return deployments, nil
-	}
-
 	configs, err := getConfigs(ctx, tx, deploymentsConfig)
 	if err != nil {
 		return nil, err
 	}
 
-	shapes, err := GetShapes(ctx, tx, ShapeFilter{})
-	if err != nil {
-		return nil, err
-	}
-
-	instances, err := GetInstances(ctx, tx, InstanceFilter{})
-	if err != nil {
-		return nil, err
-	}
-
-	orphans, err := GetOrphans(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
-
 	for i := range deployments {
-		d := &deployments[i]
-		d.Config = configs[d.ID]
-		if d.Config == nil {
-			d.Config = map[string]string{}
-		}
-
-		d.DeploymentShapes = map[string]api.DeploymentShape{}
-		for _, shape := range shapes {
-			if shape.DeploymentID == d.ID {
-				d.DeploymentShapes[shape.Name] = shape.DeploymentShape
-			}
-		}
-
-		d.UsedBy = []string{}
-		d.OrphanedInstances = append([]string{}, orphans[d.ID]...)
-		for _, instance := range instances {
-			if instance.DeploymentID == d.ID {
-				d.UsedBy = append(d.UsedBy, api.InstanceURL(d.Project, instance.Name))
-			}
+		deployments[i].Config = configs[deployments[i].ID]
+		if deployments[i].Config == nil {
+			deployments[i].Config = map[string]string{}
 		}
 	}
 

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,30 +35,7 @@ func BenchmarkListShape(b *testing.B) {
 	must(b, env.admin.CreateDeploymentShape("dep1", webShape("s23list", 0, n)))
 
 	start := time.Now()
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, 16)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		slots <- struct{}{}
-		go func(i int) {
-			defer wg.Done()
-			defer func() { <-slots }()
-			op, err := env.admin.CreateDeploymentShapeInstance("dep1", "s23list", env.name(fmt.Sprintf("l%d", i)))
-			if err == nil {
-				err = op.Wait(b.Context())
-			}
-
-			if err != nil {
-				b.Error(err)
-			}
-		}(i)
-	}
-
-	wg.Wait()
-	if b.Failed() {
-		b.FailNow()
-	}
-
+	launchMany(b, env, n, func(int) string { return "s23list" }, func(i int) string { return fmt.Sprintf("l%d", i) })
 	fmt.Printf("list bench: %d busybox instances of one shape, launched in %v\n", n, time.Since(start).Round(time.Second))
 	filter := []string{"config.user.lxd-deployd.shape=s23list"}
 	var ours, theirs, metrics []time.Duration

@@ -104,30 +104,10 @@ func benchScale(b *testing.B, n int) {
 
 // launchAll launches n instances over the shapes through the admin socket, 16 at a time.
 func (s *scaleBench) launchAll(b *testing.B) {
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, 16)
-	for i := 0; i < s.n; i++ {
-		wg.Add(1)
-		slots <- struct{}{}
-		go func(i int) {
-			defer wg.Done()
-			defer func() { <-slots }()
-			shape := s.shapes[i%scaleShapes]
-			op, err := s.env.admin.CreateDeploymentShapeInstance("dep1", shape, s.env.name(fmt.Sprintf("%s-%d", shape[3:], i)))
-			if err == nil {
-				err = op.Wait(context.Background())
-			}
-
-			if err != nil {
-				b.Error(err)
-			}
-		}(i)
-	}
-
-	wg.Wait()
-	if b.Failed() {
-		b.FailNow()
-	}
+	launchMany(b, s.env, s.n, func(i int) string { return s.shapes[i%scaleShapes] }, func(i int) string {
+		shape := s.shapes[i%scaleShapes]
+		return fmt.Sprintf("%s-%d", shape[3:], i)
+	})
 }
 
 // cpuOver is the daemon's CPU time over d, as a share of one core.

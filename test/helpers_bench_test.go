@@ -188,3 +188,31 @@ func pprofTop(file string, args ...string) {
 		fmt.Println("    " + line)
 	}
 }
+
+// launchMany launches n instances through the admin socket, 16 at a time: instance i of
+// shape shapeOf(i), named nameOf(i). It fails the benchmark if any launch fails.
+func launchMany(b *testing.B, env *governorEnv, n int, shapeOf func(i int) string, nameOf func(i int) string) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 16)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-slots }()
+			op, err := env.admin.CreateDeploymentShapeInstance("dep1", shapeOf(i), env.name(nameOf(i)))
+			if err == nil {
+				err = op.Wait(context.Background())
+			}
+
+			if err != nil {
+				b.Error(err)
+			}
+		}(i)
+	}
+
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+}

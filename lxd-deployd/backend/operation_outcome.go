@@ -44,19 +44,21 @@ func readInstance(ctx context.Context, c DoHTTPer, project string, name string) 
 	return &instance, nil
 }
 
+// held is an instance LXD holds, or an error when it has none by that name.
+func held(ctx context.Context, c DoHTTPer, project string, name string) (*lxdapi.Instance, error) {
+	instance, err := readInstance(ctx, c, project, name)
+	if err == nil && instance == nil {
+		err = fmt.Errorf("LXD has no instance %q", name)
+	}
+
+	return instance, err
+}
+
 // exists is the outcome of a create: LXD has the instance.
 func exists(name string) outcome {
 	return func(ctx context.Context, c DoHTTPer, project string) error {
-		instance, err := readInstance(ctx, c, project, name)
-		if err != nil {
-			return err
-		}
-
-		if instance == nil {
-			return fmt.Errorf("LXD has no instance %q", name)
-		}
-
-		return nil
+		_, err := held(ctx, c, project, name)
+		return err
 	}
 }
 
@@ -85,13 +87,9 @@ func status(name string, action string) outcome {
 	}
 
 	return func(ctx context.Context, c DoHTTPer, project string) error {
-		instance, err := readInstance(ctx, c, project, name)
+		instance, err := held(ctx, c, project, name)
 		if err != nil {
 			return err
-		}
-
-		if instance == nil {
-			return fmt.Errorf("LXD has no instance %q", name)
 		}
 
 		if instance.StatusCode != want {
@@ -106,13 +104,9 @@ func status(name string, action string) outcome {
 // (an empty value: the key is unset).
 func configured(name string, config map[string]string) outcome {
 	return func(ctx context.Context, c DoHTTPer, project string) error {
-		instance, err := readInstance(ctx, c, project, name)
+		instance, err := held(ctx, c, project, name)
 		if err != nil {
 			return err
-		}
-
-		if instance == nil {
-			return fmt.Errorf("LXD has no instance %q", name)
 		}
 
 		for key, value := range config {
