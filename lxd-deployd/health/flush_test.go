@@ -19,45 +19,13 @@ import (
 func TestFlushSkipsDeletedInstances(t *testing.T) {
 	cluster := dbtest.Open(t)
 	ctx := context.Background()
-	checks := &api.DeploymentShapeHealth{Command: []string{"true"}, Grace: "0s"}
-	var rows []db.Instance
-	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		depID, err := db.CreateDeployment(ctx, tx, "default", api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}})
-		if err != nil {
-			return err
-		}
-
-		shapeID, err := db.CreateShape(ctx, tx, depID, api.DeploymentShapesPost{DeploymentShapePost: api.DeploymentShapePost{Name: "web"}, DeploymentShapePut: api.DeploymentShapePut{ScalingMaximum: 3, Health: checks}})
-		if err != nil {
-			return err
-		}
-
-		for _, name := range []string{"web1", "web2", "web3"} {
-			id, err := db.CreateInstance(ctx, tx, "default", shapeID, name, "hash", 1, "me", time.Now())
-			if err != nil {
-				return err
-			}
-
-			err = db.SetInstanceState(ctx, tx, id, db.InstanceCreating, db.InstanceCreated, "me", time.Now())
-			if err != nil {
-				return err
-			}
-		}
-
-		rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: shapeID})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	settings, _ := Parse(checks)
+	rows, settings := checkedFleet(t, cluster, &api.DeploymentShapeHealth{Command: []string{"true"}, Grace: "0s"}, 3)
 	c := &Checker{DB: cluster, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, row := range rows {
 		c.pending = append(c.pending, pendingResult{target: target{row: row, settings: settings}, result: Result{At: time.Now(), Passed: true, Output: "ok"}})
 	}
 
-	err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return db.DeleteInstance(ctx, tx, rows[1].ID, db.InstanceCreated)
 	})
 	if err != nil {

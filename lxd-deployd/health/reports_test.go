@@ -20,7 +20,13 @@ import (
 // ttlFleet makes shape web with a ttl check and n created instances, and returns them.
 func ttlFleet(t *testing.T, cluster *db.Cluster, n int) ([]db.Instance, Settings) {
 	t.Helper()
-	checks := &api.DeploymentShapeHealth{TTL: "30s", Grace: "0s"}
+	return checkedFleet(t, cluster, &api.DeploymentShapeHealth{TTL: "30s", Grace: "0s"}, n)
+}
+
+// checkedFleet makes shape web with the given checks and n created instances (web0 to
+// web<n-1>), and returns them with the checks' settings.
+func checkedFleet(t *testing.T, cluster *db.Cluster, checks *api.DeploymentShapeHealth, n int) ([]db.Instance, Settings) {
+	t.Helper()
 	var rows []db.Instance
 	err := cluster.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 		depID, err := db.CreateDeployment(ctx, tx, "default", api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}})
