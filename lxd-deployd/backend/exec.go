@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"path"
 	"strings"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 )
 
@@ -25,10 +25,11 @@ type ExecResult struct {
 // websockets: one POST, then one long-poll of the operation's /wait. The websocket exec
 // (lxc exec's way) costs four websocket upgrades plus an /1.0/events listener per call, on
 // both sides; this is what made 1,000 checked instances saturate the daemon (doc/health.md
-// has the figures). The LXD client's unix transport opens a connection per request (it
-// disables keep-alives); kept-alive connections were measured and left alone: LXD spent
-// 12.4 ms of CPU per exec with them and 12.7 ms without, and ran no more execs a second
-// (BenchmarkExecCheckCapacity): forking the exec is LXD's cost, not the connection.
+// has the figures). c is meant to keep its connections alive (LXD.ChecksClient): that saves
+// LXD little (12.4 ms of CPU per exec against 12.7 ms, BenchmarkExecCheckCapacity), forking
+// the exec is its cost, but it saves the daemon a dial and two goroutines per request. The
+// POST is marked as safe to send again, so that one written on a connection LXD has just
+// closed is retried by the transport: a health check is run twice at worst.
 //
 // With recordOutput, LXD writes stdout and stderr to log files that are read (at most
 // limit bytes) and deleted after the command ends: four more plain requests, so callers
@@ -36,9 +37,9 @@ type ExecResult struct {
 //
 // LXD cannot cancel such an exec (its operation is not cancellable): when ctx ends first
 // the error says so, and the caller kills the process by its marker (KillCheck).
-func ExecCheck(ctx context.Context, c lxd.InstanceServer, project string, name string, command []string, env map[string]string, recordOutput bool, limit int) (*ExecResult, error) {
+func ExecCheck(ctx context.Context, c DoHTTPer, project string, name string, command []string, env map[string]string, recordOutput bool, limit int) (*ExecResult, error) {
 	post := lxdapi.InstanceExecPost{Command: command, Environment: env, WaitForWS: false, RecordOutput: recordOutput}
-	resp, err := rawDo(ctx, c, "POST", "/1.0/instances/"+url.PathEscape(name)+"/exec", project, nil, post)
+	resp, err := rawDo(ctx, replayable{c}, "POST", "/1.0/instances/"+url.PathEscape(name)+"/exec", project, nil, post)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +69,7 @@ func ExecCheck(ctx context.Context, c lxd.InstanceServer, project string, name s
 		return nil, err
 	}
 
-	var op lxdapi.Operation
+	var op execOperation
 	err = json.Unmarshal(resp.Metadata, &op)
 	if err != nil {
 		return nil, fmt.Errorf("decode LXD's exec operation: %w", err)
@@ -82,13 +83,11 @@ func ExecCheck(ctx context.Context, c lxd.InstanceServer, project string, name s
 		return nil, fmt.Errorf("%s", op.Err)
 	}
 
-	code, _ := op.Metadata["return"].(float64)
-	result := &ExecResult{ExitCode: int(code)}
+	result := &ExecResult{ExitCode: op.Metadata.Return}
 	if recordOutput {
-		outputs, _ := op.Metadata["output"].(map[string]any)
 		var out strings.Builder
 		for _, fd := range []string{"1", "2"} {
-			file, _ := outputs[fd].(string)
+			file := op.Metadata.Output[fd]
 			if file == "" {
 				continue
 			}
@@ -107,4 +106,25 @@ func ExecCheck(ctx context.Context, c lxd.InstanceServer, project string, name s
 	}
 
 	return result, nil
+}
+
+// execOperation is what ExecCheck reads of a finished exec operation: decoding only this
+// skips the generic operation's maps, a decode per check.
+type execOperation struct {
+	StatusCode lxdapi.StatusCode `json:"status_code"`
+	Err        string            `json:"err"`
+	Metadata   struct {
+		Return int               `json:"return"`
+		Output map[string]string `json:"output"` // fd ("1", "2") to its log file, with record-output
+	} `json:"metadata"`
+}
+
+// replayable marks its requests as safe to send twice: Go's transport then sends one again
+// when the kept-alive connection it was written on turns out closed. An empty
+// X-Idempotency-Key marks it without sending the header (net/http's Transport docs).
+type replayable struct{ c DoHTTPer }
+
+func (r replayable) DoHTTP(req *http.Request) (*http.Response, error) {
+	req.Header["X-Idempotency-Key"] = nil
+	return r.c.DoHTTP(req)
 }

@@ -36,6 +36,10 @@ type LXD struct {
 	client lxd.InstanceServer
 	status Status
 
+	// checks is ChecksClient's kept-alive client, made for the connection checksFor.
+	checks    lxd.InstanceServer
+	checksFor lxd.InstanceServer
+
 	// cluster is the LXD cluster behind the socket, refreshed by every probe (cluster.go).
 	cluster clusterState
 

@@ -109,7 +109,10 @@ func statePath(name string) string {
 // "Operation not found"), so the query targets that member.
 func operationOf(resp *lxdapi.Response) (string, func() url.Values) {
 	opURL, _, _ := strings.Cut(resp.Operation, "?")
-	var started lxdapi.Operation
+	var started struct {
+		Location string `json:"location"` // only this of the operation (a full decode is its metadata's maps)
+	}
+
 	_ = json.Unmarshal(resp.Metadata, &started)
 	return path.Base(opURL), func() url.Values {
 		query := url.Values{}

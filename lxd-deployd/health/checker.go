@@ -301,16 +301,9 @@ func (c *Checker) flush(ctx context.Context) {
 	err := c.DB.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// Every read first: the write lock is taken at the first write and held until the
 		// commit, and other writers (launches) find the database busy meanwhile.
-		updates := make([]*update, 0, len(results))
-		for _, p := range results {
-			u, err := prepare(ctx, tx, p.target.row, p.target.settings, p.result)
-			if err != nil {
-				return fmt.Errorf("instance %s: %w", p.target.row.Name, err)
-			}
-
-			if u != nil {
-				updates = append(updates, u)
-			}
+		updates, err := prepareAll(ctx, tx, results)
+		if err != nil {
+			return err
 		}
 
 		changes, applied = changes[:0], updates
@@ -360,7 +353,7 @@ func (c *Checker) flush(ctx context.Context) {
 // or the daemon stops).
 func (c *Checker) exec(ctx context.Context, t target) (Result, bool) {
 	result := Result{At: time.Now()}
-	client, err := c.LXD.Client()
+	client, err := c.LXD.ChecksClient()
 	if err != nil {
 		return result, false // LXD is down: no verdict on the instance
 	}

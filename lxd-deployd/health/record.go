@@ -30,30 +30,70 @@ type update struct {
 }
 
 // prepare reads the instance's row and decides its next health record; nil when there is
-// nothing to write. It only reads: a batch prepares every result before its first write,
-// so that it holds the database's write lock for its writes only.
+// nothing to write.
 func prepare(ctx context.Context, tx *sql.Tx, listed db.Instance, s Settings, r Result) (*update, error) {
 	row, err := db.GetInstance(ctx, tx, listed.ShapeID, listed.Name)
 	if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
-		// Deleted since it was listed: nothing to record. An error here would fail the
-		// batch, and with it the results of every other instance checked that second.
-		return nil, nil
+		return nil, nil // deleted since it was listed: nothing to record
 	}
 
 	if err != nil {
 		return nil, err
 	}
 
+	return decide(row, listed, s, r), nil
+}
+
+// prepareAll reads the rows of a batch of results in one query and decides each one's
+// next health record, leaving out those with nothing to write. It only reads: a batch
+// prepares every result before its first write, so that it holds the database's write
+// lock for its writes only.
+func prepareAll(ctx context.Context, tx *sql.Tx, results []pendingResult) ([]*update, error) {
+	ids := make([]int64, len(results))
+	for i, p := range results {
+		ids[i] = p.target.row.ID
+	}
+
+	rows, err := db.GetInstancesByID(ctx, tx, ids)
+	if err != nil {
+		return nil, err
+	}
+
+	updates := make([]*update, 0, len(results))
+	for _, p := range results {
+		row, ok := rows[p.target.row.ID]
+		if !ok {
+			// Deleted since it was listed: nothing to record. An error here would fail
+			// the batch, and with it the results of every other instance checked.
+			continue
+		}
+
+		u := decide(row, p.target.row, p.target.settings, p.result)
+		if u != nil {
+			updates = append(updates, u)
+			// A later result of the same instance in the batch decides from this one.
+			copied := *row
+			copied.Health = u.next
+			rows[row.ID] = &copied
+		}
+	}
+
+	return updates, nil
+}
+
+// decide is a result's next health record from the instance's row as the transaction
+// read it; nil when there is nothing to write.
+func decide(row *db.Instance, listed db.Instance, s Settings, r Result) *update {
 	if row.ID != listed.ID || row.State != db.InstanceCreated {
-		return nil, nil // deleted or replaced meanwhile: nothing to record
+		return nil // deleted or replaced meanwhile: nothing to record
 	}
 
 	// A report that arrived since the expiry was decided wins.
 	if r.Expiry && row.Health.CheckedAt != nil && r.At.Sub(*row.Health.CheckedAt) < s.TTL {
-		return nil, nil
+		return nil
 	}
 
-	return &update{row: row, next: Next(row.Health, s, row.StateChangedAt, r)}, nil
+	return &update{row: row, next: Next(row.Health, s, row.StateChangedAt, r)}
 }
 
 // apply writes the update and returns the change of verdict it made, if any.

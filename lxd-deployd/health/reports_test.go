@@ -25,7 +25,7 @@ func ttlFleet(t *testing.T, cluster *db.Cluster, n int) ([]db.Instance, Settings
 
 // checkedFleet makes shape web with the given checks and n created instances (web0 to
 // web<n-1>), and returns them with the checks' settings.
-func checkedFleet(t *testing.T, cluster *db.Cluster, checks *api.DeploymentShapeHealth, n int) ([]db.Instance, Settings) {
+func checkedFleet(t testing.TB, cluster *db.Cluster, checks *api.DeploymentShapeHealth, n int) ([]db.Instance, Settings) {
 	t.Helper()
 	var rows []db.Instance
 	err := cluster.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
