@@ -36,9 +36,8 @@ type LXD struct {
 	client lxd.InstanceServer
 	status Status
 
-	// checks is ChecksClient's kept-alive client, made for the connection checksFor.
-	checks    lxd.InstanceServer
-	checksFor lxd.InstanceServer
+	// checks is ChecksClient's kept-alive client (checks_client.go).
+	checks *checksClient
 
 	// cluster is the LXD cluster behind the socket, refreshed by every probe (cluster.go).
 	cluster clusterState

@@ -1,6 +1,7 @@
 package health
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,9 @@ func TestScheduleTakesLongestOverdueFirst(t *testing.T) {
 		}
 	}
 
-	s.due[1], s.due[2], s.due[3] = now.Add(-time.Second), now.Add(-3*time.Second), now.Add(time.Second)
+	s.setDue(1, now.Add(-time.Second))
+	s.setDue(2, now.Add(-3*time.Second))
+	s.setDue(3, now.Add(time.Second))
 	order := []int64{}
 	for {
 		next, wait, ok := s.take(now)
@@ -106,4 +109,75 @@ func TestScheduleLoadCountsOverdue(t *testing.T) {
 			t.Errorf("advice %q does not say %q", advice, want)
 		}
 	}
+}
+
+// TestScheduleQueueAsScan drives the schedule through random lists, takes and ends of
+// checks, and holds every take to a scan of all targets for the longest overdue one not
+// running (what take did before it kept a queue).
+func TestScheduleQueueAsScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20, 24))
+	now := time.Now()
+	s := newSchedule()
+	var running []target
+	for step := 0; step < 20000; step++ {
+		now = now.Add(time.Duration(rng.IntN(50)) * time.Millisecond)
+		switch op := rng.IntN(10); {
+		case op == 0:
+			// A new listing: some instances gone, some new, ids up to 60.
+			var listed []target
+			for id := int64(1); id <= 60; id++ {
+				if rng.IntN(3) > 0 {
+					listed = append(listed, target{row: db.Instance{ID: id}, settings: Settings{Kind: api.HealthKindExec, Interval: time.Duration(1+rng.IntN(5)) * time.Second}})
+				}
+			}
+
+			s.set(listed, now)
+		case op < 4 && len(running) > 0:
+			i := rng.IntN(len(running))
+			s.done(running[i], now)
+			running = append(running[:i], running[i+1:]...)
+		default:
+			want, wantWait := scanTake(s, now)
+			got, wait, ok := s.take(now)
+			if ok != (want >= 0) || (ok && got.row.ID != want) || (!ok && wait != wantWait) {
+				t.Fatalf("step %d: took %d (ok %v, wait %v), a scan takes %d (wait %v)", step, got.row.ID, ok, wait, want, wantWait)
+			}
+
+			if ok {
+				running = append(running, got)
+			}
+		}
+	}
+}
+
+// scanTake is the id the longest overdue listed target not running (-1: none due) and the
+// wait until the next due one.
+func scanTake(s *schedule, now time.Time) (int64, time.Duration) {
+	best := int64(-1)
+	var bestDue, nextDue time.Time
+	for _, candidate := range s.targets {
+		id := candidate.row.ID
+		if s.running[id] {
+			continue
+		}
+
+		due := s.due[id]
+		if due.After(now) {
+			if nextDue.IsZero() || due.Before(nextDue) {
+				nextDue = due
+			}
+
+			continue
+		}
+
+		if best < 0 || due.Before(bestDue) {
+			best, bestDue = id, due
+		}
+	}
+
+	if best >= 0 || nextDue.IsZero() {
+		return best, 0
+	}
+
+	return -1, nextDue.Sub(now)
 }
