@@ -81,6 +81,20 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
+	// LXD renders the shape's instances while the rows are read.
+	var listing func(want []string) (map[string]lxdapi.Instance, error)
+	client, clientErr := a.lxd.Client()
+	if level > 0 && clientErr == nil {
+		callStart := time.Now()
+		// A request that fails before it waits for the listing leaves it to end unread.
+		listed := backend.StartShapeInstanceStatuses(client, ref.Project, ref.Name, ref.Shape)
+		listing = func(want []string) (map[string]lxdapi.Instance, error) {
+			live, err := listed(want)
+			a.reporter.Metrics().LXDCall("list", time.Since(callStart), err)
+			return live, err
+		}
+	}
+
 	var rows []db.Instance
 	var latest int
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
@@ -119,7 +133,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		usageFetched <- usageAnswer{}
 	}()
 
-	live, err := a.liveStatuses(ref, rows)
+	live, err := a.liveStatuses(listing, clientErr, rows)
 	usage := a.usage.forListing(ref.Project, usageFetched)
 	online := err == nil
 	result := make([]api.DeploymentInstance, 0, len(rows))
@@ -147,11 +161,11 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 // liveStatuses is LXD's status of a shape's instances: one listing of the instances LXD
 // holds as the shape's, never one call per instance, decoding only the fields shown (the
 // project's listing when that misses a created row: a renamed shape, an instance deleted
-// behind the daemon's back).
-func (a instancesAPI) liveStatuses(ref refs.ShapeRef, rows []db.Instance) (map[string]lxdapi.Instance, error) {
-	client, err := a.lxd.Client()
-	if err != nil || len(rows) == 0 {
-		return nil, err
+// behind the daemon's back). listing is the listing started, nil when LXD is unavailable
+// for clientErr.
+func (a instancesAPI) liveStatuses(listing func(want []string) (map[string]lxdapi.Instance, error), clientErr error, rows []db.Instance) (map[string]lxdapi.Instance, error) {
+	if listing == nil {
+		return nil, clientErr
 	}
 
 	var want []string
@@ -161,10 +175,7 @@ func (a instancesAPI) liveStatuses(ref refs.ShapeRef, rows []db.Instance) (map[s
 		}
 	}
 
-	callStart := time.Now()
-	live, err := backend.ListShapeInstanceStatuses(client, ref.Project, ref.Name, ref.Shape, want)
-	a.reporter.Metrics().LXDCall("list", time.Since(callStart), err)
-	return live, err
+	return listing(want)
 }
 
 func (a instancesAPI) get(r *http.Request) response.Response {

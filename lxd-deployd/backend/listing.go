@@ -51,20 +51,44 @@ func ListShapeInstanceStatuses(c lxd.InstanceServer, project string, deployment 
 }
 
 func listShape[T any](c lxd.InstanceServer, project string, deployment string, shape string, want []string, keep func(T) lxdapi.Instance) (map[string]lxdapi.Instance, error) {
-	query := projectQuery(project)
-	query.Set("filter", fmt.Sprintf("config.%s eq %s and config.%s eq %s", ConfigDeployment, deployment, ConfigShape, shape))
-	byName, err := list(c, query, keep)
-	complete := err == nil
-	for _, name := range want {
-		_, ok := byName[name]
-		complete = complete && ok
+	return startListShape(c, project, deployment, shape, keep)(want)
+}
+
+// StartShapeInstanceStatuses starts ListShapeInstanceStatuses' listing at once and returns
+// its end, which takes want once the caller has it: an API listing reads its rows from the
+// database while LXD renders its instances, rather than before.
+func StartShapeInstanceStatuses(c lxd.InstanceServer, project string, deployment string, shape string) func(want []string) (map[string]lxdapi.Instance, error) {
+	return startListShape(c, project, deployment, shape, statusOnly)
+}
+
+func startListShape[T any](c lxd.InstanceServer, project string, deployment string, shape string, keep func(T) lxdapi.Instance) func(want []string) (map[string]lxdapi.Instance, error) {
+	type answer struct {
+		byName map[string]lxdapi.Instance
+		err    error
 	}
 
-	if complete {
-		return byName, nil
-	}
+	listed := make(chan answer, 1)
+	go func() {
+		query := projectQuery(project)
+		query.Set("filter", fmt.Sprintf("config.%s eq %s and config.%s eq %s", ConfigDeployment, deployment, ConfigShape, shape))
+		byName, err := list(c, query, keep)
+		listed <- answer{byName, err}
+	}()
 
-	return list(c, projectQuery(project), keep)
+	return func(want []string) (map[string]lxdapi.Instance, error) {
+		a := <-listed
+		complete := a.err == nil
+		for _, name := range want {
+			_, ok := a.byName[name]
+			complete = complete && ok
+		}
+
+		if complete {
+			return a.byName, nil
+		}
+
+		return list(c, projectQuery(project), keep)
+	}
 }
 
 // GetInstance reads one instance of a project; found is false when LXD has none by that
@@ -101,23 +125,41 @@ func statusOnly(s instanceStatus) lxdapi.Instance {
 	return lxdapi.Instance{Name: s.Name, Status: s.Status, Location: s.Location, Config: s.Config}
 }
 
-// list decodes a recursion=1 listing into T and keeps what keep makes of each, by name. A
-// raw query: the client's GetInstances also renders the whole listing as indented JSON
-// for its debug log, logged or not (9% of the daemon's CPU with 200 instances).
+// list decodes a recursion=1 listing into T and keeps what keep makes of each, by name, in
+// one pass over LXD's answer. The client's RawQuery decodes the answer once into its
+// envelope and the listing was decoded again from that; its GetInstances also renders the
+// whole listing as indented JSON for its debug log, logged or not (9% of the daemon's CPU
+// with 200 instances).
 func list[T any](c lxd.InstanceServer, query url.Values, keep func(T) lxdapi.Instance) (map[string]lxdapi.Instance, error) {
-	resp, _, err := c.RawQuery("GET", "/1.0/instances?"+query.Encode(), nil, "")
+	req, err := http.NewRequest("GET", rawBase+"/1.0/instances?"+query.Encode(), nil)
 	if err != nil {
 		return nil, err
 	}
 
-	var listed []T
-	err = json.Unmarshal(resp.Metadata, &listed)
+	httpResp, err := c.DoHTTP(req)
+	if err != nil {
+		return nil, err
+	}
+
+	defer httpResp.Body.Close()
+	var resp struct {
+		Type     lxdapi.ResponseType `json:"type"`
+		Code     int                 `json:"error_code"`
+		Error    string              `json:"error"`
+		Metadata []T                 `json:"metadata"`
+	}
+
+	err = json.NewDecoder(httpResp.Body).Decode(&resp)
 	if err != nil {
 		return nil, fmt.Errorf("decode LXD's instance listing: %w", err)
 	}
 
-	byName := make(map[string]lxdapi.Instance, len(listed))
-	for _, item := range listed {
+	if resp.Type == lxdapi.ErrorResponse {
+		return nil, lxdapi.StatusErrorf(resp.Code, "%s", resp.Error)
+	}
+
+	byName := make(map[string]lxdapi.Instance, len(resp.Metadata))
+	for _, item := range resp.Metadata {
 		instance := keep(item)
 		if instance.Location == "none" {
 			instance.Location = "" // a standalone LXD's word for no member

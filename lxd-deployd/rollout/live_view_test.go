@@ -1,7 +1,9 @@
 package rollout
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -118,6 +120,27 @@ func (f *fakeListing) RawQuery(method string, path string, data any, etag string
 	}
 
 	return &lxdapi.Response{Type: lxdapi.SyncResponse, StatusCode: http.StatusOK, Metadata: raw}, "", nil
+}
+
+// DoHTTP serves RawQuery's answers as LXD's client does its raw requests (listings read
+// their answer in one pass through it).
+func (f *fakeListing) DoHTTP(req *http.Request) (*http.Response, error) {
+	resp, _, err := f.RawQuery(req.Method, req.URL.RequestURI(), nil, "")
+	if err != nil {
+		code := http.StatusInternalServerError
+		if status, ok := err.(lxdapi.StatusError); ok {
+			code = status.Status()
+		}
+
+		resp = &lxdapi.Response{Type: lxdapi.ErrorResponse, Code: code, Error: err.Error()}
+	}
+
+	body, err := json.Marshal(resp)
+	if err != nil {
+		return nil, err
+	}
+
+	return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(bytes.NewReader(body))}, nil
 }
 
 // TestLiveViewSeesItsOwnLaunches: after the first listing, a step reads only the instance
