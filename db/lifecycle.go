@@ -101,14 +101,69 @@ type InstanceHook struct {
 
 // SetInstanceHealth records a check's result on an instance that is still created.
 func SetInstanceHealth(ctx context.Context, tx *sql.Tx, id int64, h InstanceHealth) error {
-	result, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET health = ?, health_output = ?, health_checked_at = ?, health_streak = ?, replacement = ?, health_exit_code = ? WHERE id = ? AND state = 'created'",
-		h.Status, h.Output, h.CheckedAt, h.Streak, h.Replacement, h.ExitCode, id)
+	return SetInstancesHealth(ctx, tx, map[int64]InstanceHealth{id: h})
+}
+
+// SetInstancesHealth records checks' results, by instance id, on instances that are still
+// created, in one statement: a statement per result was half of what recording a tick's
+// results cost (BenchmarkCheckerAtScale). ErrInstanceChanged when one is no longer created.
+func SetInstancesHealth(ctx context.Context, tx *sql.Tx, records map[int64]InstanceHealth) error {
+	type row struct {
+		ID          int64   `json:"id"`
+		Status      string  `json:"status"`
+		Output      string  `json:"output"`
+		CheckedAt   *string `json:"checked_at"`
+		Streak      int     `json:"streak"`
+		Replacement int     `json:"replacement"`
+		ExitCode    int     `json:"exit_code"`
+	}
+
+	rows := make([]row, 0, len(records))
+	for id, h := range records {
+		r := row{ID: id, Status: h.Status, Output: h.Output, Streak: h.Streak, ExitCode: h.ExitCode}
+		if h.Replacement {
+			r.Replacement = 1
+		}
+
+		if h.CheckedAt != nil {
+			// As the driver writes a time.Time (go-dqlite's ISO 8601 layout), so that it
+			// reads the column back as a time.
+			at := h.CheckedAt.Format(dqliteTimeLayout)
+			r.CheckedAt = &at
+		}
+
+		rows = append(rows, r)
+	}
+
+	data, err := json.Marshal(rows)
+	if err != nil {
+		return err
+	}
+
+	result, err := tx.ExecContext(ctx, `
+UPDATE deployments_shapes_instances AS i
+   SET health = r.value ->> '$.status', health_output = r.value ->> '$.output', health_checked_at = r.value ->> '$.checked_at',
+       health_streak = r.value ->> '$.streak', replacement = r.value ->> '$.replacement', health_exit_code = r.value ->> '$.exit_code'
+  FROM json_each(?) AS r
+ WHERE i.id = r.value ->> '$.id' AND i.state = 'created'`, string(data))
 	if err != nil {
 		return fmt.Errorf("record instance health: %w", err)
 	}
 
-	return expectOneRow(result)
+	n, err := result.RowsAffected()
+	if err != nil {
+		return err
+	}
+
+	if n != int64(len(records)) {
+		return ErrInstanceChanged
+	}
+
+	return nil
 }
+
+// dqliteTimeLayout is how go-dqlite writes a time.Time into a DATETIME column.
+const dqliteTimeLayout = "2006-01-02 15:04:05.999999999-07:00"
 
 // forgetInstanceHealth puts the instances of a shape that has no health checks back to
 // unknown.

@@ -118,7 +118,10 @@ func TestChecksClientResendsOnClosedConnections(t *testing.T) {
 	ctx := context.Background()
 	for _, send := range []func() error{
 		func() error { _, err := rawDo(ctx, c, "GET", "/1.0", "", nil, nil); return err },
-		func() error { _, err := rawDo(ctx, replayable{c}, "POST", "/1.0/x", "", nil, map[string]any{}); return err },
+		func() error {
+			_, err := rawDo(ctx, replayable{c}, "POST", "/1.0/x", "", nil, map[string]any{})
+			return err
+		},
 	} {
 		err := send() // a connection to keep
 		if err != nil {

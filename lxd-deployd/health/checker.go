@@ -306,19 +306,9 @@ func (c *Checker) flush(ctx context.Context) {
 			return err
 		}
 
-		changes, applied = changes[:0], updates
-		for _, u := range updates {
-			change, err := u.apply(ctx, tx)
-			if err != nil {
-				return fmt.Errorf("instance %s: %w", u.row.Name, err)
-			}
-
-			if change != nil {
-				changes = append(changes, change)
-			}
-		}
-
-		return nil
+		applied = updates
+		changes, err = applyAll(ctx, tx, updates)
+		return err
 	})
 	if err != nil {
 		if ctx.Err() != nil {

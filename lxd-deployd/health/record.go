@@ -3,6 +3,7 @@ package health
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"net/http"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
@@ -98,15 +99,50 @@ func decide(row *db.Instance, listed db.Instance, s Settings, r Result) *update 
 
 // apply writes the update and returns the change of verdict it made, if any.
 func (u *update) apply(ctx context.Context, tx *sql.Tx) (*Change, error) {
-	row, next := u.row, u.next
-	err := db.SetInstanceHealth(ctx, tx, row.ID, next)
+	err := db.SetInstanceHealth(ctx, tx, u.row.ID, u.next)
 	if err != nil {
 		return nil, err
 	}
 
+	return u.effects(ctx, tx)
+}
+
+// applyAll writes a batch of updates, the records in one statement, and returns the
+// changes of verdict they made.
+func applyAll(ctx context.Context, tx *sql.Tx, updates []*update) ([]*Change, error) {
+	records := make(map[int64]db.InstanceHealth, len(updates))
+	for _, u := range updates {
+		records[u.row.ID] = u.next // a later result of the same instance decided from the earlier
+	}
+
+	err := db.SetInstancesHealth(ctx, tx, records)
+	if err != nil {
+		return nil, err
+	}
+
+	var changes []*Change
+	for _, u := range updates {
+		change, err := u.effects(ctx, tx)
+		if err != nil {
+			return nil, fmt.Errorf("instance %s: %w", u.row.Name, err)
+		}
+
+		if change != nil {
+			changes = append(changes, change)
+		}
+	}
+
+	return changes, nil
+}
+
+// effects writes what a recorded update changes beyond the instance's record, and returns
+// the change of verdict it made, if any.
+func (u *update) effects(ctx context.Context, tx *sql.Tx) (*Change, error) {
+	row, next := u.row, u.next
+
 	// A replacement that became healthy ends a run of failed replacements.
 	if row.Health.Replacement && !next.Replacement {
-		err = db.SetShapeReplaceFailures(ctx, tx, row.ShapeID, 0, "")
+		err := db.SetShapeReplaceFailures(ctx, tx, row.ShapeID, 0, "")
 		if err != nil {
 			return nil, err
 		}
