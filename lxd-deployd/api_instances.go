@@ -168,14 +168,7 @@ func (a instancesAPI) liveStatuses(listing func(want []string) (map[string]lxdap
 		return nil, clientErr
 	}
 
-	var want []string
-	for _, row := range rows {
-		if row.State == db.InstanceCreated {
-			want = append(want, row.Name)
-		}
-	}
-
-	return listing(want)
+	return listing(shapes.CreatedNames(rows))
 }
 
 func (a instancesAPI) get(r *http.Request) response.Response {

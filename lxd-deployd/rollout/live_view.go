@@ -9,6 +9,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 )
 
 // A rollout steps after each of its launches and deletes (pokeWhenDone), and each step
@@ -181,12 +182,7 @@ func (l *liveViews) refresh(client lxd.InstanceServer, r db.Rollout, rows []db.I
 	v := l.view(r.ID)
 	relist, names := v.toRead(rows, time.Now())
 	if relist {
-		var want []string
-		for _, row := range rows {
-			if row.State == db.InstanceCreated {
-				want = append(want, row.Name)
-			}
-		}
+		want := shapes.CreatedNames(rows)
 
 		started := time.Now()
 		live, err := backend.ListShapeInstances(client, r.Project, r.Deployment, r.Shape, want)

@@ -80,3 +80,16 @@ func RunningSince(row db.Instance, live *lxdapi.Instance) time.Time {
 func Clamp(target int, minimum int, maximum int) int {
 	return min(max(target, minimum), maximum)
 }
+
+// CreatedNames are the names of the rows LXD has made (state created): what a listing of
+// LXD must show.
+func CreatedNames(rows []db.Instance) []string {
+	var names []string
+	for _, row := range rows {
+		if row.State == db.InstanceCreated {
+			names = append(names, row.Name)
+		}
+	}
+
+	return names
+}
