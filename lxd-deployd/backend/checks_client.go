@@ -71,6 +71,7 @@ type checksClient struct {
 type checksConn struct {
 	conn   net.Conn
 	reader *bufio.Reader
+	writer *bufio.Writer // req.Write wraps a plain writer in a new 4 KiB buffer per request
 }
 
 // DoHTTP sends req and reads the answer's head; closing the body gives the connection back.
@@ -156,7 +157,7 @@ func (c *checksClient) get(ctx context.Context) (*checksConn, bool, error) {
 		return nil, false, err
 	}
 
-	return &checksConn{conn: conn, reader: bufio.NewReader(conn)}, false, nil
+	return &checksConn{conn: conn, reader: bufio.NewReader(conn), writer: bufio.NewWriter(conn)}, false, nil
 }
 
 // put keeps a connection whose last answer was read whole, or closes it.
@@ -185,7 +186,11 @@ func (cc *checksConn) roundTrip(req *http.Request) (*http.Response, error) {
 
 	stop := context.AfterFunc(ctx, func() { _ = cc.conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	err = req.Write(cc.conn)
+	err = req.Write(cc.writer)
+	if err == nil {
+		err = cc.writer.Flush()
+	}
+
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ type checksServer struct {
 	conns    []net.Conn
 }
 
-func newChecksServer(t *testing.T, handler http.Handler) *checksServer {
+func newChecksServer(t testing.TB, handler http.Handler) *checksServer {
 	t.Helper()
 	s := &checksServer{socket: filepath.Join(t.TempDir(), "unix.socket")}
 	listener, err := net.Listen("unix", s.socket)
