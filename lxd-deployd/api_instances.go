@@ -84,8 +84,8 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 	// LXD renders the shape's instances while the rows are read.
 	var listing func(want []string) (map[string]lxdapi.Instance, error)
 	client, clientErr := a.lxd.Client()
+	callStart := time.Now()
 	if level > 0 && clientErr == nil {
-		callStart := time.Now()
 		// A request that fails before it waits for the listing leaves it to end unread.
 		listed := backend.StartShapeInstanceStatuses(client, ref.Project, ref.Name, ref.Shape)
 		listing = func(want []string) (map[string]lxdapi.Instance, error) {
@@ -134,7 +134,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 	}()
 
 	live, err := a.liveStatuses(listing, clientErr, rows)
-	usage := a.usage.forListing(ref.Project, usageFetched)
+	usage := a.usage.forListing(ref.Project, usageFetched, usageGrace(time.Since(callStart)))
 	online := err == nil
 	result := make([]api.DeploymentInstance, 0, len(rows))
 	for _, row := range rows {

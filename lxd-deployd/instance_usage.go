@@ -16,14 +16,20 @@ import (
 // the instances again (8 s; later releases keep it 15 s, so 8 is the safe bound).
 const lxdMetricsLifetime = 8 * time.Second
 
-// usageGrace is how much longer than LXD's instance listing a listing of a shape waits for
-// LXD's metrics. LXD reads them again for every instance of the project once its cache
-// has expired: with 200-400 instances on a loaded machine that took it 20-30 s, and a
-// listing that waited for it timed out (BenchmarkScale at 400). A listing that does not
-// get them in time goes without usage, as when LXD does not answer; the fetch goes on, and
-// the listings after it share its answer while it is fresh. A second is too short on a
-// loaded machine even for a few instances (TestResizeInPlace saw no usage).
-const usageGrace = 5 * time.Second
+// usageGrace is how much longer than LXD's instance listing (which took listing) a listing
+// of a shape waits for LXD's metrics when it has no recent answer: a fifth of it, at least
+// usageGraceFloor, so that the listing stays within 1.2 times LXD's own. LXD reads its
+// metrics again for every instance of the project once its cache has expired: with 200-400
+// instances on a loaded machine that took it 20-30 s, and with 1,000 instances on a loaded
+// machine no answer came within a minute, so a fixed grace of 5 s made every listing 5 s
+// longer than LXD's (2.9 times it). A listing that does not get them in time goes without
+// usage, as when LXD does not answer; the fetch goes on, and the listings after it share
+// its answer while it is fresh.
+func usageGrace(listing time.Duration) time.Duration {
+	return max(usageGraceFloor, listing/5)
+}
+
+const usageGraceFloor = 250 * time.Millisecond
 
 // usageCache shares LXD's /1.0/metrics answer among listings, per project, with one fetch
 // in flight. With 1,000 instances the answer is megabytes, and fetching and reading it for
@@ -143,8 +149,8 @@ func (c *usageCache) get(client lxd.InstanceServer, project string) usageAnswer 
 
 // forListing is the usage a listing shows, once it has LXD's statuses: the answer fetched
 // meanwhile if it has come; else the last answer if young enough (the fetch goes on, and
-// later listings share it); else the fetch's answer within usageGrace; else none.
-func (c *usageCache) forListing(project string, fetched <-chan usageAnswer) usageAnswer {
+// later listings share it); else the fetch's answer within grace (usageGrace); else none.
+func (c *usageCache) forListing(project string, fetched <-chan usageAnswer, grace time.Duration) usageAnswer {
 	select {
 	case answer := <-fetched:
 		return answer
@@ -159,7 +165,7 @@ func (c *usageCache) forListing(project string, fetched <-chan usageAnswer) usag
 	select {
 	case answer := <-fetched:
 		return answer
-	case <-time.After(usageGrace):
+	case <-time.After(grace):
 		return usageAnswer{}
 	}
 }

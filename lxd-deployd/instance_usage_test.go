@@ -110,7 +110,7 @@ func TestUsageCacheOneFetchInFlight(t *testing.T) {
 
 // A listing takes the fetch's answer if it has come, else the last answer while it is
 // younger than usageMaxAge (LXD reading its metrics again must not hold every listing up
-// for the whole grace), else waits for the fetch.
+// for the whole grace), else waits for the fetch within the grace, else goes without.
 func TestUsageForListing(t *testing.T) {
 	now := time.Unix(1000, 0)
 	fake := &metricsLXD{answer: func() (string, error) { return cpuMetrics(1), nil }}
@@ -123,22 +123,31 @@ func TestUsageForListing(t *testing.T) {
 
 	come := make(chan usageAnswer, 1)
 	come <- usageAnswer{usage: cpuUsage(2), at: now.Add(time.Second)}
-	if got := c.forListing("default", come); got.usage["web1"].CPUSeconds != 2 {
+	if got := c.forListing("default", come, time.Hour); got.usage["web1"].CPUSeconds != 2 {
 		t.Fatalf("an answer that has come: %+v", got)
 	}
 
 	never := make(chan usageAnswer)
 	now = now.Add(usageMaxAge - time.Second)
 	start := time.Now()
-	if got := c.forListing("default", never); got.usage["web1"].CPUSeconds != 1 || !got.at.Equal(first.at) || time.Since(start) > time.Second {
+	if got := c.forListing("default", never, time.Hour); got.usage["web1"].CPUSeconds != 1 || !got.at.Equal(first.at) || time.Since(start) > time.Second {
 		t.Fatalf("a young last answer: %+v after %v", got, time.Since(start))
 	}
 
 	now = now.Add(time.Second)
 	late := make(chan usageAnswer, 1)
 	go func() { time.Sleep(100 * time.Millisecond); late <- usageAnswer{usage: cpuUsage(3), at: now} }()
-	if got := c.forListing("default", late); got.usage["web1"].CPUSeconds != 3 {
+	if got := c.forListing("default", late, time.Hour); got.usage["web1"].CPUSeconds != 3 {
 		t.Fatalf("an old last answer is not shown, the fetch is waited for: %+v", got)
+	}
+
+	start = time.Now()
+	if got := c.forListing("default", never, 50*time.Millisecond); got.usage != nil || time.Since(start) > 10*time.Second {
+		t.Fatalf("past the grace, a listing goes without usage: %+v after %v", got, time.Since(start))
+	}
+
+	if usageGrace(100*time.Millisecond) != usageGraceFloor || usageGrace(10*time.Second) != 2*time.Second {
+		t.Fatalf("grace %v after a listing of 100 ms, %v after 10 s: want the floor, then a fifth", usageGrace(100*time.Millisecond), usageGrace(10*time.Second))
 	}
 }
 
