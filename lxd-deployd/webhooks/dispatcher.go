@@ -142,19 +142,12 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			})
 		}
 
-		sent := d.sendDue(ctx)
+		sent, next := d.sendDue(ctx)
 		wait := time.Second
 		if sent > 0 {
 			wait = 0
-		} else {
-			_ = d.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-				next, err := db.NextDeliveryDue(ctx, tx)
-				if err == nil && !next.IsZero() {
-					wait = min(wait, max(time.Until(next), 10*time.Millisecond))
-				}
-
-				return err
-			})
+		} else if !next.IsZero() {
+			wait = min(wait, max(time.Until(next), 10*time.Millisecond))
 		}
 
 		select {
@@ -167,18 +160,25 @@ func (d *Dispatcher) Run(ctx context.Context) {
 }
 
 // sendDue claims as many due deliveries as there are free slots and sends each in the
-// background; it returns how many it started.
-func (d *Dispatcher) sendDue(ctx context.Context) int {
+// background; it returns how many it started and, when none was due, when the next one is
+// (zero: none waits). One transaction for both: an idle daemon runs this every second.
+func (d *Dispatcher) sendDue(ctx context.Context) (int, time.Time) {
 	free := cap(d.slots) - len(d.slots)
 	if free == 0 {
-		return 0
+		return 0, time.Time{}
 	}
 
 	var due []db.Delivery
+	var next time.Time
 	err := d.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		// The lease outlasts the longest timeout a deployment may set (one minute).
 		due, err = db.ClaimDueDeliveries(ctx, tx, d.owner, time.Now(), 10*time.Minute, free)
+		if err != nil || len(due) > 0 {
+			return err
+		}
+
+		next, err = db.NextDeliveryDue(ctx, tx)
 		return err
 	})
 	if err != nil {
@@ -186,7 +186,7 @@ func (d *Dispatcher) sendDue(ctx context.Context) int {
 			d.logger.Warn("claim webhook deliveries", "err", err)
 		}
 
-		return 0
+		return 0, time.Time{}
 	}
 
 	for _, delivery := range due {
@@ -209,7 +209,7 @@ func (d *Dispatcher) sendDue(ctx context.Context) int {
 		}(delivery)
 	}
 
-	return len(due)
+	return len(due), next
 }
 
 // attempt sends one delivery and says what to record.
