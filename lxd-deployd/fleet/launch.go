@@ -229,18 +229,7 @@ func (f *Fleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) 
 	}
 
 	// Launches that end together share the transaction that records them created.
-	err = f.writes.Do(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
-		err := db.SetInstanceState(ctx, tx, p.row, db.InstanceCreating, db.InstanceCreated, f.owner, time.Now())
-		if errors.Is(err, db.ErrInstanceChanged) {
-			return db.Refused(err) // the update matched no row: nothing written
-		}
-
-		if err != nil || p.launchHook == nil {
-			return err
-		}
-
-		return startLaunchWait(ctx, tx, p.row, *p.launchHook)
-	})
+	err = f.writes.Do(context.WithoutCancel(ctx), f.recordCreated(p))
 	if errors.Is(err, db.ErrInstanceChanged) {
 		// The record went away meanwhile (a forced delete): the instance is ours and
 		// unrecorded, so it goes too rather than run uncounted.
@@ -259,6 +248,23 @@ func (f *Fleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) 
 	}
 
 	return nil
+}
+
+// recordCreated is the write that records a launch LXD made: created, and waiting in its
+// launch hook if the shape has one.
+func (f *Fleet) recordCreated(p *pendingLaunch) db.GroupWrite {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		err := db.SetInstanceState(ctx, tx, p.row, db.InstanceCreating, db.InstanceCreated, f.owner, time.Now())
+		if errors.Is(err, db.ErrInstanceChanged) {
+			return db.Refused(err) // the update matched no row: nothing written
+		}
+
+		if err != nil || p.launchHook == nil {
+			return err
+		}
+
+		return startLaunchWait(ctx, tx, p.row, *p.launchHook)
+	}
 }
 
 // launchLeftBehind settles a launch that failed and whose cleanup could not remove what LXD
