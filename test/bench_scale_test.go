@@ -308,6 +308,12 @@ func (s *scaleBench) launches(b *testing.B) []string {
 	fmt.Printf("    CPU: directly LXD %v, daemon %v (its checks); through the governor API LXD %v, daemon %v\n", directLXD, directDaemon, ourLXD, ourDaemon)
 	fmt.Printf("    launches done after: directly %s; through the governor API %s, answered 202 after %s\n", directDone, ourDone, ourAnswered)
 	b.ReportMetric(ratio, "launch-ratio")
+	var after []string
+	for i := 0; i < count; i++ {
+		after = append(after, s.env.name(fmt.Sprintf("a%d", i)))
+	}
+
+	printAfter(b, directWall, ourWall, inParallel(b, after, func(name string) error { return launchDirect(s.env, name) }))
 	if file := <-profiled; file != "" {
 		fmt.Printf("    CPU profile of the first 20 s of the launches: %s\n", file)
 		pprofTop(file, "-cum")

@@ -226,6 +226,12 @@ func benchRolloutAtScale(b *testing.B, n int, surge int, background int) {
 	fmt.Printf("    requests to LXD through the governor API:\n")
 	printCounts(counter.take(), "      ")
 	b.ReportMetric(float64(ourWall)/float64(directWall), "launch-ratio")
+	var after []string
+	for i := 0; i < n; i++ {
+		after = append(after, env.name(fmt.Sprintf("after%d", i)))
+	}
+
+	printAfter(b, directWall, ourWall, inParallel(b, after, func(name string) error { return launchDirect(env, name) }))
 	if file := <-launchProfile; file != "" {
 		fmt.Printf("    CPU profile of the daemon over the first 5 s of the launches: %s\n", file)
 		pprofTop(file, "-cum")
@@ -352,4 +358,14 @@ func (s *spread) String() string {
 		return sorted[int(q*float64(len(sorted)-1))].Round(10 * time.Millisecond)
 	}
 	return fmt.Sprintf("min %v, p10 %v, p50 %v, p90 %v, max %v", at(0), at(0.1), at(0.5), at(0.9), at(1))
+}
+
+// printAfter prints the daemon's launches against the mean of the same direct launches
+// done before and after them (before, ours, after: ABA), beside the ratio against the
+// direct run before only: LXD slows as it holds more instances, and the daemon's launches
+// always ran second, beside the 100 more the direct run made.
+func printAfter(b *testing.B, before time.Duration, ours time.Duration, after time.Duration) {
+	mean := (before + after) / 2
+	fmt.Printf("    directly again after them: %v; through the governor API against the mean of before and after: ratio %.3f\n", after.Round(time.Millisecond), float64(ours)/float64(mean))
+	b.ReportMetric(float64(ours)/float64(mean), "launch-ratio-aba")
 }
