@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -43,6 +44,25 @@ type groupWrite struct {
 	f    GroupWrite
 	err  error
 	done chan struct{}
+
+	// panicked holds what the write panicked with, to panic again in its caller's
+	// goroutine: there a handler's recovery answers 500, where the group's goroutine would
+	// take the daemon down.
+	panicked *any
+}
+
+// call runs the write, turning a panic into an error that rolls the transaction back.
+func (w *groupWrite) call(ctx context.Context, tx *sql.Tx) (err error) {
+	w.panicked = nil
+	defer func() {
+		v := recover()
+		if v != nil {
+			w.panicked = &v
+			err = fmt.Errorf("a write of a group commit panicked: %v", v)
+		}
+	}()
+
+	return w.f(ctx, tx)
 }
 
 // NewGroupCommit returns a group commit over a cluster's database.
@@ -82,6 +102,10 @@ func (g *GroupCommit) Do(ctx context.Context, f GroupWrite) error {
 
 	g.mu.Unlock()
 	<-w.done
+	if w.panicked != nil {
+		panic(*w.panicked)
+	}
+
 	return w.err
 }
 
@@ -109,7 +133,7 @@ func (g *GroupCommit) commit(batch []*groupWrite) {
 	if len(batch) > 1 {
 		err := g.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 			for _, w := range batch {
-				w.err = w.f(w.ctx, tx)
+				w.err = w.call(w.ctx, tx)
 				if w.err != nil && !errors.As(w.err, new(refusedError)) {
 					return w.err
 				}
@@ -129,7 +153,7 @@ func (g *GroupCommit) commit(batch []*groupWrite) {
 
 	for _, w := range batch {
 		// A refused write rolls its transaction back, which has nothing to undo.
-		w.err = unrefused(g.db.Transaction(w.ctx, w.f))
+		w.err = unrefused(g.db.Transaction(w.ctx, w.call))
 		close(w.done)
 	}
 }

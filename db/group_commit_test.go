@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 )
@@ -61,6 +62,14 @@ func groupCommitRows(t *testing.T, c *Cluster) map[int]bool {
 // shared transaction (a constraint) is run again alone, so only it fails.
 func TestGroupCommit(t *testing.T) {
 	c := groupCommitTable(t)
+	err := c.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO group_commit_test (n) VALUES (1000)")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	g := NewGroupCommit(c)
 	const writers = 100
 	var runs atomic.Int64
@@ -76,8 +85,8 @@ func TestGroupCommit(t *testing.T) {
 				case i%10 == 3:
 					return Refused(lxdapi.StatusErrorf(http.StatusConflict, "write %d refused", i))
 				case i == 57:
-					// Fails the shared transaction: the same value as write 56.
-					_, err := tx.ExecContext(ctx, "INSERT INTO group_commit_test (n) VALUES (?)", 56)
+					// Fails the shared transaction: a value committed before.
+					_, err := tx.ExecContext(ctx, "INSERT INTO group_commit_test (n) VALUES (?)", 1000)
 					return err
 				}
 
@@ -110,8 +119,8 @@ func TestGroupCommit(t *testing.T) {
 		}
 	}
 
-	if len(rows) != 89 {
-		t.Errorf("%d rows, want the 89 writes that were neither refused nor broken", len(rows))
+	if len(rows) != 90 {
+		t.Errorf("%d rows, want the 89 writes that were neither refused nor broken and the one before", len(rows))
 	}
 
 	t.Logf("%d writes ran %d times", writers, runs.Load())
@@ -142,9 +151,58 @@ func TestGroupCommitLone(t *testing.T) {
 		t.Fatal("rows missing")
 	}
 
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.running || len(g.queue) != 0 {
-		t.Fatalf("the group is still running (%v) or has %d queued", g.running, len(g.queue))
+	// The group's goroutine ends just after answering the last write.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		g.mu.Lock()
+		running, queued := g.running, len(g.queue)
+		g.mu.Unlock()
+		if !running && queued == 0 {
+			break
+		}
+
+		if time.Now().After(deadline) {
+			t.Fatalf("the group is still running (%v) or has %d queued", running, queued)
+		}
+	}
+}
+
+// A write that panics panics in its caller's goroutine, not the group's, and the writes
+// sharing its transaction commit without it.
+func TestGroupCommitPanic(t *testing.T) {
+	c := groupCommitTable(t)
+	g := NewGroupCommit(c)
+	var wg sync.WaitGroup
+	recovered := make([]any, 10)
+	errs := make([]error, 10)
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { recovered[i] = recover() }()
+			errs[i] = g.Do(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+				_, err := tx.ExecContext(ctx, "INSERT INTO group_commit_test (n) VALUES (?)", i)
+				if i == 4 {
+					panic("write 4")
+				}
+
+				return err
+			})
+		}()
+	}
+
+	wg.Wait()
+	rows := groupCommitRows(t, c)
+	for i := range 10 {
+		if i == 4 {
+			if recovered[i] != "write 4" || rows[i] {
+				t.Errorf("write 4 recovered %v, row there: %v", recovered[i], rows[i])
+			}
+
+			continue
+		}
+
+		if recovered[i] != nil || errs[i] != nil || !rows[i] {
+			t.Errorf("write %d: recovered %v, %v, row there: %v", i, recovered[i], errs[i], rows[i])
+		}
 	}
 }
