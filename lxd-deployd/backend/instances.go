@@ -103,12 +103,16 @@ func CreateInstanceOn(ctx context.Context, c lxd.InstanceServer, project string,
 // before, whoever made it; a read before each create cost LXD a request per launch.
 func create(ctx context.Context, c lxd.InstanceServer, project string, target string, req lxdapi.InstancesPost, start bool) error {
 	c = c.UseProject(project)
+	taken := lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q: pick another name", req.Name, project)
 	since := time.Now()
 	resp, err := startOperation(ctx, c, project, target, "POST", "/1.0/instances", req)
-	if err == nil {
+	switch {
+	case err == nil:
 		since = startedAt(resp, since)
 		err = waitOperation(ctx, c, project, resp, made(req.Name, since))
-	} else if _, answered := lxdapi.StatusErrorMatch(err); answered {
+	case lxdapi.StatusErrorCheck(err, http.StatusConflict):
+		return taken // an LXD that checks the name before it starts the operation
+	case lxdapi.StatusErrorCheck(err):
 		return err // LXD refused the request itself: it started nothing
 	}
 
@@ -121,7 +125,7 @@ func create(ctx context.Context, c lxd.InstanceServer, project string, target st
 		// since the create started, and carrying our keys, is removed.
 		cleanupErr := removeFailed(context.WithoutCancel(ctx), c, project, req.Name, since)
 		if errors.Is(cleanupErr, errMadeBefore) {
-			return lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q: pick another name", req.Name, project)
+			return taken
 		}
 
 		if cleanupErr != nil {
