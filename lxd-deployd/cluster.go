@@ -212,7 +212,7 @@ func (d *daemon) clusterAPI() clusterAPI {
 // shareOperations records this member's operations in dqlite and settles the ones it left
 // running before a restart.
 func (d *daemon) shareOperations(ctx context.Context) error {
-	d.ops.SetRecorder(operationRecorder{db: d.db, member: d.member})
+	d.ops.SetRecorder(newOperationRecorder(d.db, d.member))
 	return d.clusterOps().settle(ctx)
 }
 

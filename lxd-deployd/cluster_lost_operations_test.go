@@ -84,7 +84,7 @@ func TestLostMemberOperations(t *testing.T) {
 
 	record := func(cluster *db.Cluster, member string, id string) {
 		t.Helper()
-		err := operationRecorder{db: cluster, member: member}.Record(ctx, lxdapi.Operation{
+		err := newOperationRecorder(cluster, member).Record(ctx, lxdapi.Operation{
 			ID: id, Description: "Creating instance web1", StatusCode: lxdapi.Running, Metadata: map[string]any{}, MayCancel: true, CreatedAt: now, UpdatedAt: now,
 			Resources: map[string][]string{"instances": {"/1.0/instances/web1"}},
 		}, "default", 0)

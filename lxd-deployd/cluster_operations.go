@@ -22,18 +22,27 @@ import (
 type operationRecorder struct {
 	db     *db.Cluster
 	member string
+
+	// writes shares a transaction between the records of operations that change together
+	// (100 concurrent launches start and end 100 operations).
+	writes *db.GroupCommit
+}
+
+// newOperationRecorder records a member's operations in dqlite.
+func newOperationRecorder(cluster *db.Cluster, member string) operationRecorder {
+	return operationRecorder{db: cluster, member: member, writes: db.NewGroupCommit(cluster)}
 }
 
 // Record saves an operation's state.
 func (r operationRecorder) Record(ctx context.Context, op lxdapi.Operation, project string, deploymentID int64) error {
-	return r.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return r.writes.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return db.SaveOperation(ctx, tx, db.Operation{Operation: op, Member: r.member, Project: project, DeploymentID: deploymentID})
 	})
 }
 
 // Forget removes an operation past its retention.
 func (r operationRecorder) Forget(ctx context.Context, id string) error {
-	return r.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return r.writes.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return db.DeleteOperation(ctx, tx, id)
 	})
 }

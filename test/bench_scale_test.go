@@ -268,7 +268,10 @@ func (s *scaleBench) launches(b *testing.B) []string {
 		ours = append(ours, s.env.name(fmt.Sprintf("g%d", i)))
 	}
 
-	directWall := inParallel(b, direct, func(name string) error { return launchDirect(s.env, name) })
+	directDone := &spread{start: time.Now()}
+	lxdBefore, daemonBefore := processTreeCPU(b, s.lxdPid), cpuTime(b, s.pid)
+	directWall := inParallel(b, direct, func(name string) error { return directDone.timed(launchDirect(s.env, name)) })
+	directLXD, directDaemon := processTreeCPU(b, s.lxdPid)-lxdBefore, cpuTime(b, s.pid)-daemonBefore
 	retries := sample(scrape(b, s.env.admin), "lxd_deployd_dqlite_transaction_retries_total")
 	profiled := make(chan string, 1)
 	if dir := os.Getenv("SCALE_BENCH_PROFILE"); dir != "" {
@@ -284,21 +287,33 @@ func (s *scaleBench) launches(b *testing.B) []string {
 		profiled <- ""
 	}
 
+	ourDone, ourAnswered := &spread{start: time.Now()}, &spread{start: time.Now()}
+	lxdBefore, daemonBefore = processTreeCPU(b, s.lxdPid), cpuTime(b, s.pid)
 	ourWall := inParallel(b, ours, func(name string) error {
 		op, err := s.env.gov.CreateDeploymentShapeInstance("dep1", "b20roll", name)
+		err = ourAnswered.timed(err)
 		if err == nil {
 			err = op.Wait(context.Background())
 		}
 
-		return err
+		return ourDone.timed(err)
 	})
+	ourLXD, ourDaemon := processTreeCPU(b, s.lxdPid)-lxdBefore, cpuTime(b, s.pid)-daemonBefore
 
 	ratio := float64(ourWall) / float64(directWall)
 	fmt.Printf("  %d concurrent launches (create+start busybox), wall time:\n", count)
 	fmt.Printf("    directly against LXD: %v\n", directWall.Round(time.Millisecond))
 	fmt.Printf("    through the governor API: %v (ratio %.3f, goal <= 1.1); database transactions retried meanwhile: %.0f\n",
 		ourWall.Round(time.Millisecond), ratio, sample(scrape(b, s.env.admin), "lxd_deployd_dqlite_transaction_retries_total")-retries)
+	fmt.Printf("    CPU: directly LXD %v, daemon %v (its checks); through the governor API LXD %v, daemon %v\n", directLXD, directDaemon, ourLXD, ourDaemon)
+	fmt.Printf("    launches done after: directly %s; through the governor API %s, answered 202 after %s\n", directDone, ourDone, ourAnswered)
 	b.ReportMetric(ratio, "launch-ratio")
+	var after []string
+	for i := 0; i < count; i++ {
+		after = append(after, s.env.name(fmt.Sprintf("a%d", i)))
+	}
+
+	printAfter(b, directWall, ourWall, inParallel(b, after, func(name string) error { return launchDirect(s.env, name) }))
 	if file := <-profiled; file != "" {
 		fmt.Printf("    CPU profile of the first 20 s of the launches: %s\n", file)
 		pprofTop(file, "-cum")

@@ -1,10 +1,12 @@
 package test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,23 +126,26 @@ func benchRollout(b *testing.B, n int, surge int) {
 // rolling rollout of them (max_surge ROLLOUT_BENCH_SURGE, default 10, max_unavailable 0)
 // against the same LXD work done directly in batches; for each the CPU LXD spent and the
 // requests the daemon made of LXD (through a counting socket in front of it). With
-// ROLLOUT_BENCH_PROFILE=dir it keeps a CPU profile of the daemon during the rollout.
+// ROLLOUT_BENCH_PROFILE=dir it keeps a CPU profile of the daemon during the launches and
+// the rollout. ROLLOUT_BENCH_LAUNCH_ONLY=1 stops after the launches (a quick loop), and
+// ROLLOUT_BENCH_PREFIX (default s23) names its containers and shape, so that two runs of it
+// at once do not collide in the host's cgroup tree.
 func BenchmarkRolloutAtScale(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		benchRolloutAtScale(b, envInt("ROLLOUT_BENCH_INSTANCES", 100), envInt("ROLLOUT_BENCH_SURGE", 10), envInt("ROLLOUT_BENCH_BACKGROUND", 0))
 	}
 }
 
-// rolloutBenchShape is the benchmark's shape; its replacements are s23web-r2-<hex>, unique
-// to this benchmark in the host's cgroup tree.
-const rolloutBenchShape = "s23web"
-
 func benchRolloutAtScale(b *testing.B, n int, surge int, background int) {
+	// The shape's replacements are <prefix>web-r2-<hex>, unique to this benchmark in the
+	// host's cgroup tree.
+	prefix := cmp.Or(os.Getenv("ROLLOUT_BENCH_PREFIX"), "s23")
+	rolloutBenchShape := prefix + "web"
 	private := lxdtest.Start(b)
 	counter := newLXDCounter(b, private.Socket)
 	d := startDaemon(b, daemonOptions{LXDSocket: counter.Socket, ExtraArgs: []string{"--debug-pprof"}})
 	waitLXDOnline(b, d)
-	env := &governorEnv{d: d, lxd: private, lxdConn: private.Client(b), admin: d.Unix(b), prefix: "s23"}
+	env := &governorEnv{d: d, lxd: private, lxdConn: private.Client(b), admin: d.Unix(b), prefix: prefix}
 	b.Cleanup(func() { stopAll(env) })
 	must(b, env.admin.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}}))
 	must(b, env.admin.CreateDeploymentShape("dep1", webShape(rolloutBenchShape, 0, n+surge)))
@@ -180,25 +185,62 @@ func benchRolloutAtScale(b *testing.B, n int, surge int, background int) {
 	}
 
 	lxdBefore := processTreeCPU(b, lxdPid)
-	directWall := inParallel(b, old, func(name string) error { return launchDirect(env, name) })
+	directDone := &spread{start: time.Now()}
+	directWall := inParallel(b, old, func(name string) error { return directDone.timed(launchDirect(env, name)) })
 	directCPU := processTreeCPU(b, lxdPid) - lxdBefore
 	counter.take()
+	launchProfile := make(chan string, 1)
+	if dir := os.Getenv("ROLLOUT_BENCH_PROFILE"); dir != "" {
+		go func() {
+			file, err := pprofFetch(d, "/debug/pprof/profile?seconds=5", dir, fmt.Sprintf("launch-%d-cpu.pprof", background))
+			if err != nil {
+				file = err.Error()
+			}
+
+			launchProfile <- file
+		}()
+	} else {
+		launchProfile <- ""
+	}
+
+	pid := d.cmd.Process.Pid
+	cpuBefore := cpuTime(b, pid)
 	lxdBefore = processTreeCPU(b, lxdPid)
+	ourDone, ourAnswered := &spread{start: time.Now()}, &spread{start: time.Now()}
 	ourWall := inParallel(b, ours, func(name string) error {
 		op, err := env.gov.CreateDeploymentShapeInstance("dep1", rolloutBenchShape, name)
+		err = ourAnswered.timed(err)
 		if err == nil {
 			err = op.Wait(context.Background())
 		}
 
-		return err
+		return ourDone.timed(err)
 	})
 	ourCPU := processTreeCPU(b, lxdPid) - lxdBefore
+	ourDaemonCPU := cpuTime(b, pid) - cpuBefore
 	fmt.Printf("  %d concurrent launches (create+start busybox), wall time and LXD's CPU:\n", n)
 	fmt.Printf("    directly against LXD: %v, LXD CPU %v\n", directWall.Round(time.Millisecond), directCPU)
-	fmt.Printf("    through the governor API: %v, LXD CPU %v (ratio %.3f, goal <= 1.1)\n", ourWall.Round(time.Millisecond), ourCPU, float64(ourWall)/float64(directWall))
+	fmt.Printf("    through the governor API: %v, LXD CPU %v (ratio %.3f, goal <= 1.1); daemon CPU %v\n", ourWall.Round(time.Millisecond), ourCPU, float64(ourWall)/float64(directWall), ourDaemonCPU)
+	fmt.Printf("    launches done after (directly): %s\n", directDone)
+	fmt.Printf("    launches done after (governor API): %s; answered 202 after: %s\n", ourDone, ourAnswered)
 	fmt.Printf("    requests to LXD through the governor API:\n")
 	printCounts(counter.take(), "      ")
 	b.ReportMetric(float64(ourWall)/float64(directWall), "launch-ratio")
+	var after []string
+	for i := 0; i < n; i++ {
+		after = append(after, env.name(fmt.Sprintf("after%d", i)))
+	}
+
+	printAfter(b, directWall, ourWall, inParallel(b, after, func(name string) error { return launchDirect(env, name) }))
+	if file := <-launchProfile; file != "" {
+		fmt.Printf("    CPU profile of the daemon over the first 5 s of the launches: %s\n", file)
+		pprofTop(file, "-cum")
+	}
+
+	if os.Getenv("ROLLOUT_BENCH_LAUNCH_ONLY") != "" {
+		return
+	}
+
 	filtered := timedRounds(b, 3, func() error {
 		_, err := backend.ListShapeInstanceStatuses(env.lxdConn, "default", "dep1", rolloutBenchShape, nil)
 		return err
@@ -226,8 +268,7 @@ func benchRolloutAtScale(b *testing.B, n int, surge int, background int) {
 	}
 
 	counter.take()
-	pid := d.cmd.Process.Pid
-	cpuBefore, lxdBefore := cpuTime(b, pid), processTreeCPU(b, lxdPid)
+	cpuBefore, lxdBefore = cpuTime(b, pid), processTreeCPU(b, lxdPid)
 	start = time.Now()
 	op, err := env.admin.CreateDeploymentShapeRollout("dep1", rolloutBenchShape, api.DeploymentRolloutsPost{})
 	must(b, err)
@@ -286,4 +327,45 @@ func (env *governorEnv) background(b *testing.B, count int) []string {
 	})
 
 	return names
+}
+
+// spread collects when each of concurrent calls ended, to print their spread: whether a
+// ratio comes from every call being slower or from a tail.
+type spread struct {
+	start time.Time
+	mu    sync.Mutex
+	ends  []time.Duration
+}
+
+// timed records that a call ended now, and passes its error on.
+func (s *spread) timed(err error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ends = append(s.ends, time.Since(s.start))
+	return err
+}
+
+func (s *spread) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sorted := append([]time.Duration{}, s.ends...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	if len(sorted) == 0 {
+		return "none"
+	}
+
+	at := func(q float64) time.Duration {
+		return sorted[int(q*float64(len(sorted)-1))].Round(10 * time.Millisecond)
+	}
+	return fmt.Sprintf("min %v, p10 %v, p50 %v, p90 %v, max %v", at(0), at(0.1), at(0.5), at(0.9), at(1))
+}
+
+// printAfter prints the daemon's launches against the mean of the same direct launches
+// done before and after them (before, ours, after: ABA), beside the ratio against the
+// direct run before only: LXD slows as it holds more instances, and the daemon's launches
+// always ran second, beside the 100 more the direct run made.
+func printAfter(b *testing.B, before time.Duration, ours time.Duration, after time.Duration) {
+	mean := (before + after) / 2
+	fmt.Printf("    directly again after them: %v; through the governor API against the mean of before and after: ratio %.3f\n", after.Round(time.Millisecond), float64(ours)/float64(mean))
+	b.ReportMetric(float64(ours)/float64(mean), "launch-ratio-aba")
 }

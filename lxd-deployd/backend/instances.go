@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -96,23 +97,37 @@ func CreateInstanceOn(ctx context.Context, c lxd.InstanceServer, project string,
 	return create(ctx, c, project, target, req, true)
 }
 
-// create makes an instance, and starts it if asked, leaving nothing half made.
+// create makes an instance, and starts it if asked, leaving nothing half made. Nothing is
+// read first: LXD refuses a name it has (the create's operation fails), and a failed create
+// removes only an instance made since its operation started, so never one that was there
+// before, whoever made it; a read before each create cost LXD a request per launch.
 func create(ctx context.Context, c lxd.InstanceServer, project string, target string, req lxdapi.InstancesPost, start bool) error {
 	c = c.UseProject(project)
-	_, _, err := c.GetInstance(req.Name)
-	if err == nil {
-		return lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q: pick another name", req.Name, project)
+	taken := lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q: pick another name", req.Name, project)
+	since := time.Now()
+	resp, err := startOperation(ctx, c, project, target, "POST", "/1.0/instances", req)
+	switch {
+	case err == nil:
+		since = startedAt(resp, since)
+		err = waitOperation(ctx, c, project, resp, made(req.Name, since))
+	case lxdapi.StatusErrorCheck(err, http.StatusConflict):
+		return taken // an LXD that checks the name before it starts the operation
+	case lxdapi.StatusErrorCheck(err):
+		return err // LXD refused the request itself: it started nothing
 	}
 
-	err = operationOn(ctx, c, project, target, "POST", "/1.0/instances", req, exists(req.Name))
 	if err == nil && start {
 		err = operation(ctx, c, project, "PUT", statePath(req.Name), lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, status(req.Name, "start"))
 	}
 
 	if err != nil {
-		// The create may have got far enough to leave an instance behind; DeleteInstance
-		// only ever removes instances that carry our keys.
-		cleanupErr := removeFailed(context.WithoutCancel(ctx), c, project, req.Name)
+		// The create may have got far enough to leave an instance behind; only one made
+		// since the create started, and carrying our keys, is removed.
+		cleanupErr := removeFailed(context.WithoutCancel(ctx), c, project, req.Name, since)
+		if errors.Is(cleanupErr, errMadeBefore) {
+			return taken
+		}
+
 		if cleanupErr != nil {
 			return &LeftBehindError{Err: err, Cleanup: cleanupErr}
 		}
@@ -122,6 +137,21 @@ func create(ctx context.Context, c lxd.InstanceServer, project string, target st
 
 	return nil
 }
+
+// startedAt is when LXD started the operation its answer resp describes, by the clock of
+// the member that runs it (the clock of the instance's created_at), or else.
+func startedAt(resp *lxdapi.Response, orElse time.Time) time.Time {
+	var started lxdapi.Operation
+	if json.Unmarshal(resp.Metadata, &started) != nil || started.CreatedAt.IsZero() {
+		return orElse
+	}
+
+	return started.CreatedAt
+}
+
+// errMadeBefore says LXD's instance by a failed create's name was made before the create
+// started: LXD refused the name, and the instance is not the create's to remove.
+var errMadeBefore = errors.New("the instance was made before this create")
 
 // cleanupFor bounds how long removing what a failed create made may take, and
 // cleanupPause the longest pause between tries.
@@ -134,14 +164,17 @@ const (
 // instance for a moment (it runs its own stop: "Instance is busy running a stop
 // operation"), so each failed try waits for LXD's operations on the instance and tries
 // again, within cleanupFor.
-func removeFailed(ctx context.Context, c lxd.InstanceServer, project string, name string) error {
+//
+// Only an instance made since the create started is removed: an older one by that name
+// (LXD refused to make it again) is errMadeBefore.
+func removeFailed(ctx context.Context, c lxd.InstanceServer, project string, name string, since time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, cleanupFor)
 	defer cancel()
 	pause := 100 * time.Millisecond
 	for {
-		err := DeleteInstance(ctx, c, project, name)
-		if err == nil {
-			return nil
+		err := deleteInstance(ctx, c, project, name, since)
+		if err == nil || errors.Is(err, errMadeBefore) {
+			return err
 		}
 
 		waitInstanceOperations(ctx, c.UseProject(project), name)
@@ -188,6 +221,12 @@ func waitInstanceOperations(ctx context.Context, c lxd.InstanceServer, name stri
 // LXD does not have is already deleted. An instance without our keys is not ours, whatever
 // its name: it is never touched.
 func DeleteInstance(ctx context.Context, c lxd.InstanceServer, project string, name string) error {
+	return deleteInstance(ctx, c, project, name, time.Time{})
+}
+
+// deleteInstance is DeleteInstance of an instance made since a time (zero: any), else
+// errMadeBefore.
+func deleteInstance(ctx context.Context, c lxd.InstanceServer, project string, name string, since time.Time) error {
 	c = c.UseProject(project)
 	instance, _, err := c.GetInstance(name)
 	if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
@@ -196,6 +235,10 @@ func DeleteInstance(ctx context.Context, c lxd.InstanceServer, project string, n
 
 	if err != nil {
 		return err
+	}
+
+	if instance.CreatedAt.Before(since) {
+		return errMadeBefore
 	}
 
 	if instance.Config[ConfigDeployment] == "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 )
@@ -54,10 +55,16 @@ func held(ctx context.Context, c DoHTTPer, project string, name string) (*lxdapi
 	return instance, err
 }
 
-// exists is the outcome of a create: LXD has the instance.
-func exists(name string) outcome {
+// made is the outcome of a create whose operation LXD started at since (by the clock of
+// the member that ran it): LXD has the instance, made since. An older instance by that name
+// is one LXD refused to make again, not this create's.
+func made(name string, since time.Time) outcome {
 	return func(ctx context.Context, c DoHTTPer, project string) error {
-		_, err := held(ctx, c, project, name)
+		instance, err := held(ctx, c, project, name)
+		if err == nil && instance.CreatedAt.Before(since) {
+			err = fmt.Errorf("LXD's instance %q was there before this create (made %s)", name, instance.CreatedAt.Format(time.RFC3339))
+		}
+
 		return err
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 )
@@ -37,7 +38,7 @@ func (f forgetfulLXD) DoHTTP(req *http.Request) (*http.Response, error) {
 // A wait that finds its operation forgotten reads what the operation was for: done is
 // success, not done is an error naming the operation and what LXD shows.
 func TestOperationForgottenReadsTheOutcome(t *testing.T) {
-	running := &lxdapi.Instance{Name: "web1", StatusCode: lxdapi.Running, Config: map[string]string{ConfigDeployment: "dep1"}}
+	running := &lxdapi.Instance{Name: "web1", StatusCode: lxdapi.Running, CreatedAt: time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC), Config: map[string]string{ConfigDeployment: "dep1"}}
 	stopped := &lxdapi.Instance{Name: "web1", StatusCode: lxdapi.Stopped, Config: map[string]string{ConfigDeployment: "dep1", configProtection: "true"}}
 	start := lxdapi.InstanceStatePut{Action: "start"}
 	cases := []struct {
@@ -49,8 +50,9 @@ func TestOperationForgottenReadsTheOutcome(t *testing.T) {
 		done   outcome
 		want   string // "" for success, else a part of the error
 	}{
-		{"created", running, "POST", "/1.0/instances", nil, exists("web1"), ""},
-		{"create left nothing", nil, "POST", "/1.0/instances", nil, exists("web1"), `forgot operation op1 before its result was read, and LXD has no instance "web1"`},
+		{"created", running, "POST", "/1.0/instances", nil, made("web1", running.CreatedAt), ""},
+		{"create left nothing", nil, "POST", "/1.0/instances", nil, made("web1", running.CreatedAt), `forgot operation op1 before its result was read, and LXD has no instance "web1"`},
+		{"an older instance by that name", running, "POST", "/1.0/instances", nil, made("web1", running.CreatedAt.Add(time.Second)), `LXD's instance "web1" was there before this create`},
 		{"started", running, "PUT", statePath("web1"), start, status("web1", "start"), ""},
 		{"start did not run", stopped, "PUT", statePath("web1"), start, status("web1", "start"), `instance "web1" is Stopped in LXD, not Running`},
 		{"stopped", stopped, "PUT", statePath("web1"), nil, status("web1", "stop"), ""},

@@ -34,6 +34,17 @@ func operation(ctx context.Context, c DoHTTPer, project string, method string, p
 // operationOn is operation with LXD's ?target= (a cluster member or @group; empty: none),
 // which a raw request does not take from the client's UseTarget.
 func operationOn(ctx context.Context, c DoHTTPer, project string, target string, method string, p string, body any, done outcome) error {
+	resp, err := startOperation(ctx, c, project, target, method, p, body)
+	if err != nil {
+		return err
+	}
+
+	return waitOperation(ctx, c, project, resp, done)
+}
+
+// startOperation sends a request that starts an LXD operation and returns LXD's answer,
+// or an error when LXD started none.
+func startOperation(ctx context.Context, c DoHTTPer, project string, target string, method string, p string, body any) (*lxdapi.Response, error) {
 	var start url.Values
 	if target != "" {
 		start = url.Values{"target": {target}}
@@ -42,13 +53,18 @@ func operationOn(ctx context.Context, c DoHTTPer, project string, target string,
 	// The request itself is not cut short: LXD may have started the operation anyway.
 	resp, err := rawDo(context.WithoutCancel(ctx), c, method, p, project, start, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	if resp.Operation == "" {
-		return fmt.Errorf("LXD started no operation for %s %s", method, p)
+		return nil, fmt.Errorf("LXD started no operation for %s %s", method, p)
 	}
 
+	return resp, nil
+}
+
+// waitOperation waits for the operation LXD's answer resp started (operation).
+func waitOperation(ctx context.Context, c DoHTTPer, project string, resp *lxdapi.Response, done outcome) error {
 	id, reach := operationOf(resp)
 	for {
 		timeout := operationWaitChunk
@@ -59,7 +75,7 @@ func operationOn(ctx context.Context, c DoHTTPer, project string, target string,
 
 		query := reach()
 		query.Set("timeout", fmt.Sprint(timeout))
-		resp, err = rawDo(ctx, c, "GET", "/1.0/operations/"+url.PathEscape(id)+"/wait", project, query, nil)
+		resp, err := rawDo(ctx, c, "GET", "/1.0/operations/"+url.PathEscape(id)+"/wait", project, query, nil)
 		if ctx.Err() != nil {
 			_, _ = rawDo(context.WithoutCancel(ctx), c, "DELETE", "/1.0/operations/"+url.PathEscape(id), project, reach(), nil)
 			return ctx.Err()

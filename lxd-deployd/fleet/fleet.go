@@ -32,6 +32,10 @@ type Fleet struct {
 	metrics  *metrics.Metrics
 	logger   *slog.Logger
 
+	// writes shares transactions between the concurrent launches' reservations and
+	// "created" records (db.GroupCommit).
+	writes *db.GroupCommit
+
 	// requestLogger returns the logger of the request a context belongs to, nil outside one.
 	requestLogger func(ctx context.Context) *slog.Logger
 
@@ -112,7 +116,7 @@ func New(c Config) *Fleet {
 	}
 
 	f := &Fleet{db: c.DB, lxd: c.LXD, ops: c.Ops, inflight: c.Inflight, sockets: c.Sockets, reporter: c.Reporter, metrics: c.Metrics, logger: c.Logger,
-		requestLogger: c.RequestLogger, stopping: c.Stopping, owner: c.Owner}
+		requestLogger: c.RequestLogger, stopping: c.Stopping, owner: c.Owner, writes: db.NewGroupCommit(c.DB)}
 	f.Pool = newWarmPool(f)
 	f.Hooks = newHookKeeper(f)
 	f.Healer = newAutohealer(f)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	lxd "github.com/canonical/lxd/client"
@@ -36,6 +37,7 @@ type pendingLaunch struct {
 	shapeID      int64
 	templateHash string
 	poolHash     string // the warm pool instances this launch may take (warmpool.go)
+	pooled       bool   // the shape has a warm pool: without one, no transaction looks
 	launchHook   *time.Duration
 
 	// target is LXD's ?target= for the create: the member (or @group) placement chose,
@@ -67,8 +69,11 @@ func (f *Fleet) reserveLaunch(ctx context.Context, ref refs.InstanceRef, c Chang
 
 	p = &pendingLaunch{ref: ref, client: client, by: c.By, started: time.Now(), sized: !c.FromRollout && c.replaces == ""}
 	var shape *db.Shape
-	err = f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	// Concurrent reservations share transactions: each sees the ones before it in the
+	// same transaction, so the bound check holds across them.
+	err = f.writes.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		outcome = reservation{}
+		var err error
 		shape, err = f.recordLaunch(ctx, tx, p, c, &outcome)
 		return err
 	})
@@ -93,9 +98,20 @@ func (f *Fleet) reserveLaunch(ctx context.Context, ref refs.InstanceRef, c Chang
 }
 
 // recordLaunch is the reservation's transaction: the bound check, the record and the
-// activity entry (outcome says how far it got).
+// activity entry (outcome says how far it got). A refusal before anything was written (no
+// such shape, at its bound, a name in use) is the reservation's own (db.Refused): the
+// other reservations sharing its transaction go on.
 func (f *Fleet) recordLaunch(ctx context.Context, tx *sql.Tx, p *pendingLaunch, c Change, outcome *reservation) (*db.Shape, error) {
+	refused := db.Refused
+	if c.before != nil {
+		refused = func(err error) error { return err } // before may have written
+	}
+
 	deploymentID, shape, err := refs.ShapeInTx(ctx, tx, p.ref.ShapeRef)
+	if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
+		return nil, db.Refused(err)
+	}
+
 	if err != nil {
 		return nil, err
 	}
@@ -118,12 +134,16 @@ func (f *Fleet) recordLaunch(ctx context.Context, tx *sql.Tx, p *pendingLaunch, 
 	err = shapes.CheckGrow(shape)
 	if err != nil {
 		outcome.atBound = true
-		return nil, err
+		return nil, refused(err)
 	}
 
-	p.shapeID, p.templateHash, p.poolHash = shape.ID, backend.TemplateHash(shape.InstanceTemplate), PoolHash(shape)
+	p.shapeID, p.templateHash, p.poolHash, p.pooled = shape.ID, backend.TemplateHash(shape.InstanceTemplate), PoolHash(shape), shape.WarmPool != nil
 	p.launchHook = hookTimeout(shape.Hooks, false)
 	p.row, err = db.CreateInstance(ctx, tx, p.ref.Project, shape.ID, p.ref.Instance, p.templateHash, shape.Revision, f.owner, time.Now())
+	if lxdapi.StatusErrorCheck(err, http.StatusConflict) {
+		return nil, refused(err) // the name is taken: checked before the insert
+	}
+
 	if err != nil {
 		return nil, err
 	}
@@ -208,14 +228,8 @@ func (f *Fleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) 
 		return err
 	}
 
-	err = f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
-		err := db.SetInstanceState(ctx, tx, p.row, db.InstanceCreating, db.InstanceCreated, f.owner, time.Now())
-		if err != nil || p.launchHook == nil {
-			return err
-		}
-
-		return startLaunchWait(ctx, tx, p.row, *p.launchHook)
-	})
+	// Launches that end together share the transaction that records them created.
+	err = f.writes.Do(context.WithoutCancel(ctx), f.recordCreated(p))
 	if errors.Is(err, db.ErrInstanceChanged) {
 		// The record went away meanwhile (a forced delete): the instance is ours and
 		// unrecorded, so it goes too rather than run uncounted.
@@ -234,6 +248,23 @@ func (f *Fleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) 
 	}
 
 	return nil
+}
+
+// recordCreated is the write that records a launch LXD made: created, and waiting in its
+// launch hook if the shape has one.
+func (f *Fleet) recordCreated(p *pendingLaunch) db.GroupWrite {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		err := db.SetInstanceState(ctx, tx, p.row, db.InstanceCreating, db.InstanceCreated, f.owner, time.Now())
+		if errors.Is(err, db.ErrInstanceChanged) {
+			return db.Refused(err) // the update matched no row: nothing written
+		}
+
+		if err != nil || p.launchHook == nil {
+			return err
+		}
+
+		return startLaunchWait(ctx, tx, p.row, *p.launchHook)
+	}
 }
 
 // launchLeftBehind settles a launch that failed and whose cleanup could not remove what LXD

@@ -60,8 +60,10 @@ func (w *WarmPool) Poke() {
 // shape's current template, else from the image.
 func (f *Fleet) create(ctx context.Context, p *pendingLaunch) error {
 	// A pool instance sits on whatever member LXD made it on: a launch that placement sent
-	// to a member is made there, cold (doc/placement.md).
-	if f.Pool != nil && p.target == "" {
+	// to a member is made there, cold (doc/placement.md). A shape without a warm pool has
+	// none to take from (what a removed pool left, its round deletes), which saves each
+	// launch a transaction.
+	if f.Pool != nil && p.target == "" && p.pooled {
 		taken, err := f.Pool.take(ctx, p)
 		if taken || err != nil {
 			return err
