@@ -123,6 +123,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 	// Usage comes from LXD's /1.0/metrics, one call beside the listing (doc/api.md), and
 	// never holds the listing up long (usageCache.forListing).
 	usageFetched := make(chan usageAnswer, 1)
+	joined := a.usage.fetching(ref.Project)
 	go func() {
 		client, err := a.lxd.Client()
 		if err == nil && len(rows) > 0 {
@@ -134,7 +135,12 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 	}()
 
 	live, err := a.liveStatuses(listing, clientErr, rows)
-	usage := a.usage.forListing(ref.Project, usageFetched, usageGrace(time.Since(callStart)))
+	grace := usageGrace(time.Since(callStart))
+	if joined {
+		grace = 0 // the listing that started the fetch waited for it
+	}
+
+	usage := a.usage.forListing(ref.Project, usageFetched, grace)
 	online := err == nil
 	result := make([]api.DeploymentInstance, 0, len(rows))
 	for _, row := range rows {

@@ -91,6 +91,20 @@ func (c *usageCache) last(project string) usageAnswer {
 	return usageAnswer{usage: p.usage, at: p.lastFetch}
 }
 
+// fetching says whether a fetch of the project's usage is in flight: a listing that
+// starts meanwhile does not wait for it (an earlier listing already did), and shows the
+// last answer if any.
+func (c *usageCache) fetching(project string) bool {
+	if c == nil {
+		return false
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.projects[project]
+	return p != nil && p.fetching != nil
+}
+
 // get returns the usage of a project's running instances by name: LXD's answer while it
 // is fresh, else a new one (a listing that comes while one is fetched waits for it).
 // Usage is a nicety of the listing: when LXD does not answer, there is none.

@@ -95,8 +95,16 @@ func TestUsageCacheOneFetchInFlight(t *testing.T) {
 	}
 
 	time.Sleep(50 * time.Millisecond) // the others join the fetch in flight
+	if !c.fetching("default") || c.fetching("other") {
+		t.Fatal("a fetch in flight is not seen as one (a listing then would wait for it again)")
+	}
+
 	close(release)
 	wg.Wait()
+	if c.fetching("default") {
+		t.Fatal("a fetch that ended is still seen in flight")
+	}
+
 	if fake.calls.Load() != 1 {
 		t.Fatalf("%d fetches for 8 listings at once, want 1", fake.calls.Load())
 	}
