@@ -97,13 +97,10 @@ func Open(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-// A raft snapshot every snapshotThreshold log entries, keeping snapshotTrailing entries
+// A raft snapshot every snapshotParams.Threshold log entries, keeping Trailing entries
 // after it for members that lag behind (one further behind gets the snapshot, a copy of a
 // database of a few MiB). What the log holds in memory is bounded by their sum.
-const (
-	snapshotThreshold = 64
-	snapshotTrailing  = 128
-)
+var snapshotParams = dqlite.SnapshotParams{Threshold: 64, Trailing: 128}
 
 // openNode starts the dqlite node and opens the database, without touching the schema.
 func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
@@ -133,7 +130,7 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 		// raft keeps its log entries in memory (each one the WAL pages a commit wrote): with
 		// dqlite's defaults (a snapshot every 1,024 entries, 8,192 kept after it) that was
 		// most of the daemon's RSS, growing with every write (issue 20's heap profile).
-		app.WithSnapshotParams(dqlite.SnapshotParams{Threshold: snapshotThreshold, Trailing: snapshotTrailing}),
+		app.WithSnapshotParams(snapshotParams),
 		app.WithLogFunc(func(level client.LogLevel, format string, a ...any) {
 			if level >= client.LogWarn {
 				logger.Warn(fmt.Sprintf(format, a...), "component", "dqlite")
