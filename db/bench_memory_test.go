@@ -19,25 +19,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
-// memoryChildEnv, when set, makes the test binary run memoryWorkload instead of its tests:
-// BenchmarkMemory runs each setting in a process of its own, so that what one setting
-// left behind (malloc arenas, Go's retained heap) does not flatter or blame the next.
-const memoryChildEnv = "MEMORY_BENCH_CHILD"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(memoryChildEnv) != "" {
-		err := memoryWorkload(os.Stdout)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-
-		os.Exit(0)
-	}
-
-	os.Exit(m.Run())
-}
-
 // memorySettings are the settings BenchmarkMemory compares, each as the environment of its
 // process: knobs of Go (GOGC, GOMEMLIMIT), of glibc (MALLOC_ARENA_MAX) and of the database
 // (MEMORY_BENCH_*, read by memoryWorkload). MEMORY_BENCH_SETTINGS replaces them:
@@ -90,7 +71,7 @@ func BenchmarkMemory(b *testing.B) {
 
 func runMemoryChild(b *testing.B, env string) []memorySample {
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), memoryChildEnv+"=1")
+	cmd.Env = append(os.Environ(), childEnv+"=memory-workload")
 	if env != "" {
 		cmd.Env = append(cmd.Env, strings.Split(env, ",")...)
 	}

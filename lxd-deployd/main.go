@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates/isolate"
 	"github.com/lxd-deployd/lxd-deployd/shared/version"
 )
@@ -77,6 +78,11 @@ func rootCommand() *cobra.Command {
 func run(cfg config, logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+
+	// Before dqlite starts: its snapshots otherwise stay in the C heap (doc/internals.md).
+	if !db.TuneMalloc() {
+		logger.Info("glibc malloc settings from the environment kept")
+	}
 
 	d := &daemon{config: cfg, logger: logger, quit: stop}
 	err := d.start(ctx)
