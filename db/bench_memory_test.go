@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,12 +117,12 @@ func runMemoryChild(b *testing.B, env string) []memorySample {
 
 func printMemorySamples(samples []memorySample) {
 	fmt.Printf("  %-14s %6s %6s %6s | %6s %6s %6s %6s %6s | %6s %6s %6s %6s %6s | %s\n",
-		"phase", "rss", "file", "anon", "go", "heap", "free", "stack", "rt", "c", "m-use", "m-free", "m-mmap", "m-ar", "thr")
+		"phase", "rss", "file", "anon", "go", "heap", "free", "stack", "rt", "c", "m-use", "m-free", "m-mmap", "m-ar", "thr  cpu")
 	for _, s := range samples {
-		fmt.Printf("  %-14s %6.1f %6.1f %6.1f | %6.1f %6.1f %6.1f %6.1f %6.1f | %6.1f %6.1f %6.1f %6.1f %6.1f | %d\n",
+		fmt.Printf("  %-14s %6.1f %6.1f %6.1f | %6.1f %6.1f %6.1f %6.1f %6.1f | %6.1f %6.1f %6.1f %6.1f %6.1f | %d  %v\n",
 			s.Phase, mebibytes(s.RSS), mebibytes(s.File), mebibytes(s.Anon),
 			mebibytes(s.GoResident), mebibytes(s.GoHeap), mebibytes(s.GoFree), mebibytes(s.GoStacks), mebibytes(s.GoRuntime),
-			mebibytes(s.Anon-s.GoResident), mebibytes(int64(s.Malloc.InUse)), mebibytes(int64(s.Malloc.Free)), mebibytes(int64(s.Malloc.Mapped)), mebibytes(int64(s.Malloc.Arenas)), s.Threads)
+			mebibytes(s.Anon-s.GoResident), mebibytes(int64(s.Malloc.InUse)), mebibytes(int64(s.Malloc.Free)), mebibytes(int64(s.Malloc.Mapped)), mebibytes(int64(s.Malloc.Arenas)), s.Threads, s.CPU.Round(time.Millisecond))
 	}
 }
 
@@ -153,11 +155,16 @@ type memorySample struct {
 	GoStacks   int64 // goroutine and OS thread stacks Go allocated
 	GoRuntime  int64 // the runtime's metadata and other
 	Malloc     MallocStats
+
+	// CPU is the process's CPU time so far (user and system, every thread: dqlite's too).
+	CPU time.Duration
 }
 
 // readMemory samples the current process.
 func readMemory(phase string) memorySample {
-	s := memorySample{Phase: phase, Malloc: ReadMallocStats()}
+	var usage syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &usage)
+	s := memorySample{Phase: phase, Malloc: ReadMallocStats(), CPU: time.Duration(usage.Utime.Nano() + usage.Stime.Nano())}
 	status, _ := os.ReadFile("/proc/self/status")
 	for _, line := range strings.Split(string(status), "\n") {
 		fields := strings.Fields(line)
@@ -337,6 +344,14 @@ func memoryWorkload(out *os.File) error {
 	}
 
 	emit(out, readMemory("end"))
+	snapshots, _ := filepath.Glob(filepath.Join(dir, "snapshot-*"))
+	for _, name := range snapshots {
+		info, err := os.Stat(name)
+		if err == nil && !strings.HasSuffix(name, ".meta") {
+			fmt.Fprintf(out, "  raft snapshot on disk: %s, %.1f MiB\n", filepath.Base(name), mebibytes(info.Size()))
+		}
+	}
+
 	return nil
 }
 
