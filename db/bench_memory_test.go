@@ -22,8 +22,9 @@ import (
 )
 
 // memorySettings are the settings BenchmarkMemory compares, each as the environment of its
-// process: knobs of Go (GOGC, GOMEMLIMIT), of glibc (MALLOC_ARENA_MAX) and of the database
-// (MEMORY_BENCH_*, read by memoryWorkload). MEMORY_BENCH_SETTINGS replaces them:
+// process: knobs of Go (GOGC, GOMEMLIMIT), of glibc (MALLOC_ARENA_MAX; any of glibc's own
+// settings in the environment also turns TuneMalloc off, as in the daemon) and of the
+// database (MEMORY_BENCH_*, read by memoryWorkload). MEMORY_BENCH_SETTINGS replaces them:
 // "name:K=V,K=V;name2:K=V".
 func memorySettings() [][2]string {
 	if v := os.Getenv("MEMORY_BENCH_SETTINGS"); v != "" {
@@ -36,11 +37,13 @@ func memorySettings() [][2]string {
 		return out
 	}
 
+	// Others measured (doc/internals.md): "glibc's malloc defaults:GLIBC_TUNABLES=...",
+	// "MALLOC_ARENA_MAX=2:MALLOC_MMAP_THRESHOLD_=131072,MALLOC_ARENA_MAX=2",
+	// "snapshots 16/32:MEMORY_BENCH_SNAPSHOT=16/32".
 	return [][2]string{
 		{"as the daemon opens it", ""},
-		{"dqlite's snapshot defaults (1024/8192)", "MEMORY_BENCH_SNAPSHOT=1024/8192"},
-		{"MALLOC_ARENA_MAX=2", "MALLOC_ARENA_MAX=2"},
-		{"malloc_trim every 10 s", "MEMORY_BENCH_TRIM=10s"},
+		// 16 arenas are glibc's own maximum on 2 cores: the variable only turns TuneMalloc off.
+		{"before: glibc's malloc defaults, snapshots 64/128", "GLIBC_TUNABLES=glibc.malloc.arena_max=16,MEMORY_BENCH_SNAPSHOT=64/128"},
 	}
 }
 
@@ -53,20 +56,22 @@ func memorySettings() [][2]string {
 // MEMORY_BENCH_WINDOW (default 1m). It prints the process's RSS over time, split into
 // file-backed (the binary and its libraries), Go's resident memory (runtime/metrics:
 // heap objects, heap free but kept, stacks, the runtime's own) and the anonymous rest,
-// which is C: glibc malloc's arenas as mallinfo2 counts them (dqlite, raft, sqlite).
+// which is C: glibc malloc's arenas as mallinfo2 counts them (dqlite, raft, sqlite), in
+// use (m-use), kept free (m-free), in mappings of their own (m-mmap) and the arenas' size
+// (m-ar); and the process's CPU time. About 80 s per setting; make bench runs it.
 func BenchmarkMemory(b *testing.B) {
 	fmt.Printf("database memory, %s instances, a process per setting (MiB)\n", envOr("MEMORY_BENCH_INSTANCES", "1000"))
 	for _, setting := range memorySettings() {
 		b.Run(strings.ReplaceAll(setting[0], " ", "_"), func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				samples := runMemoryChild(b, setting[1])
-				last := samples[len(samples)-1]
-				fmt.Printf("%s (%s)\n", setting[0], setting[1])
-				printMemorySamples(samples)
-				b.ReportMetric(mebibytes(last.RSS), "rss-MiB")
-				b.ReportMetric(mebibytes(last.RSS-samples[0].RSS), "growth-MiB")
-				b.ReportMetric(mebibytes(last.Anon-last.GoResident), "c-MiB")
-			}
+			// One process per setting whatever b.N (make bench runs ./db/ 200x): the
+			// figures are the process's, not a time per operation.
+			samples := runMemoryChild(b, setting[1])
+			last := samples[len(samples)-1]
+			fmt.Printf("%s (%s)\n", setting[0], setting[1])
+			printMemorySamples(samples)
+			b.ReportMetric(mebibytes(last.RSS), "rss-MiB")
+			b.ReportMetric(mebibytes(last.RSS-samples[0].RSS), "growth-MiB")
+			b.ReportMetric(mebibytes(last.Anon-last.GoResident), "c-MiB")
 		})
 	}
 }
@@ -230,6 +235,7 @@ func memoryWorkload(out *os.File) error {
 		}
 	}
 
+	TuneMalloc() // as the daemon does at start
 	dir, err := os.MkdirTemp("", "rss-memory-bench-")
 	if err != nil {
 		return err
