@@ -235,7 +235,11 @@ func memoryWorkload(out *os.File) error {
 		}
 	}
 
-	TuneMalloc() // as the daemon does at start
+	_, err = TuneMalloc() // as the daemon does at start
+	if err != nil {
+		return err
+	}
+
 	dir, err := os.MkdirTemp("", "rss-memory-bench-")
 	if err != nil {
 		return err

@@ -23,7 +23,12 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	case "malloc-probe":
-		tuned := TuneMalloc()
+		tuned, err := TuneMalloc()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+
 		fmt.Println(strconv.FormatBool(tuned), mappedAfterReuse(4<<20))
 	default:
 		fmt.Fprintln(os.Stderr, "unknown", childEnv)

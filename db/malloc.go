@@ -23,6 +23,7 @@ static int mallocMmapThreshold(int bytes) {
 import "C"
 
 import (
+	"errors"
 	"os"
 	"strings"
 )
@@ -70,14 +71,18 @@ const mmapThreshold = 128 << 10
 // unless the environment sets glibc's malloc already (MALLOC_*_ variables or
 // GLIBC_TUNABLES), which then wins. It returns whether it changed anything. Call it at
 // start, before dqlite's threads allocate.
-func TuneMalloc() bool {
+func TuneMalloc() (bool, error) {
 	for _, env := range os.Environ() {
 		if strings.HasPrefix(env, "MALLOC_") || strings.HasPrefix(env, "GLIBC_TUNABLES=") {
-			return false
+			return false, nil
 		}
 	}
 
-	return C.mallocMmapThreshold(C.int(mmapThreshold)) == 1
+	if C.mallocMmapThreshold(C.int(mmapThreshold)) != 1 {
+		return false, errors.New("glibc refused the mmap threshold (mallopt)")
+	}
+
+	return true, nil
 }
 
 // mappedAfterReuse allocates size bytes in C, frees them and allocates them again, and

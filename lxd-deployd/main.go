@@ -80,12 +80,15 @@ func run(cfg config, logger *slog.Logger) error {
 	defer stop()
 
 	// Before dqlite starts: its snapshots otherwise stay in the C heap (doc/internals.md).
-	if !db.TuneMalloc() {
+	tuned, err := db.TuneMalloc()
+	if err != nil {
+		logger.Warn("malloc left as glibc sets it", "err", err)
+	} else if !tuned {
 		logger.Info("glibc malloc settings from the environment kept")
 	}
 
 	d := &daemon{config: cfg, logger: logger, quit: stop}
-	err := d.start(ctx)
+	err = d.start(ctx)
 	if err != nil {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
