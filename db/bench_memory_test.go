@@ -58,7 +58,10 @@ func memorySettings() [][2]string {
 // heap objects, heap free but kept, stacks, the runtime's own) and the anonymous rest,
 // which is C: glibc malloc's arenas as mallinfo2 counts them (dqlite, raft, sqlite), in
 // use (m-use), kept free (m-free), in mappings of their own (m-mmap) and the arenas' size
-// (m-ar); and the process's CPU time. About 80 s per setting; make bench runs it.
+// (m-ar); and the process's CPU time. About 80 s per setting; make bench runs it. Knobs:
+// MEMORY_BENCH_INSTANCES, MEMORY_BENCH_WINDOW, MEMORY_BENCH_SNAPSHOT (threshold/trailing),
+// MEMORY_BENCH_TRIM (malloc_trim every so often), MEMORY_BENCH_MAX_IDLE and
+// MEMORY_BENCH_MAX_OPEN (the connection pool), and memorySettings'.
 func BenchmarkMemory(b *testing.B) {
 	fmt.Printf("database memory, %s instances, a process per setting (MiB)\n", envOr("MEMORY_BENCH_INSTANCES", "1000"))
 	for _, setting := range memorySettings() {
@@ -282,7 +285,7 @@ func memoryWorkload(out *os.File) error {
 				case <-stop:
 					return
 				case <-time.After(every):
-					TrimMalloc()
+					trimMalloc()
 				}
 			}
 		}()
