@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates/isolate"
 	"github.com/lxd-deployd/lxd-deployd/shared/version"
 )
@@ -78,8 +79,16 @@ func run(cfg config, logger *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	// Before dqlite starts: its snapshots otherwise stay in the C heap (doc/internals.md).
+	tuned, err := db.TuneMalloc()
+	if err != nil {
+		logger.Warn("malloc left as glibc sets it", "err", err)
+	} else if !tuned {
+		logger.Info("glibc malloc settings from the environment kept")
+	}
+
 	d := &daemon{config: cfg, logger: logger, quit: stop}
-	err := d.start(ctx)
+	err = d.start(ctx)
 	if err != nil {
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

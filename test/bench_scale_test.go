@@ -196,6 +196,7 @@ func (s *scaleBench) atRest(b *testing.B, quiet float64, rssEmpty int64, rssQuie
 	fmt.Printf("    daemon RSS: %.1f MiB (goal <= 100 MiB at 1,000); %.1f MiB with the shapes only, %.1f MiB with the instances before checks; %.2f MiB per 100 instances (goal <= 5)\n",
 		mib(rss), mib(rssEmpty), mib(rssQuiet), perHundred/(1<<20))
 	fmt.Printf("    LXD RSS: %.1f MiB\n", mib(processRSS(b, s.lxdPid)))
+	fmt.Printf("    daemon memory: %s\n", readDaemonMemory(b, s.pid, scrape(b, s.env.admin)))
 	b.ReportMetric(100*ours.Seconds()/s.window.Seconds(), "daemon-cpu-%")
 	b.ReportMetric(100*theirs.Seconds()/s.window.Seconds(), "lxd-cpu-%")
 	b.ReportMetric(float64(stale), "stale")
