@@ -54,10 +54,13 @@ func TestAutohealing(t *testing.T) {
 		}
 	})
 
-	// A check that outlives its timeout fails, and its process is killed.
+	// A check that outlives its timeout fails, and its process is killed. The interval is
+	// long enough that the next check's own `sleep 600` does not start before the kill is
+	// seen: with 1 s, the instance was without one for as little as 60 ms between a kill and
+	// the next check, and the test's `ps` missed it on a loaded machine.
 	phase(t, "a timed out check", func(t *testing.T) {
 		env.setShape(t, func(put *api.DeploymentShapePut) {
-			put.Health = &api.DeploymentShapeHealth{Command: []string{"sleep", "600"}, Interval: "1s", Timeout: "500ms"}
+			put.Health = &api.DeploymentShapeHealth{Command: []string{"sleep", "600"}, Interval: "10s", Timeout: "500ms"}
 		})
 
 		env.launch(t, env.gov, a)

@@ -254,7 +254,9 @@ func TestUIBrowser(t *testing.T) {
 		rw.do(t, "choose project", chromedp.SendKeys(chromedp.ID("project"), project+kb.Enter))
 		link := fmt.Sprintf(`a[href="#/deployments/elsewhere?project=%s"]`, project)
 		rw.waitJS(t, "the project's deployment", fmt.Sprintf(`!!document.querySelector('%s') && !document.querySelector('a[href="#/deployments/dep1"]')`, link), 10*time.Second)
-		rw.do(t, "open it", chromedp.Click(chromedp.CSS(link)))
+		// Clicked in the page, in one step: the list is redrawn live, and a node found first
+		// and clicked after may be gone ("Could not find node with given id").
+		evalJS[int](t, rw, fmt.Sprintf(`document.querySelector('%s').click(), 1`, link))
 		rw.waitJS(t, "its page", `document.querySelector("main h1").textContent === "Deployment elsewhere"`, 10*time.Second)
 	})
 
