@@ -105,7 +105,8 @@ func SetInstanceHealth(ctx context.Context, tx *sql.Tx, id int64, h InstanceHeal
 }
 
 // SetInstancesHealth records checks' results, by instance id, on instances that are still
-// created, in one statement: a statement per result was half of what recording a tick's
+// created, in one statement (UPDATE ... FROM, SQLite 3.33, and json_extract rather than
+// ->>, which Ubuntu 22.04's SQLite 3.37 lacks): a statement per result was half of what recording a tick's
 // results cost (BenchmarkCheckerAtScale). ErrInstanceChanged when one is no longer created.
 func SetInstancesHealth(ctx context.Context, tx *sql.Tx, records map[int64]InstanceHealth) error {
 	type row struct {
@@ -142,10 +143,11 @@ func SetInstancesHealth(ctx context.Context, tx *sql.Tx, records map[int64]Insta
 
 	result, err := tx.ExecContext(ctx, `
 UPDATE deployments_shapes_instances AS i
-   SET health = r.value ->> '$.status', health_output = r.value ->> '$.output', health_checked_at = r.value ->> '$.checked_at',
-       health_streak = r.value ->> '$.streak', replacement = r.value ->> '$.replacement', health_exit_code = r.value ->> '$.exit_code'
+   SET health = json_extract(r.value, '$.status'), health_output = json_extract(r.value, '$.output'),
+       health_checked_at = json_extract(r.value, '$.checked_at'), health_streak = json_extract(r.value, '$.streak'),
+       replacement = json_extract(r.value, '$.replacement'), health_exit_code = json_extract(r.value, '$.exit_code')
   FROM json_each(?) AS r
- WHERE i.id = r.value ->> '$.id' AND i.state = 'created'`, string(data))
+ WHERE i.id = json_extract(r.value, '$.id') AND i.state = 'created'`, string(data))
 	if err != nil {
 		return fmt.Errorf("record instance health: %w", err)
 	}
