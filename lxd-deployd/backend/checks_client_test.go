@@ -230,3 +230,33 @@ func TestChecksClientUnreadRest(t *testing.T) {
 		t.Fatalf("%d connections, want 2", got)
 	}
 }
+
+// deadlineOnly is a context whose deadline has passed before its timer marked it done, as
+// a connection's deadline can fail a read a moment before the context's own timer fires.
+type deadlineOnly struct {
+	context.Context
+	deadline time.Time
+}
+
+func (d deadlineOnly) Deadline() (time.Time, bool) { return d.deadline, true }
+
+// TestExpired: a check whose deadline has passed is expired even before its context says
+// so, or its timed-out process would never be killed (TestAutohealing's timed-out check
+// in CI, where the read's "i/o timeout" won the race with the context's timer).
+func TestExpired(t *testing.T) {
+	past := deadlineOnly{Context: context.Background(), deadline: time.Now().Add(-time.Millisecond)}
+	if past.Err() != nil || !Expired(past) {
+		t.Fatal("a context past its deadline, not yet marked done, is not expired")
+	}
+
+	future := deadlineOnly{Context: context.Background(), deadline: time.Now().Add(time.Hour)}
+	if Expired(future) || Expired(context.Background()) {
+		t.Fatal("a context before its deadline, or without one, is expired")
+	}
+
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if !Expired(done) {
+		t.Fatal("an ended context is not expired")
+	}
+}

@@ -62,8 +62,8 @@ func ExecCheck(ctx context.Context, c DoHTTPer, project string, name string, com
 
 	resp, err = rawDo(ctx, c, "GET", "/1.0/operations/"+url.PathEscape(opID)+"/wait", project, query, nil)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("no answer within the check's timeout: %w", ctx.Err())
+		if Expired(ctx) {
+			return nil, fmt.Errorf("no answer within the check's timeout: %w", context.DeadlineExceeded)
 		}
 
 		return nil, err
@@ -106,6 +106,19 @@ func ExecCheck(ctx context.Context, c DoHTTPer, project string, name string, com
 	}
 
 	return result, nil
+}
+
+// Expired says whether ctx has ended or its deadline has passed. A connection's deadline
+// (ChecksClient's) can fail a read a moment before the context's own timer marks it done:
+// asking only ctx.Err() then took a timed-out check for an error of LXD, and its process
+// was never killed.
+func Expired(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
 }
 
 // execOperation is what ExecCheck reads of a finished exec operation: decoding only this

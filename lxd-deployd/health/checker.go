@@ -355,7 +355,7 @@ func (c *Checker) exec(ctx context.Context, t target) (Result, bool) {
 	marker := newMarker()
 	checkCtx, cancel := context.WithTimeout(ctx, t.settings.Timeout)
 	out, err := backend.ExecCheck(checkCtx, client, t.row.Project, t.row.Name, t.settings.Command, map[string]string{backend.CheckMarkerEnv: marker}, record, OutputLimit)
-	timedOut := checkCtx.Err() != nil
+	timedOut := backend.Expired(checkCtx)
 	cancel()
 	if timedOut {
 		// LXD cannot cancel an exec without websockets: the run is killed from the host,
