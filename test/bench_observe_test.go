@@ -3,7 +3,6 @@ package test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,19 +17,7 @@ import (
 func BenchmarkInstanceListing(b *testing.B) {
 	const size, rounds = 60, 30
 	env := newGovernorEnv(b, 0, size)
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, 6)
-	for i := 0; i < size; i++ {
-		wg.Add(1)
-		slots <- struct{}{}
-		go func(i int) {
-			defer wg.Done()
-			defer func() { <-slots }()
-			env.launch(b, env.gov, env.name(fmt.Sprintf("l%d", i)))
-		}(i)
-	}
-
-	wg.Wait()
+	launchMany(b, env, size, func(int) string { return "web" }, func(i int) string { return fmt.Sprintf("l%d", i) })
 	b.ResetTimer()
 	for n := 0; n < b.N; n++ {
 		var direct, ours []time.Duration

@@ -141,7 +141,10 @@ func create(ctx context.Context, c lxd.InstanceServer, project string, target st
 // startedAt is when LXD started the operation its answer resp describes, by the clock of
 // the member that runs it (the clock of the instance's created_at), or else.
 func startedAt(resp *lxdapi.Response, orElse time.Time) time.Time {
-	var started lxdapi.Operation
+	var started struct {
+		CreatedAt time.Time `json:"created_at"` // only this of the operation, as operationOf
+	}
+
 	if json.Unmarshal(resp.Metadata, &started) != nil || started.CreatedAt.IsZero() {
 		return orElse
 	}
