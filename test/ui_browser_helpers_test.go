@@ -2,6 +2,8 @@ package test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,6 +85,20 @@ func (s *session) do(t *testing.T, what string, actions ...chromedp.Action[chrom
 		s.screenshot(t, "failed-"+what)
 		t.Fatalf("%s: %s: %v\npage: %s", s.name, what, err, s.text())
 	}
+}
+
+// click clicks the first element matching a CSS selector, in the page and in one step,
+// waiting up to timeout for it to exist. The pages redraw live (each event from the
+// daemon), so a node found by one DevTools call and clicked by the next may be gone by
+// then ("Could not find node with given id"), as chromedp.Click does it.
+func (s *session) click(t *testing.T, what string, selector string, timeout time.Duration) {
+	t.Helper()
+	quoted, err := json.Marshal(selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s.waitJS(t, what, fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (!e) return false; e.click(); return true; })()`, quoted), timeout)
 }
 
 // eval evaluates JavaScript (awaiting a promise) and returns its value.

@@ -61,7 +61,7 @@ func TestUIBrowser(t *testing.T) {
 	})
 
 	t.Run("deployment page shows bounds and instance count", func(t *testing.T) {
-		rw.do(t, "open deployment", chromedp.Click(chromedp.CSS(`a[href="#/deployments/dep1"]`)))
+		rw.click(t, "open deployment", `a[href="#/deployments/dep1"]`, 10*time.Second)
 		rw.waitJS(t, "bar of web at 1 in [1, 3]", shapeBar(1), 10*time.Second)
 		label := evalJS[string](t, rw, `document.querySelector('[data-shape="web"] .bar').getAttribute("aria-label")`)
 		if label != "web: 1 instance, minimum 1, maximum 3" {
@@ -109,7 +109,7 @@ func TestUIBrowser(t *testing.T) {
 		rw.do(t, "open shape", chromedp.Navigate(uiURL(env, shapeFragment)))
 		victim := env.name("kb")
 		rw.waitJS(t, "instance listed", fmt.Sprintf(`!!document.querySelector('button[aria-label="Delete instance %s"]')`, victim), 10*time.Second)
-		rw.do(t, "delete", chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[aria-label="Delete instance %s"]`, victim))))
+		rw.click(t, "delete", fmt.Sprintf(`button[aria-label="Delete instance %s"]`, victim), 10*time.Second)
 		rw.waitJS(t, "instance gone", fmt.Sprintf(`!document.querySelector('button[aria-label="Delete instance %s"]')`, victim), 30*time.Second)
 		if _, ok := env.lxdInstances(t)[victim]; ok {
 			t.Fatalf("LXD still has %s after the delete from the browser", victim)
@@ -127,7 +127,7 @@ func TestUIBrowser(t *testing.T) {
 		shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
 		must(t, err)
 		rw.waitJS(t, "outdated instances shown", `document.querySelector('[aria-label="web instance counts"]').textContent.includes("outdated 2")`, 10*time.Second)
-		rw.do(t, "start rollout", chromedp.Click(chromedp.ID("start-rollout")))
+		rw.click(t, "start rollout", "#start-rollout", 10*time.Second)
 		rw.waitJS(t, "rollout complete", `(() => { const c = document.querySelector('table caption'); const t = [...document.querySelectorAll("table")].find((t) => t.caption && t.caption.textContent.startsWith("Rollouts")); return !!t && t.tBodies[0].rows[0].cells[1].textContent === "complete"; })()`, 90*time.Second)
 		rw.waitJS(t, "timeline shows the new revision as latest", fmt.Sprintf(`document.querySelector(".timeline li.current")?.dataset.revision === "%d"`, shape.Revision), 10*time.Second)
 		rw.screenshot(t, "shape-after-rollout")
@@ -151,11 +151,11 @@ func TestUIBrowser(t *testing.T) {
 		}
 
 		// Roll back from the timeline: a new revision, named for what it restored.
-		rw.do(t, "roll back", chromedp.Click(chromedp.CSS(fmt.Sprintf(`button[aria-label="Roll back web to revision %d"]`, shape.Revision-1))))
+		rw.click(t, "roll back", fmt.Sprintf(`button[aria-label="Roll back web to revision %d"]`, shape.Revision-1), 10*time.Second)
 		rw.waitJS(t, "rollback revision latest", fmt.Sprintf(`document.querySelector(".timeline li.current")?.dataset.revision === "%d" && document.querySelector(".timeline li.current").textContent.includes("rollback to %d")`, shape.Revision+1, shape.Revision-1), 10*time.Second)
 
 		// The diff between two revisions names the changed field.
-		rw.do(t, "diff", chromedp.Click(chromedp.CSS(`form[aria-label="Compare two revisions"] button`)))
+		rw.click(t, "diff", `form[aria-label="Compare two revisions"] button`, 10*time.Second)
 		rw.waitJS(t, "diff shown", `document.getElementById("diff-result").textContent.includes("instance_template.config.user.ui-test")`, 10*time.Second)
 		rw.screenshot(t, "shape-rollback-diff")
 	})
@@ -166,10 +166,10 @@ func TestUIBrowser(t *testing.T) {
 		// rollback above).
 		env.setShape(t, func(put *api.DeploymentShapePut) { put.Rollout.MinReady = "3s" })
 		rw.waitJS(t, "start button back", `!!document.getElementById("start-rollout")`, 10*time.Second)
-		rw.do(t, "start rollout", chromedp.Click(chromedp.ID("start-rollout")))
+		rw.click(t, "start rollout", "#start-rollout", 10*time.Second)
 		rw.waitJS(t, "pause button", `!!document.querySelector('button[aria-label="pause rollout 2"]')`, 10*time.Second)
 		rw.waitJS(t, "live progress", `!!document.querySelector('progress[aria-label="rollout 2 progress"]')`, 10*time.Second)
-		rw.do(t, "pause", chromedp.Click(chromedp.CSS(`button[aria-label="pause rollout 2"]`)))
+		rw.click(t, "pause", `button[aria-label="pause rollout 2"]`, 10*time.Second)
 		rw.waitJS(t, "resume button", `!!document.querySelector('button[aria-label="resume rollout 2"]')`, 10*time.Second)
 		rollout, err := env.admin.GetDeploymentShapeRollout("dep1", "web", 2)
 		must(t, err)
@@ -178,7 +178,7 @@ func TestUIBrowser(t *testing.T) {
 		}
 
 		rw.screenshot(t, "rollout-paused")
-		rw.do(t, "resume", chromedp.Click(chromedp.CSS(`button[aria-label="resume rollout 2"]`)))
+		rw.click(t, "resume", `button[aria-label="resume rollout 2"]`, 10*time.Second)
 		rw.waitJS(t, "rollout 2 complete", `(() => { const t = [...document.querySelectorAll("table")].find((t) => t.caption && t.caption.textContent.startsWith("Rollouts")); return !!t && t.tBodies[0].rows[0].cells[0].textContent === "2" && t.tBodies[0].rows[0].cells[1].textContent === "complete"; })()`, 60*time.Second)
 		for name, i := range env.instancesByName(t) {
 			if i.Outdated {
@@ -212,7 +212,7 @@ func TestUIBrowser(t *testing.T) {
 		}
 
 		// Signing out ends the session in the daemon: the cookie no longer works.
-		ro.do(t, "sign out", chromedp.Click(chromedp.ID("logout")))
+		ro.click(t, "sign out", "#logout", 10*time.Second)
 		ro.waitJS(t, "signed out", `!!document.querySelector(".signin")`, 10*time.Second)
 		answer = evalJS[string](t, ro, `fetch("/1.0/deployments").then((r) => String(r.status))`)
 		if answer != "403" {
@@ -254,9 +254,7 @@ func TestUIBrowser(t *testing.T) {
 		rw.do(t, "choose project", chromedp.SendKeys(chromedp.ID("project"), project+kb.Enter))
 		link := fmt.Sprintf(`a[href="#/deployments/elsewhere?project=%s"]`, project)
 		rw.waitJS(t, "the project's deployment", fmt.Sprintf(`!!document.querySelector('%s') && !document.querySelector('a[href="#/deployments/dep1"]')`, link), 10*time.Second)
-		// Clicked in the page, in one step: the list is redrawn live, and a node found first
-		// and clicked after may be gone ("Could not find node with given id").
-		evalJS[int](t, rw, fmt.Sprintf(`document.querySelector('%s').click(), 1`, link))
+		rw.click(t, "the project's deployment link", link, 10*time.Second)
 		rw.waitJS(t, "its page", `document.querySelector("main h1").textContent === "Deployment elsewhere"`, 10*time.Second)
 	})
 
