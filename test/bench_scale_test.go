@@ -248,6 +248,16 @@ func (s *scaleBench) reads(b *testing.B) {
 		fmt.Printf("      LXD's listing of the same %d: not measured (%v)\n", perShape, filterErr)
 	}
 
+	// Each round's pair, to tell a steady ratio from a few slow rounds on either side.
+	var pairs []string
+	for i := range filtered {
+		pairs = append(pairs, fmt.Sprintf("%v/%v", ms(ours[i]), ms(filtered[i])))
+	}
+
+	if len(pairs) > 0 {
+		fmt.Printf("      each round, ours/LXD's filtered: %s\n", strings.Join(pairs, " "))
+	}
+
 	s.profileListing(b, shape)
 	metrics := timedRounds(b, 20, func() error { _, err := s.env.admin.GetMetrics(context.Background()); return err })
 	shapes := timedRounds(b, 20, func() error { _, err := s.env.admin.GetDeploymentShapes("dep1"); return err })
