@@ -123,7 +123,11 @@ func newServer(baseURL string, transport http.RoundTripper, args *ConnectionArgs
 // tlsConfig builds the client side of LXD-style TLS: TLS 1.3, our client certificate, and
 // the server certificate pinned rather than verified against a CA.
 func tlsConfig(args *ConnectionArgs) (*tls.Config, error) {
-	config := &tls.Config{MinVersion: tls.VersionTLS13}
+	// Resumed sessions skip the certificate signatures of a full handshake on both sides
+	// (1.8 -> 0.5 ms of CPU per connection with P-384 keys): a governor's burst of
+	// launches opens a connection each. The daemon still checks the client certificate
+	// against its trust store on every request, resumed or not.
+	config := &tls.Config{MinVersion: tls.VersionTLS13, ClientSessionCache: tls.NewLRUClientSessionCache(0)}
 	if args.TLSClientCert != "" || args.TLSClientKey != "" {
 		pair, err := tls.X509KeyPair([]byte(args.TLSClientCert), []byte(args.TLSClientKey))
 		if err != nil {
@@ -148,9 +152,10 @@ func tlsConfig(args *ConnectionArgs) (*tls.Config, error) {
 		}
 
 		// The server certificate is self-signed; trust exactly it, whatever name we dialled.
+		// VerifyConnection, unlike VerifyPeerCertificate, also runs on a resumed session.
 		config.InsecureSkipVerify = true
-		config.VerifyPeerCertificate = func(rawCerts [][]byte, _ [][]*x509.Certificate) error {
-			if len(rawCerts) == 0 || !bytes.Equal(rawCerts[0], pinned.Raw) {
+		config.VerifyConnection = func(state tls.ConnectionState) error {
+			if len(state.PeerCertificates) == 0 || !bytes.Equal(state.PeerCertificates[0].Raw, pinned.Raw) {
 				return errors.New("server certificate does not match the pinned one: the server changed or this is not the server you added")
 			}
 
