@@ -70,6 +70,20 @@ type Cluster struct {
 	// busyTurn is held by the one transaction of this daemon that retries after finding
 	// the database busy (busyRetries).
 	busyTurn chan struct{}
+
+	// writes is the daemon's one group commit (Writes).
+	writesOnce sync.Once
+	writes     *GroupCommit
+}
+
+// Writes is the group commit the daemon's small writes share: the fleet's launch and
+// delete records and the operations' records. One group rather than one each, so that a
+// launch's reservation, its operation's record and the other launches' writes that arrive
+// together share a commit instead of taking turns at dqlite's one writer (100 concurrent
+// launches write each of these).
+func (c *Cluster) Writes() *GroupCommit {
+	c.writesOnce.Do(func() { c.writes = NewGroupCommit(c) })
+	return c.writes
 }
 
 // Retries returns how many transactions were retried since the database was opened.

@@ -24,13 +24,13 @@ type operationRecorder struct {
 	member string
 
 	// writes shares a transaction between the records of operations that change together
-	// (100 concurrent launches start and end 100 operations).
+	// (100 concurrent launches start and end 100 operations), and with the fleet's writes.
 	writes *db.GroupCommit
 }
 
 // newOperationRecorder records a member's operations in dqlite.
 func newOperationRecorder(cluster *db.Cluster, member string) operationRecorder {
-	return operationRecorder{db: cluster, member: member, writes: db.NewGroupCommit(cluster)}
+	return operationRecorder{db: cluster, member: member, writes: cluster.Writes()}
 }
 
 // Record saves an operation's state.

@@ -203,6 +203,10 @@ func benchRolloutAtScale(b *testing.B, n int, surge int, background int) {
 		launchProfile <- ""
 	}
 
+	// The governor reads the shape before it scales it, as `lxd-deploy governor run` does
+	// (its TLS session is then resumed by the launches' new connections).
+	_, _, err := env.gov.GetDeploymentShape("dep1", rolloutBenchShape)
+	must(b, err)
 	pid := d.cmd.Process.Pid
 	cpuBefore := cpuTime(b, pid)
 	lxdBefore = processTreeCPU(b, lxdPid)

@@ -116,7 +116,7 @@ func New(c Config) *Fleet {
 	}
 
 	f := &Fleet{db: c.DB, lxd: c.LXD, ops: c.Ops, inflight: c.Inflight, sockets: c.Sockets, reporter: c.Reporter, metrics: c.Metrics, logger: c.Logger,
-		requestLogger: c.RequestLogger, stopping: c.Stopping, owner: c.Owner, writes: db.NewGroupCommit(c.DB)}
+		requestLogger: c.RequestLogger, stopping: c.Stopping, owner: c.Owner, writes: c.DB.Writes()}
 	f.Pool = newWarmPool(f)
 	f.Hooks = newHookKeeper(f)
 	f.Healer = newAutohealer(f)
