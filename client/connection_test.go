@@ -1,44 +1,28 @@
 package client
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/canonical/lxd/shared"
 )
 
-// keyPair makes a self-signed P-384 certificate, as LXD and the daemon do, in PEM.
+// keyPair makes a self-signed certificate and its key in PEM, as lxc does.
 func keyPair(t *testing.T) (certPEM string, keyPEM string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
+	cert, key, err := shared.GenerateMemCert(true, shared.CertOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	template := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, template, template, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}))
+	return string(cert), string(key)
 }
 
 // tlsServer answers GET /1.0 with whether the connection was resumed and the client
