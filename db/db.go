@@ -80,7 +80,8 @@ type Cluster struct {
 // delete records and the operations' records. One group rather than one each, so that a
 // launch's reservation, its operation's record and the other launches' writes that arrive
 // together share a commit instead of taking turns at dqlite's one writer (100 concurrent
-// launches write each of these).
+// launches write each of these). A write of the group must never wait on the group
+// (start an operation, say): it would wait for the batch it runs in.
 func (c *Cluster) Writes() *GroupCommit {
 	c.writesOnce.Do(func() { c.writes = NewGroupCommit(c) })
 	return c.writes
