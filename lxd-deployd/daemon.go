@@ -270,7 +270,7 @@ func (d *daemon) apis() apis {
 		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, reporter: l, fetcher: d.templateFetcher(), engine: d.templateEngine()},
 		keys:         keysAPI{db: d.db, reporter: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, reporter: l},
-		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l, usage: newUsageCache()},
+		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l, usage: newUsageCache(d.usageFetched)},
 		placement:    placementAPI{db: d.db, fleet: d.fleet},
 		health:       newInstanceHealthAPI(d.db, d.life.checker, d.metrics),
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -23,4 +24,19 @@ func (d *daemon) startMetrics() {
 	d.webhooks.OnAttempt = func(delivery db.Delivery, took time.Duration, err error) {
 		d.metrics.WebhookAttempt(delivery.Project, delivery.Deployment, took, err)
 	}
+}
+
+// errUsageUnavailable marks a fetch of LXD's metrics that gave no usage.
+var errUsageUnavailable = errors.New("LXD gave no usage")
+
+// usageFetched records a fetch of LXD's /1.0/metrics for a listing's usage: at 1,000
+// instances LXD takes seconds of CPU to build it again, so how often listings make it do
+// so is worth seeing.
+func (d *daemon) usageFetched(took time.Duration, ok bool) {
+	var err error
+	if !ok {
+		err = errUsageUnavailable
+	}
+
+	d.metrics.LXDCall("metrics", took, err)
 }

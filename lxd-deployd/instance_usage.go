@@ -42,6 +42,9 @@ type usageCache struct {
 	mu       sync.Mutex
 	projects map[string]*projectUsage
 	now      func() time.Time
+
+	// fetched hears of each fetch, for the metrics (lxd_calls_total{kind="metrics"}).
+	fetched func(took time.Duration, ok bool)
 }
 
 // projectUsage is the last answer for one project.
@@ -58,8 +61,12 @@ type projectUsage struct {
 	fetching chan struct{}
 }
 
-func newUsageCache() *usageCache {
-	return &usageCache{projects: map[string]*projectUsage{}, now: time.Now}
+func newUsageCache(fetched func(took time.Duration, ok bool)) *usageCache {
+	if fetched == nil {
+		fetched = func(time.Duration, bool) {}
+	}
+
+	return &usageCache{projects: map[string]*projectUsage{}, now: time.Now, fetched: fetched}
 }
 
 // usageAnswer is LXD's usage of a project's running instances by name, and when the
@@ -142,6 +149,7 @@ func (c *usageCache) get(client lxd.InstanceServer, project string) usageAnswer 
 
 	started := c.now()
 	usage, ok := instanceUsage(client, project)
+	c.fetched(c.now().Sub(started), ok)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -39,7 +39,7 @@ func TestUsageCacheAddsNoStaleness(t *testing.T) {
 	now := time.Unix(1000, 0)
 	cpu := 1.0
 	fake := &metricsLXD{answer: func() (string, error) { return cpuMetrics(cpu), nil }}
-	c := newUsageCache()
+	c := newUsageCache(nil)
 	c.now = func() time.Time { return now }
 	get := func(wantCalls int32, wantCPU float64) {
 		t.Helper()
@@ -79,7 +79,7 @@ func TestUsageCacheAddsNoStaleness(t *testing.T) {
 func TestUsageCacheOneFetchInFlight(t *testing.T) {
 	release := make(chan struct{})
 	fake := &metricsLXD{answer: func() (string, error) { <-release; return cpuMetrics(5), nil }}
-	c := newUsageCache()
+	c := newUsageCache(nil)
 	var wg sync.WaitGroup
 	results := make([]float64, 8)
 	for i := range results {
@@ -122,7 +122,7 @@ func TestUsageCacheOneFetchInFlight(t *testing.T) {
 func TestUsageForListing(t *testing.T) {
 	now := time.Unix(1000, 0)
 	fake := &metricsLXD{answer: func() (string, error) { return cpuMetrics(1), nil }}
-	c := newUsageCache()
+	c := newUsageCache(nil)
 	c.now = func() time.Time { return now }
 	first := c.get(fake, "default")
 	if first.usage["web1"].CPUSeconds != 1 || !first.at.Equal(now) {

@@ -210,7 +210,9 @@ func (s *scaleBench) reads(b *testing.B) {
 	shape := s.shapes[0]
 	filter := []string{"config.user.lxd-deployd.shape=" + shape}
 	var ours, project, filtered []time.Duration
+	var fetchedIn []bool // a round in which the daemon fetched LXD's metrics for the usage
 	filterErr := error(nil)
+	fetches := usageFetches(b, s.env)
 	for i := 0; i < rounds; i++ {
 		// Alternate so that any drift of the machine affects each alike.
 		ours = append(ours, timed(b, func() error {
@@ -235,6 +237,10 @@ func (s *scaleBench) reads(b *testing.B) {
 
 			filtered = append(filtered, time.Since(start))
 		}
+
+		now := usageFetches(b, s.env)
+		fetchedIn = append(fetchedIn, now > fetches)
+		fetches = now
 	}
 
 	perShape := s.n / scaleShapes
@@ -248,14 +254,20 @@ func (s *scaleBench) reads(b *testing.B) {
 		fmt.Printf("      LXD's listing of the same %d: not measured (%v)\n", perShape, filterErr)
 	}
 
-	// Each round's pair, to tell a steady ratio from a few slow rounds on either side.
+	// Each round's pair, to tell a steady ratio from a few slow rounds on either side; a
+	// star marks a round in which the daemon fetched LXD's /1.0/metrics (the usage).
 	var pairs []string
 	for i := range filtered {
-		pairs = append(pairs, fmt.Sprintf("%v/%v", ms(ours[i]), ms(filtered[i])))
+		star := ""
+		if fetchedIn[i] {
+			star = "*"
+		}
+
+		pairs = append(pairs, fmt.Sprintf("%v/%v%s", ms(ours[i]), ms(filtered[i]), star))
 	}
 
 	if len(pairs) > 0 {
-		fmt.Printf("      each round, ours/LXD's filtered: %s\n", strings.Join(pairs, " "))
+		fmt.Printf("      each round, ours/LXD's filtered (* LXD's metrics fetched): %s\n", strings.Join(pairs, " "))
 	}
 
 	s.profileListing(b, shape)
@@ -507,4 +519,10 @@ func stopAll(env *governorEnv) {
 	}
 
 	wg.Wait()
+}
+
+// usageFetches is how many times the daemon has fetched LXD's /1.0/metrics for listings.
+func usageFetches(b *testing.B, env *governorEnv) float64 {
+	text := scrape(b, env.admin)
+	return sample(text, `lxd_deployd_lxd_calls_total{kind="metrics",result="ok"}`) + sample(text, `lxd_deployd_lxd_calls_total{kind="metrics",result="error"}`)
 }

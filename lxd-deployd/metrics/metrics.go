@@ -174,7 +174,7 @@ func New(sources Sources) *Metrics {
 	m.scaleRequests = counter("scale_requests_total", "Scale requests queued for governors.", shapeLabels...)
 	m.apiRequests = counter("api_requests_total", "API requests by route template, method and HTTP status code.", "route", "method", "code")
 	m.apiDuration = histogram("api_request_duration_seconds", "API request latency by route template and method (streams such as /1.0/events count until they end).", fast, "route", "method")
-	m.lxdCalls = counter("lxd_calls_total", "Calls to LXD by kind (create, delete, list, state, probe) and result (ok, error).", "kind", "result")
+	m.lxdCalls = counter("lxd_calls_total", "Calls to LXD by kind (create, delete, list, state, probe, metrics) and result (ok, error).", "kind", "result")
 	m.lxdDuration = histogram("lxd_call_duration_seconds", "Latency of calls to LXD by kind, operations waited for included.", slow, "kind")
 	m.webhookAttempts = counter("webhook_delivery_attempts_total", "Webhook delivery attempts by result (ok, error).", "project", "deployment", "result")
 	m.webhookDuration = histogram("webhook_delivery_duration_seconds", "Latency of webhook delivery attempts, answered or not.", fast, "project", "deployment")
