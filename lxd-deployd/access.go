@@ -67,7 +67,7 @@ func (a access) deploymentRole(r *http.Request, what string) (string, error) {
 	}
 
 	var role string
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+	err = a.db.Read(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		if caller.Protocol == auth.ProtocolGovernor {
 			shape, _ := pathName(r, "shape", "shape")
 			err := checkGovernorScope(ctx, tx, caller, ref, shape)
@@ -111,7 +111,7 @@ func (a access) filter(caller *auth.Caller) events.Filter {
 		if time.Since(readAt) > time.Second {
 			allowed = map[int64]bool{}
 			readAt = time.Now()
-			_ = a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+			_ = a.db.Read(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 				keys, err := db.GetKeys(ctx, tx, db.KeyFilter{Fingerprint: caller.Fingerprint})
 				if err != nil {
 					return err
@@ -155,7 +155,7 @@ func (a access) allowAdminOn(ctx context.Context, caller *auth.Caller, deploymen
 
 	if caller.Trusted && caller.CertificateType == api.CertificateTypeDeployments && deploymentID != 0 {
 		var keys []db.Key
-		err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := a.db.Read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			var err error
 			keys, err = db.GetKeys(ctx, tx, db.KeyFilter{Fingerprint: caller.Fingerprint, DeploymentID: deploymentID})
 			return err

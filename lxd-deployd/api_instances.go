@@ -97,7 +97,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 
 	var rows []db.Instance
 	var latest int
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+	err = a.db.Read(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		_, shape, err := refs.ShapeInTx(ctx, tx, ref)
 		if err != nil {
 			return err

@@ -61,7 +61,7 @@ func (d *daemon) authenticateTLS(r *http.Request) (*auth.Caller, error) {
 	peer := r.TLS.PeerCertificates[0]
 	fingerprint := auth.Fingerprint(peer)
 	var caller *auth.Caller
-	err := d.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+	err := d.db.Read(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		caller = nil
 		var trusted []auth.TrustedCertificate
 		if d.identity != nil {

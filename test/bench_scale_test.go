@@ -340,7 +340,8 @@ func (s *scaleBench) launches(b *testing.B) []string {
 		after = append(after, s.env.name(fmt.Sprintf("a%d", i)))
 	}
 
-	printAfter(b, directWall, ourWall, inParallel(b, after, func(name string) error { return launchDirect(s.env, name) }))
+	afterWall, afterCPU := launchAfter(b, s.env, s.lxdPid, after)
+	printAfter(b, directWall, ourWall, afterWall, afterCPU)
 	if file := <-profiled; file != "" {
 		fmt.Printf("    CPU profile of the first 20 s of the launches: %s\n", file)
 		pprofTop(file, "-cum")

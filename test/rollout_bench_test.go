@@ -235,7 +235,8 @@ func benchRolloutAtScale(b *testing.B, n int, surge int, background int) {
 		after = append(after, env.name(fmt.Sprintf("after%d", i)))
 	}
 
-	printAfter(b, directWall, ourWall, inParallel(b, after, func(name string) error { return launchDirect(env, name) }))
+	afterWall, afterCPU := launchAfter(b, env, lxdPid, after)
+	printAfter(b, directWall, ourWall, afterWall, afterCPU)
 	if file := <-launchProfile; file != "" {
 		fmt.Printf("    CPU profile of the daemon over the first 5 s of the launches: %s\n", file)
 		pprofTop(file, "-cum")
@@ -368,8 +369,16 @@ func (s *spread) String() string {
 // done before and after them (before, ours, after: ABA), beside the ratio against the
 // direct run before only: LXD slows as it holds more instances, and the daemon's launches
 // always ran second, beside the 100 more the direct run made.
-func printAfter(b *testing.B, before time.Duration, ours time.Duration, after time.Duration) {
+func printAfter(b *testing.B, before time.Duration, ours time.Duration, after time.Duration, lxdAfter time.Duration) {
 	mean := (before + after) / 2
-	fmt.Printf("    directly again after them: %v; through the governor API against the mean of before and after: ratio %.3f\n", after.Round(time.Millisecond), float64(ours)/float64(mean))
+	fmt.Printf("    directly again after them: %v, LXD CPU %v; through the governor API against the mean of before and after: ratio %.3f\n", after.Round(time.Millisecond), lxdAfter, float64(ours)/float64(mean))
 	b.ReportMetric(float64(ours)/float64(mean), "launch-ratio-aba")
+}
+
+// launchAfter launches names directly, all at once, and returns the wall time and the CPU
+// LXD spent: the third leg of the launches' ABA.
+func launchAfter(b *testing.B, env *governorEnv, lxdPid int, names []string) (time.Duration, time.Duration) {
+	lxdBefore := processTreeCPU(b, lxdPid)
+	wall := inParallel(b, names, func(name string) error { return launchDirect(env, name) })
+	return wall, processTreeCPU(b, lxdPid) - lxdBefore
 }
