@@ -76,8 +76,8 @@ type Cluster struct {
 	writes     *GroupCommit
 }
 
-// Writes is the group commit the daemon's small writes share: the fleet's launch and
-// delete records and the operations' records. One group rather than one each, so that a
+// Writes is the group commit the daemon's small writes share: the fleet's launch records
+// (reservations and created marks) and the operations' records. One group rather than one each, so that a
 // launch's reservation, its operation's record and the other launches' writes that arrive
 // together share a commit instead of taking turns at dqlite's one writer (100 concurrent
 // launches write each of these). A write of the group must never wait on the group

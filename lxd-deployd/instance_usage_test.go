@@ -79,7 +79,12 @@ func TestUsageCacheAddsNoStaleness(t *testing.T) {
 func TestUsageCacheOneFetchInFlight(t *testing.T) {
 	release := make(chan struct{})
 	fake := &metricsLXD{answer: func() (string, error) { <-release; return cpuMetrics(5), nil }}
-	c := newUsageCache(nil)
+	var reported atomic.Int32 // the fetches the metrics hear of (lxd_calls_total{kind="metrics"})
+	c := newUsageCache(func(_ time.Duration, ok bool) {
+		if ok {
+			reported.Add(1)
+		}
+	})
 	var wg sync.WaitGroup
 	results := make([]float64, 8)
 	for i := range results {
@@ -105,8 +110,8 @@ func TestUsageCacheOneFetchInFlight(t *testing.T) {
 		t.Fatal("a fetch that ended is still seen in flight")
 	}
 
-	if fake.calls.Load() != 1 {
-		t.Fatalf("%d fetches for 8 listings at once, want 1", fake.calls.Load())
+	if fake.calls.Load() != 1 || reported.Load() != 1 {
+		t.Fatalf("%d fetches (%d reported) for 8 listings at once, want 1", fake.calls.Load(), reported.Load())
 	}
 
 	for _, r := range results {

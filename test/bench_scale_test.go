@@ -214,8 +214,8 @@ func (s *scaleBench) reads(b *testing.B) {
 	var ours, project, filtered []time.Duration
 	var fetchedIn []bool // a round in which the daemon fetched LXD's metrics for the usage
 	filterErr := error(nil)
-	fetches := usageFetches(b, s.env)
 	lxdListsBefore := scrape(b, s.env.admin)
+	fetches := usageFetches(lxdListsBefore)
 	for i := 0; i < rounds; i++ {
 		// Alternate so that any drift of the machine affects each alike.
 		ours = append(ours, timed(b, func() error {
@@ -241,7 +241,7 @@ func (s *scaleBench) reads(b *testing.B) {
 			filtered = append(filtered, time.Since(start))
 		}
 
-		now := usageFetches(b, s.env)
+		now := usageFetches(scrape(b, s.env.admin))
 		fetchedIn = append(fetchedIn, now > fetches)
 		fetches = now
 	}
@@ -535,8 +535,8 @@ func stopAll(env *governorEnv) {
 	wg.Wait()
 }
 
-// usageFetches is how many times the daemon has fetched LXD's /1.0/metrics for listings.
-func usageFetches(b *testing.B, env *governorEnv) float64 {
-	text := scrape(b, env.admin)
+// usageFetches is how many times the daemon has fetched LXD's /1.0/metrics for listings,
+// from a scrape of its metrics.
+func usageFetches(text string) float64 {
 	return sample(text, `lxd_deployd_lxd_calls_total{kind="metrics",result="ok"}`) + sample(text, `lxd_deployd_lxd_calls_total{kind="metrics",result="error"}`)
 }
