@@ -183,7 +183,7 @@ func InstanceTemplate(t lxdapi.InstancesPost) error {
 		}
 	}
 
-	return nil
+	return TemplateLimits(t.Config)
 }
 
 // Shape checks the writable fields of a shape.
