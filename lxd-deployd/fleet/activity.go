@@ -42,7 +42,7 @@ func ActivityWho(by api.DeploymentRequestor) string {
 	case by.Key != "" || by.Protocol == auth.ProtocolGovernor:
 		return "governor"
 	default:
-		return "admin"
+		return db.ActivityAdmin
 	}
 }
 
