@@ -3,13 +3,19 @@ package test
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/client"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/test/lxdtest"
 )
 
 // Issue 32 items 1, 8 and 9: a governor's resize cannot hand LXD a CPU set it expands
@@ -21,10 +27,11 @@ import (
 // ceiling; nothing is recorded and LXD's instance config is unchanged. The ceiling holds
 // on every path that stores a template, bounds or none: a shape's create and PATCH, a
 // templated config. Within the ceiling, a set naming CPUs this host lacks is what LXD
-// itself decides on (the test logs what it answered).
+// itself decides on (the test logs what it answered). Should a hostile value get through
+// again, it reaches a private LXD held to 1 GiB by a memory cgroup of its own (issue 32's
+// grew to 3 GiB), never the machine's memory.
 func TestResizeHostileCPUSet(t *testing.T) {
-	env := newGovernorEnv(t, 0, 2)
-	env.prefix = "rz-hostile" // cleanupLXD removes what carries it
+	env := newHostileEnv(t, 1<<30)
 	env.setShape(t, func(put *api.DeploymentShapePut) {
 		put.InstanceTemplate.Config = map[string]string{"limits.cpu": "1"}
 		put.ResourceBounds = map[string]api.DeploymentShapeResourceBound{api.LimitCPU: {Minimum: "1", Maximum: "4"}}
@@ -198,4 +205,76 @@ func TestResizeKeepsAdminHistory(t *testing.T) {
 
 		t.Fatalf("the admin's entry for revision %d is gone from the activity log: %s", adminRevision, strings.Join(shown, "; "))
 	}
+}
+
+// newHostileEnv is newGovernorEnv on a private LXD of the test's own whose daemon runs in
+// a cgroup v1 memory cgroup limited to limit bytes: what a hostile value makes LXD
+// allocate is its own OOM, not the machine's. The cgroup is made under the test binary's
+// own memory cgroup and removed after the LXD has stopped.
+func newHostileEnv(t *testing.T, limit int64) *governorEnv {
+	t.Helper()
+	cgroup := memoryCgroup(t, limit)
+	private := lxdtest.Start(t)
+	pid := lxdDaemonPid(t, private.Dir)
+	must(t, os.WriteFile(filepath.Join(cgroup, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0))
+	t.Logf("LXD (pid %d) runs in %s, limited to %d MiB", pid, cgroup, limit>>20)
+
+	d := startDaemon(t, daemonOptions{LXDSocket: private.Socket})
+	waitLXDOnline(t, d)
+	env := &governorEnv{d: d, lxd: private, lxdConn: private.Client(t), admin: d.Unix(t), prefix: "rz-hostile"}
+	must(t, env.admin.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}}))
+	must(t, env.admin.CreateDeploymentShape("dep1", webShape("web", 0, 2)))
+	env.gov = env.governor(t, "dep1", "gov", "admin")
+	env.readOnly = env.governor(t, "dep1", "watcher", "read-only")
+	return env
+}
+
+// memoryCgroup makes a memory cgroup under the test binary's own, limited to limit bytes.
+// Its cleanup, registered before the LXD's, runs after it: what is left in the cgroup
+// (a straggler, LXD's sub-cgroups of its containers) goes back to the parent, then it is
+// removed.
+func memoryCgroup(t *testing.T, limit int64) string {
+	t.Helper()
+	self, err := os.ReadFile("/proc/self/cgroup")
+	must(t, err)
+	parent := ""
+	for _, line := range strings.Split(string(self), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && slices.Contains(strings.Split(parts[1], ","), "memory") {
+			parent = filepath.Join("/sys/fs/cgroup/memory", parts[2])
+		}
+	}
+
+	if parent == "" {
+		t.Skip("no cgroup v1 memory controller: the hostile resize needs one to hold its private LXD's memory")
+	}
+
+	dir := filepath.Join(parent, fmt.Sprintf("lxd-deployd-test-hostile-%d", os.Getpid()))
+	must(t, os.Mkdir(dir, 0o755))
+	t.Cleanup(func() {
+		// Depth first: LXD's cgroups of its containers may be left inside.
+		var dirs []string
+		_ = filepath.WalkDir(dir, func(path string, entry fs.DirEntry, err error) error {
+			if err == nil && entry.IsDir() {
+				dirs = append(dirs, path)
+			}
+
+			return nil
+		})
+
+		for i := len(dirs) - 1; i >= 0; i-- {
+			procs, _ := os.ReadFile(filepath.Join(dirs[i], "cgroup.procs"))
+			for _, pid := range strings.Fields(string(procs)) {
+				_ = os.WriteFile(filepath.Join(parent, "cgroup.procs"), []byte(pid), 0)
+			}
+
+			err := os.Remove(dirs[i])
+			if err != nil {
+				t.Logf("leaving cgroup %s: %v", dirs[i], err)
+			}
+		}
+	})
+
+	must(t, os.WriteFile(filepath.Join(dir, "memory.limit_in_bytes"), []byte(strconv.FormatInt(limit, 10)), 0))
+	return dir
 }
