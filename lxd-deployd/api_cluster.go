@@ -42,7 +42,7 @@ type clusterAPI struct {
 func clusterEndpoints(a clusterAPI) []endpoint {
 	admin := action{access: allowAdmin}
 	// Join tokens and the cluster certificate are credentials (access_credentials.go).
-	credentialRead := action{access: allowCredentialRead}
+	secretRead := action{access: allowSecretRead}
 	credentialWrite := action{access: allowCredentialWrite}
 	with := func(base action, h handlerFunc) action {
 		base.handler = h
@@ -67,11 +67,11 @@ func clusterEndpoints(a clusterAPI) []endpoint {
 		},
 		{
 			path: "/1.0/cluster/tokens",
-			get:  with(credentialRead, a.listTokens),
+			get:  with(secretRead, a.listTokens),
 		},
 		{
 			path:   "/1.0/cluster/tokens/{member}",
-			get:    with(credentialRead, a.getMember),
+			get:    with(secretRead, a.getMember),
 			delete: with(credentialWrite, a.revokeToken),
 		},
 		{

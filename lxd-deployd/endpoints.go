@@ -32,8 +32,8 @@ type apis struct {
 // who may call it.
 func endpoints(a apis) []endpoint {
 	admin := action{access: allowAdmin}
-	// Credentials: admins, not web sessions (access_credentials.go).
-	credentialRead := action{access: allowCredentialRead}
+	// Credentials and unmasked secrets: admins, not web sessions (access_credentials.go).
+	secretRead := action{access: allowSecretRead}
 	credentialWrite := action{access: allowCredentialWrite}
 	trusted := action{access: allowTrusted}
 	deploymentReader := action{access: a.access.allowDeploymentRead}
@@ -68,14 +68,14 @@ func endpoints(a apis) []endpoint {
 		},
 		{
 			path: "/1.0/certificates",
-			get:  with(credentialRead, a.certificates.list),
+			get:  with(secretRead, a.certificates.list),
 			// Public: untrusted clients redeem trust tokens here; the handler lets only
 			// admins do anything else.
 			post: action{handler: a.certificates.create, public: true},
 		},
 		{
 			path:   "/1.0/certificates/{fingerprint}",
-			get:    with(credentialRead, a.certificates.get),
+			get:    with(secretRead, a.certificates.get),
 			put:    with(credentialWrite, a.certificates.put),
 			patch:  with(credentialWrite, a.certificates.patch),
 			delete: with(credentialWrite, a.certificates.delete),
@@ -95,12 +95,12 @@ func endpoints(a apis) []endpoint {
 		},
 		{
 			path: "/1.0/deployments/{deployment}/keys",
-			get:  with(credentialRead, a.keys.list),
+			get:  with(secretRead, a.keys.list),
 			post: with(credentialWrite, a.keys.create),
 		},
 		{
 			path:   "/1.0/deployments/{deployment}/keys/{key}",
-			get:    with(credentialRead, a.keys.get),
+			get:    with(secretRead, a.keys.get),
 			put:    with(credentialWrite, a.keys.put),
 			patch:  with(credentialWrite, a.keys.patch),
 			post:   with(credentialWrite, a.keys.rename),
@@ -155,11 +155,11 @@ func endpoints(a apis) []endpoint {
 		},
 		{
 			path: "/1.0/deployments/{deployment}/manifests",
-			get:  with(admin, a.deployments.listManifests),
+			get:  with(secretRead, a.deployments.listManifests),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/manifests/{manifest}",
-			get:  with(admin, a.deployments.showManifest),
+			get:  with(secretRead, a.deployments.showManifest),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/manifests/{manifest}/rollback",
@@ -188,7 +188,7 @@ func endpoints(a apis) []endpoint {
 		},
 		{
 			path: "/1.0/deployments/{deployment}/webhook/secret",
-			get:  with(credentialRead, a.webhooks.secret),
+			get:  with(secretRead, a.webhooks.secret),
 			post: with(credentialWrite, a.webhooks.secret),
 		},
 		{

@@ -21,7 +21,7 @@ var accessLabels = map[string]string{
 	"allowInstanceHook":    "deployment key (admin); in-instance: own instance only",
 	"allowInstanceHealth":  "deployment key (admin); in-instance: own instance only",
 	"allowMember":          "member",
-	"allowCredentialRead":  "admin; no read-only web session",
+	"allowSecretRead":      "admin; no read-only web session",
 	"allowCredentialWrite": "admin; no web session",
 }
 

@@ -268,7 +268,7 @@ func TestUISessionSecurity(t *testing.T) {
 			t.Fatalf("a read-only session reads the shape's environment: %s", metadata)
 		}
 
-		for _, path := range []string{"/1.0/deployments/dep1/webhook/secret", "/1.0/certificates", "/1.0/deployments/dep1/keys"} {
+		for _, path := range []string{"/1.0/deployments/dep1/webhook/secret", "/1.0/certificates", "/1.0/deployments/dep1/keys", "/1.0/deployments/dep1/manifests"} {
 			status, message, metadata = s.call(http.MethodGet, path, nil, s.bound())
 			expectStatus(t, "GET "+path+" from a read-only session", status, message, http.StatusForbidden, "read-only web session")
 			if len(metadata) > 0 && string(metadata) != "null" {
