@@ -37,8 +37,9 @@ type daemon struct {
 	ServerCert     string // PEM
 	Fingerprint    string
 
-	cmd *exec.Cmd
-	log string
+	cmd       *exec.Cmd
+	log       string
+	fileLimit int // daemonOptions.FileLimit, kept for restarts
 }
 
 // daemonOptions tweak how a test daemon starts.
@@ -55,6 +56,11 @@ type daemonOptions struct {
 	// Cluster gives the daemon a --cluster-address on a free loopback port
 	// (daemon.ClusterAddress), for dqlite to listen on.
 	Cluster bool
+
+	// FileLimit, when set, is the daemon's own RLIMIT_NOFILE (soft and hard, set with
+	// prlimit on the daemon's process alone): connection-exhaustion tests never touch the
+	// machine's.
+	FileLimit int
 }
 
 // bindAttempts is how many fresh ports startDaemon tries. freePort's port is free when it
@@ -86,6 +92,7 @@ func startDaemon(t testing.TB, opts daemonOptions) *daemon {
 			HTTPSAddress: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 			LXDSocket:    lxdSocket,
 			log:          filepath.Join(dir, "daemon.log"),
+			fileLimit:    opts.FileLimit,
 		}
 
 		for name, content := range opts.Files {
@@ -141,6 +148,11 @@ func (d *daemon) tryStart(t testing.TB, extraArgs ...string) bool {
 
 	args := append([]string{"--data-dir", d.DataDir, "--https-address", d.HTTPSAddress, "--lxd-socket", d.LXDSocket, "--lxd-poll-interval", "500ms", "--debug"}, extraArgs...)
 	d.cmd = exec.Command(daemonBinary, args...)
+	if d.fileLimit > 0 {
+		// prlimit sets the limit on itself and execs the daemon: the same process.
+		d.cmd = exec.Command("prlimit", append([]string{fmt.Sprintf("--nofile=%d:%d", d.fileLimit, d.fileLimit), daemonBinary}, args...)...)
+	}
+
 	d.cmd.Stdout = logFile
 	d.cmd.Stderr = logFile
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
