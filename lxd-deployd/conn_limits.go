@@ -120,7 +120,7 @@ func sourceOf(c net.Conn) netip.Prefix {
 		return netip.Prefix{}
 	}
 
-	addr := ap.Addr().Unmap()
+	addr := ap.Addr().Unmap().WithZone("")
 	if addr.Is4() {
 		return netip.PrefixFrom(addr, 32)
 	}
