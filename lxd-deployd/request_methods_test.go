@@ -14,9 +14,9 @@ import (
 	"time"
 )
 
-// TestUnknownMethodsAreRefusedAndFolded: request methods are a client's free text. Issue
-// 32: 200 requests with random methods added about 3,300 series, and 20 with 256 KiB
-// methods made one scrape 75 MiB, kept until restart. Over real connections, each unknown
+// TestUnknownMethodsAreRefusedAndFolded: request methods are a client's free text (issue
+// 32: 200 requests with random methods added about 3,300 series, kept until restart).
+// Over real connections, each unknown
 // method is answered 501 in the envelope before routing, and the metrics see one
 // method="other" whatever was sent: the series and the scrape stay the size they were.
 func TestUnknownMethodsAreRefusedAndFolded(t *testing.T) {
@@ -78,8 +78,10 @@ func TestUnknownMethodsAreRefusedAndFolded(t *testing.T) {
 		}
 	}
 
+	// The issue's 20 methods of 256 KiB run end to end, in a daemon under a memory limit
+	// (TestRequestMethodsCannotGrowMetrics); three are enough here.
 	long := strings.Repeat("M", 256<<10)
-	for i := 0; i < 20; i++ {
+	for i := 0; i < 3; i++ {
 		code, body := send(long[:len(long)-i])
 		if code != http.StatusNotImplemented || len(body) > 1024 {
 			t.Fatalf("256 KiB method: %d, %d bytes of answer", code, len(body))
