@@ -23,6 +23,12 @@ import (
 // authenticates as trusted, any other (or none) as untrusted.
 func budgetServer(t *testing.T, l *connLimits, trustedCert tls.Certificate) string {
 	t.Helper()
+	return budgetServerWith(t, l, trustedCert, nil)
+}
+
+// budgetServerWith is budgetServer whose GET /slow waits until release is closed.
+func budgetServerWith(t *testing.T, l *connLimits, trustedCert tls.Certificate, release chan struct{}) string {
+	t.Helper()
 	leaf, err := x509.ParseCertificate(trustedCert.Certificate[0])
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +47,10 @@ func budgetServer(t *testing.T, l *connLimits, trustedCert tls.Certificate) stri
 		if err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
+		}
+
+		if r.URL.Path == "/slow" {
+			<-release
 		}
 
 		_, _ = io.WriteString(w, "ok")
@@ -93,8 +103,13 @@ func dialBudget(t *testing.T, address string, source string, cert *tls.Certifica
 
 // get asks GET / and reads the answer's status.
 func (c *budgetConn) get() (int, error) {
+	return c.getPath("/")
+}
+
+// getPath asks GET path and reads the answer's status.
+func (c *budgetConn) getPath(path string) (int, error) {
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	_, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	_, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
 	if err != nil {
 		return 0, err
 	}
@@ -187,5 +202,85 @@ func TestConnBudgets(t *testing.T) {
 	code, err = admin.get()
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("the trusted connection after idling: %d %v", code, err)
+	}
+}
+
+// TestConnBudgetsWhenNothingCanMakeRoom: with every untrusted connection busy answering
+// (nothing to close), a new connection waits: without a certificate it is closed when
+// its request arrives, with a certificate nobody trusts it is closed once looked up, with a
+// trusted one it is served. A full trusted budget with nothing idle answers 503.
+func TestConnBudgetsWhenNothingCanMakeRoom(t *testing.T) {
+	l := newConnLimitsWith(connBudgets{untrusted: 2, perSource: 2, waiting: 2, trusted: 1, untrustedIdle: time.Minute, grace: time.Minute}, nil)
+	trustedCert, stranger := clientCert(t), clientCert(t)
+	release := make(chan struct{})
+	defer close(release)
+	address := budgetServerWith(t, l, trustedCert, release)
+
+	// Two untrusted requests being answered hold the untrusted budget.
+	for i := 0; i < 2; i++ {
+		c := dialBudget(t, address, "127.0.0.2", nil)
+		_, err := fmt.Fprintf(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		l.mu.Lock()
+		judged := 0
+		for _, tc := range l.conns {
+			if tc.judged {
+				judged++
+			}
+		}
+		l.mu.Unlock()
+		if judged == 2 {
+			break
+		}
+
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	code, err := dialBudget(t, address, "127.0.0.3", nil).get()
+	if err == nil {
+		t.Fatalf("a certificate-less connection over the budget was answered %d", code)
+	}
+
+	code, err = dialBudget(t, address, "127.0.0.3", &stranger).get()
+	if err == nil {
+		t.Fatalf("an unknown certificate over the budget was answered %d", code)
+	}
+
+	// The trusted client is served; a second trusted connection finds the trusted budget
+	// (1) busy and nothing idle: 503.
+	admin := dialBudget(t, address, "127.0.0.4", &trustedCert)
+	_, err = fmt.Fprintf(admin, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	deadline = time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		l.mu.Lock()
+		trusted := l.counts[classTrusted]
+		l.mu.Unlock()
+		if trusted == 1 {
+			break
+		}
+
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	code, err = dialBudget(t, address, "127.0.0.4", &trustedCert).get()
+	if err != nil || code != http.StatusServiceUnavailable {
+		t.Fatalf("a trusted connection over the trusted budget: %d %v", code, err)
+	}
+
+	l.mu.Lock()
+	trusted, untrusted, waiting := l.counts[classTrusted], l.counts[classUntrusted], l.counts[classWaiting]
+	l.mu.Unlock()
+	if trusted != 1 || untrusted != 2 || waiting > 1 {
+		t.Fatalf("counted: %d trusted, %d untrusted, %d waiting", trusted, untrusted, waiting)
 	}
 }
