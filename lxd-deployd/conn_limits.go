@@ -95,6 +95,7 @@ type connLimits struct {
 	counts  [3]int
 	sources map[netip.Prefix]int // untrusted connections by source
 	logger  *slog.Logger
+	warned  time.Time // the last warning of a full budget: at most one a minute
 }
 
 func newConnLimitsWith(budgets connBudgets, logger *slog.Logger) *connLimits {
@@ -227,6 +228,8 @@ func (l *connLimits) makeRoom(tc *trackedConn, now time.Time) ([]net.Conn, bool)
 		return nil, true
 	}
 
+	l.warnFull(now, "untrusted", "source", tc.source.String(), "untrusted", l.counts[classUntrusted], "from_source", l.sources[tc.source])
+
 	// Closing one of its own source's makes room in both budgets.
 	v := l.victim(tc, now, sameSource)
 	if v == nil {
@@ -346,6 +349,7 @@ func (l *connLimits) judge(ctx context.Context, caller *auth.Caller) error {
 		}
 
 		if l.counts[classTrusted] >= l.budgets.trusted {
+			l.warnFull(now, "trusted", "trusted", l.counts[classTrusted])
 			v := l.trustedVictim(tc)
 			if v == nil {
 				tc.refused = true
@@ -402,6 +406,17 @@ func (l *connLimits) authenticated(next authenticator) authenticator {
 
 		return caller, err
 	}
+}
+
+// warnFull tells the operator, at most once a minute, that a budget is full and
+// connections are being closed or refused: a flood, or budgets too small for the clients.
+func (l *connLimits) warnFull(now time.Time, budget string, args ...any) {
+	if now.Sub(l.warned) < time.Minute {
+		return
+	}
+
+	l.warned = now
+	l.logger.Warn("HTTPS connection budget full: closing idle connections or refusing new ones (doc/security.md#connection-limits)", append([]any{"budget", budget}, args...)...)
 }
 
 // count is how many untrusted connections are open (tests).
