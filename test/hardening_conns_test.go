@@ -185,6 +185,7 @@ func TestTrustedAndSessionsHaveTheirOwnBudget(t *testing.T) {
 		token := link.URL[strings.Index(link.URL, "#login=")+len("#login="):]
 
 		var cookie *http.Cookie
+		var binding string
 		withTimeout(t, "signing in with a link", func() error {
 			resp, body, err := freshRequest(d.HTTPSAddress, http.MethodPost, "/ui/login", `{"token":"`+token+`"}`, nil, nil)
 			if err != nil {
@@ -205,11 +206,22 @@ func TestTrustedAndSessionsHaveTheirOwnBudget(t *testing.T) {
 				return fmt.Errorf("no session cookie: %s", body)
 			}
 
+			// The session is the cookie and the binding sign-in answers (doc/ui.md).
+			var envelope struct {
+				Metadata api.UISession `json:"metadata"`
+			}
+
+			err = json.Unmarshal([]byte(body), &envelope)
+			if err != nil || envelope.Metadata.Binding == "" {
+				return fmt.Errorf("no session binding (%v): %s", err, body)
+			}
+
+			binding = envelope.Metadata.Binding
 			return nil
 		})
 
 		withTimeout(t, "a request of the session", func() error {
-			resp, body, err := freshRequest(d.HTTPSAddress, http.MethodGet, "/ui/session", "", cookie, nil)
+			resp, body, err := freshRequestWith(d.HTTPSAddress, http.MethodGet, "/ui/session", "", cookie, nil, map[string]string{auth.BindingHeader: binding})
 			if err != nil {
 				return err
 			}
@@ -356,6 +368,11 @@ func stillOpen(c net.Conn) bool {
 // freshRequest sends one request on a new connection from 127.0.0.1 (no keep-alive), with
 // a cookie or a client certificate if given.
 func freshRequest(address string, method string, path string, body string, cookie *http.Cookie, id *identity) (*http.Response, string, error) {
+	return freshRequestWith(address, method, path, body, cookie, id, nil)
+}
+
+// freshRequestWith is freshRequest with headers.
+func freshRequestWith(address string, method string, path string, body string, cookie *http.Cookie, id *identity, headers map[string]string) (*http.Response, string, error) {
 	config := &tls.Config{InsecureSkipVerify: true}
 	if id != nil {
 		pair, err := tls.X509KeyPair([]byte(id.CertPEM), []byte(id.KeyPEM))
@@ -374,6 +391,10 @@ func freshRequest(address string, method string, path string, body string, cooki
 
 	if cookie != nil {
 		req.AddCookie(cookie)
+	}
+
+	for name, value := range headers {
+		req.Header.Set(name, value)
 	}
 
 	resp, err := client.Do(req)
