@@ -84,6 +84,7 @@ type governorJob struct {
 
 	request api.WebhookScaleRequestMetadata // kind ScaleRequest
 	metrics api.WebhookShapeMetrics         // kind Metrics
+	value   float64                         // kind Query: what the shape's query returned
 }
 
 // governor runs one worker per shape: the jobs of a shape are handled one at a time, in
@@ -200,6 +201,12 @@ func (g *governor) handle(w *shapeWorker, j governorJob) {
 	case policy.Metrics:
 		g.vertical(ctx, log, w, j.metrics)
 		in = policy.MetricsInput(j.metrics)
+	case policy.Query:
+		var ok bool
+		in, ok = g.queryInput(ctx, log, w.name, j)
+		if !ok {
+			return
+		}
 	default:
 		log.Error("unknown job")
 		return
