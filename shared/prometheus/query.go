@@ -38,7 +38,7 @@ type Client struct {
 func New(rawURL string, timeout time.Duration) (*Client, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("prometheus URL %q: want http://host:port or https://host:port, optionally with a path prefix (as in http://127.0.0.1:9090)", redact(rawURL))
+		return nil, fmt.Errorf("%q is no Prometheus URL: want http://host:port or https://host:port, optionally with a path prefix (as in http://127.0.0.1:9090)", redact(rawURL))
 	}
 
 	if timeout <= 0 {
@@ -57,11 +57,15 @@ func (c *Client) String() string {
 // redact hides the password of a URL that may not parse.
 func redact(rawURL string) string {
 	u, err := url.Parse(rawURL)
-	if err != nil {
-		return "(unparsable)"
+	switch {
+	case err == nil && u.User != nil:
+		return u.Redacted()
+	case strings.Contains(rawURL, "@"):
+		// Perhaps a password where the parser did not see one ("user:pw@host:9090").
+		return "(a URL with user information)"
 	}
 
-	return u.Redacted()
+	return rawURL
 }
 
 // response is the envelope of Prometheus' HTTP API.

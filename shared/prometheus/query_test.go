@@ -100,9 +100,9 @@ func TestQuery(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	for _, bad := range []string{"", "127.0.0.1:9090", "ftp://host:21", "http://", "http://host:9090/?x=1", "http://host:9090/#top", "http://u:pw@host:9090/?x=1"} {
+	for _, bad := range []string{"", "127.0.0.1:9090", "ftp://host:21", "http://", "http://host:9090/?x=1", "http://host:9090/#top", "http://u:pw@host:9090/?x=1", "u:pw@host:9090"} {
 		_, err := prometheus.New(bad, time.Second)
-		if err == nil || !strings.Contains(err.Error(), "want http://host:port") || strings.Contains(err.Error(), ":pw@") {
+		if err == nil || !strings.Contains(err.Error(), "is no Prometheus URL: want http://host:port") || strings.Contains(err.Error(), ":pw@") {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
