@@ -158,3 +158,35 @@ func TestGovernorQueryShapes(t *testing.T) {
 		t.Fatal("ErrNoData must wrap")
 	}
 }
+
+// While a shape's worker is busy, a newer value replaces the queued one: the worker decides
+// on the latest value only.
+func TestGovernorQueryValuesSupersede(t *testing.T) {
+	gt := newGovernorTest(t, governorQueryPolicy(), false)
+	gt.scaler.addShape("web", 1, 1, 10)
+	gt.scaler.started = make(chan string, 10)
+	gt.scaler.gate = make(chan struct{})
+	q := &answers{values: map[string]float64{webQuery: 200}, errs: map[string]error{}}
+	queries := map[string]string{"web": webQuery}
+	ctx := context.Background()
+
+	gt.g.queryOnce(ctx, q, queries)
+	select {
+	case <-gt.scaler.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the launch never started")
+	}
+
+	q.set(webQuery, 500, nil)
+	gt.g.queryOnce(ctx, q, queries)
+	q.set(webQuery, 700, nil)
+	gt.g.queryOnce(ctx, q, queries)
+	close(gt.scaler.gate)
+	gt.g.wait()
+
+	gt.wantOps("launch web/web-*")
+	gt.wantLog(`current=2 desired=2 action=none why="cooldown: scale up to 7 held, last scaling 0s ago, scale_up_cooldown 30s; query value 700`)
+	if strings.Contains(gt.logs.String(), "query value 500") {
+		t.Errorf("the superseded value was decided on:\n%s", gt.logs)
+	}
+}

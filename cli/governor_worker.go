@@ -142,7 +142,14 @@ func (g *governor) enqueue(shape string, j governorJob) {
 	kept := w.pending[:0]
 	for _, p := range w.pending {
 		if p.kind == j.kind {
-			g.log.Info("superseded before it was acted on", "shape", shape, "event", p.event, "trigger", p.kind, "by", j.event)
+			// Query values come every --query-interval, however long a launch takes: one
+			// replacing another is routine, not news.
+			level := slog.LevelInfo
+			if j.kind == policy.Query {
+				level = slog.LevelDebug
+			}
+
+			g.log.Log(g.ctx, level, "superseded before it was acted on", "shape", shape, "event", p.event, "trigger", p.kind, "by", j.event)
 			continue
 		}
 
