@@ -137,7 +137,7 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 	}
 
 	if template {
-		err = a.checkLXDHas(ref.Project, old.Shape.InstanceTemplate, req.Revision)
+		err = a.checkLXDHas(ref.Project, rollout.PinnedTemplate(*old), req.Revision)
 		if err != nil {
 			return response.SmartError(err)
 		}
@@ -182,15 +182,17 @@ func (a revisionsAPI) checkLXDHas(project string, t lxdapi.InstancesPost, revisi
 	c := client.UseProject(project)
 	source := t.Source
 	if source.Type == "image" && source.Server == "" {
+		// LXD makes instances from the fingerprint when there is one (a pinned image).
+		image := source.Alias
 		switch {
+		case source.Fingerprint != "":
+			image = source.Fingerprint
+			_, _, err = c.GetImage(source.Fingerprint)
 		case source.Alias != "":
 			_, _, err = c.GetImageAlias(source.Alias)
-		case source.Fingerprint != "":
-			_, _, err = c.GetImage(source.Fingerprint)
 		}
 
 		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
-			image := source.Alias + source.Fingerprint
 			return lxdapi.StatusErrorf(http.StatusBadRequest, "revision %d uses image %q, which LXD no longer has: import it again, or roll back to another revision", revision, image)
 		}
 

@@ -15,7 +15,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
-	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // imageWatcher is the image-change trigger: when the image alias a shape's template names
@@ -166,9 +165,10 @@ func (w *imageWatcher) check(ctx context.Context) (watching bool, err error) {
 			projects[d.ID] = d.Project
 		}
 
+		// A template that names a fingerprint (a rollback pinned it) is not watched: LXD
+		// makes its instances from that image whatever the alias names.
 		for _, s := range all {
-			source := s.InstanceTemplate.Source
-			if s.Rollout.Trigger == api.RolloutTriggerImageChange && source.Type == "image" && source.Alias != "" && source.Server == "" {
+			if WatchesAlias(s.Writable()) {
 				watched = append(watched, s)
 			}
 		}
@@ -215,8 +215,13 @@ func (w *imageWatcher) revise(ctx context.Context, s db.Shape, project string, f
 	var deployment string
 	err := w.engine.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := db.SetShapeImageFingerprint(ctx, tx, s.ID, s.ImageFingerprint, fingerprint)
-		if err != nil || s.ImageFingerprint == "" {
+		if err != nil {
 			return err
+		}
+
+		// The first sighting is the image of the revision that named the alias.
+		if s.ImageFingerprint == "" {
+			return db.SetRevisionImage(ctx, tx, s.ID, s.Revision, fingerprint)
 		}
 
 		d, err := db.GetDeploymentRow(ctx, tx, s.DeploymentID)
@@ -225,7 +230,7 @@ func (w *imageWatcher) revise(ctx context.Context, s db.Shape, project string, f
 		}
 
 		deployment = d.Name
-		out, err = RecordRevision(ctx, tx, s.DeploymentID, s.ID, &s, s.Writable(), RevisionArgs{Cause: CauseImageChange, By: by, Notes: "image " + fingerprint[:min(12, len(fingerprint))], Image: true})
+		out, err = RecordRevision(ctx, tx, s.DeploymentID, s.ID, &s, s.Writable(), RevisionArgs{Cause: CauseImageChange, By: by, Notes: "image " + fingerprint[:min(12, len(fingerprint))], Image: true, ImageFingerprint: fingerprint})
 		return err
 	})
 	if errors.Is(err, db.ErrShapeChanged) {

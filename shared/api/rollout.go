@@ -135,6 +135,12 @@ type DeploymentShapeRevision struct {
 	// Instances of the shape made from this revision
 	// Example: 2
 	Instances int `json:"instances" yaml:"instances"`
+
+	// The image the template resolved to at this revision: the fingerprint its alias named
+	// (seen by the image trigger) or the one it names; empty when not known. A rollback to
+	// this revision makes new instances, and its rollout, from exactly this image.
+	// Example: 8d2a5e4e9f0b
+	ImageFingerprint string `json:"image_fingerprint" yaml:"image_fingerprint"`
 }
 
 // DeploymentShapeRevisionDiff is the answer of GET .../revisions/{n}?diff={m}: the fields
