@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	lxdapi "github.com/canonical/lxd/shared/api"
+
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -55,6 +57,32 @@ func TestRollbackRestoresExactImage(t *testing.T) {
 		t.Fatalf("image-change revision: %+v", rev)
 	}
 
+	// The dry run answers the plan and changes nothing; a dry-run that is not a boolean is
+	// a 400, never a real rollback.
+	yes := true
+	plan, err := env.admin.DryRunRollbackDeploymentShape("dep1", "web", api.DeploymentShapeRollbackPost{Rollout: &yes})
+	must(t, err)
+	if !plan.DryRun || plan.Revision != shape.Revision+1 || plan.Rollout != 2 || len(plan.Outdated) != 2 || plan.TriggersSuspended == nil ||
+		len(plan.Changes) != 1 || plan.Changes[0].Field != "instance_template.source.fingerprint" || plan.Changes[0].New != busybox {
+		t.Fatalf("dry-run plan: %+v", plan)
+	}
+
+	_, _, err = env.admin.Query("POST", "/1.0/deployments/dep1/shapes/web/rollback?dry-run=maybe", api.DeploymentShapeRollbackPost{}, "")
+	expectCode(t, err, 400, "a dry-run that is not a boolean")
+	unchanged, _, err := env.admin.GetDeploymentShape("dep1", "web")
+	must(t, err)
+	if unchanged.Revision != shape.Revision || unchanged.TriggersSuspended != nil || unchanged.InstanceTemplate.Source.Fingerprint != "" {
+		t.Fatalf("a dry run changed the shape: %+v", unchanged)
+	}
+
+	rollouts, err := env.admin.GetDeploymentShapeRollouts("dep1", "web")
+	must(t, err)
+	instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
+	must(t, err)
+	if len(rollouts) != 1 || len(instances) != 2 || instances[0].Outdated || instances[1].Outdated {
+		t.Fatalf("a dry run started a rollout or outdated instances: %+v, %+v", rollouts, instances)
+	}
+
 	result, err := env.admin.RollbackDeploymentShape("dep1", "web", api.DeploymentShapeRollbackPost{Notes: "the new image is bad"})
 	must(t, err)
 	rev, err = env.admin.GetDeploymentShapeRevision("dep1", "web", result.Revision)
@@ -64,7 +92,7 @@ func TestRollbackRestoresExactImage(t *testing.T) {
 		t.Fatalf("rollback revision: %+v", rev)
 	}
 
-	instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
+	instances, err = env.admin.GetDeploymentShapeInstances("dep1", "web")
 	must(t, err)
 	for _, i := range instances {
 		if !i.Outdated {
@@ -86,5 +114,95 @@ func TestRollbackRestoresExactImage(t *testing.T) {
 	must(t, err)
 	if live.Config["volatile.base_image"] != busybox {
 		t.Fatalf("a launch after the rollback used image %s, want %s", live.Config["volatile.base_image"], busybox)
+	}
+}
+
+// TestRollbackSuspendsTriggers: after a rollback past an image change, the shape shows its
+// image triggers suspended (since, by whom, the pinned image) and a new image under the
+// alias changes nothing; resuming the deployment's triggers is one call, after which the
+// alias is followed again. The deployment's kill switch suspends and resumes every trigger.
+func TestRollbackSuspendsTriggers(t *testing.T) {
+	env := newRolloutEnv(t, 0, 3)
+	alias, busybox := env.imageShape(t, api.DeploymentShapeRollout{Trigger: api.RolloutTriggerImageChange})
+	env.scaleTo(t, 1)
+	bad := env.publishNewImage(t, busybox)
+	env.rollOutImageChange(t, alias, bad, 2*time.Minute)
+
+	// Resuming what is not suspended is a 409 that changes nothing.
+	expectCode(t, env.admin.ResumeDeploymentTriggers("dep1", api.DeploymentTriggersPost{}), 409, "resume with nothing suspended")
+	expectCode(t, env.admin.ResumeDeploymentShapeTriggers("dep1", "web", api.DeploymentTriggersPost{}), 409, "resume a shape not suspended")
+
+	// The rollback, rolled out in the same call.
+	yes := true
+	result, err := env.admin.RollbackDeploymentShape("dep1", "web", api.DeploymentShapeRollbackPost{Rollout: &yes})
+	must(t, err)
+	if result.Rollout != 2 || result.TriggersSuspended == nil {
+		t.Fatalf("rollback: %+v", result)
+	}
+
+	r := env.waitRollout(t, 2, 2*time.Minute, "complete")
+	if r.Cause != "rollback to 2" {
+		t.Fatalf("the rollback's rollout: %+v", r)
+	}
+
+	env.requireOnImage(t, 1, busybox, " after the rollback")
+	shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
+	must(t, err)
+	suspended := shape.TriggersSuspended
+	if suspended == nil || suspended.Reason != "rollback to 2" || suspended.Image != busybox || suspended.Requestor.Protocol != "unix" || suspended.Since.IsZero() {
+		t.Fatalf("shape after the rollback: triggers_suspended %+v", suspended)
+	}
+
+	// A new image under the alias: suspended, nothing happens (the trigger hears the
+	// alias move at once; the pause leaves it time to act, wrongly).
+	newer := env.publishNewImageFrom(t, busybox, "imgsrc2")
+	must(t, env.lxdConn.UpdateImageAlias(alias, lxdapi.ImageAliasesEntryPut{Target: newer}, ""))
+	time.Sleep(3 * time.Second)
+	after, _, err := env.admin.GetDeploymentShape("dep1", "web")
+	must(t, err)
+	if after.Revision != shape.Revision {
+		t.Fatalf("a suspended image trigger made revision %d", after.Revision)
+	}
+
+	// One call resumes: the pin is lifted (its instances stay current), then the alias
+	// names a new image: a revision and an automatic rollout follow.
+	must(t, env.admin.ResumeDeploymentTriggers("dep1", api.DeploymentTriggersPost{Notes: "fixed"}))
+	r = env.waitRollout(t, 3, 2*time.Minute, "complete")
+	if r.Cause != "image-change" {
+		t.Fatalf("rollout after resume: %+v", r)
+	}
+
+	env.requireOnImage(t, 1, newer, " after resuming")
+	shape, _, err = env.admin.GetDeploymentShape("dep1", "web")
+	must(t, err)
+	if shape.TriggersSuspended != nil || shape.InstanceTemplate.Source.Fingerprint != "" {
+		t.Fatalf("shape after resume: %+v", shape)
+	}
+
+	// The kill switch: the deployment shows it; a moved alias and a config change do
+	// nothing until it is off.
+	must(t, env.admin.SuspendDeploymentTriggers("dep1", api.DeploymentTriggersPost{Notes: "freeze"}))
+	expectCode(t, env.admin.SuspendDeploymentTriggers("dep1", api.DeploymentTriggersPost{}), 409, "suspend twice")
+	deployment, _, err := env.admin.GetDeployment("dep1")
+	must(t, err)
+	if deployment.TriggersSuspended == nil || deployment.TriggersSuspended.Reason != "freeze" {
+		t.Fatalf("deployment: triggers_suspended %+v", deployment.TriggersSuspended)
+	}
+
+	must(t, env.lxdConn.UpdateImageAlias(alias, lxdapi.ImageAliasesEntryPut{Target: bad}, ""))
+	time.Sleep(3 * time.Second)
+	after, _, err = env.admin.GetDeploymentShape("dep1", "web")
+	must(t, err)
+	if after.Revision != shape.Revision {
+		t.Fatalf("the kill switch let the image trigger make revision %d", after.Revision)
+	}
+
+	must(t, env.admin.ResumeDeploymentTriggers("dep1", api.DeploymentTriggersPost{}))
+	env.waitRollout(t, 4, 2*time.Minute, "complete")
+	env.requireOnImage(t, 1, bad, " after the kill switch is off")
+	deployment, _, err = env.admin.GetDeployment("dep1")
+	must(t, err)
+	if deployment.TriggersSuspended != nil {
+		t.Fatalf("deployment after resume: %+v", deployment.TriggersSuspended)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // imageWatcher is the image-change trigger: when the image alias a shape's template names
@@ -161,14 +162,17 @@ func (w *imageWatcher) check(ctx context.Context) (watching bool, err error) {
 			return err
 		}
 
+		suspended := map[int64]*api.DeploymentTriggersSuspended{}
 		for _, d := range deployments {
 			projects[d.ID] = d.Project
+			suspended[d.ID] = d.TriggersSuspended
 		}
 
 		// A template that names a fingerprint (a rollback pinned it) is not watched: LXD
-		// makes its instances from that image whatever the alias names.
+		// makes its instances from that image whatever the alias names. Nor is a shape
+		// whose triggers are suspended: once resumed, a moved alias is a change.
 		for _, s := range all {
-			if WatchesAlias(s.Writable()) {
+			if WatchesAlias(s.Writable()) && !ImageTriggerSuspended(&s, suspended[s.DeploymentID]) {
 				watched = append(watched, s)
 			}
 		}

@@ -59,6 +59,10 @@ type RevisionArgs struct {
 	// InPlace says the change reaches the instances in place (a resize and its operation):
 	// no rollout starts, whatever the shape's trigger.
 	InPlace bool
+
+	// NoTrigger says the change fires no trigger (a rollback, which rolls out only when
+	// asked, and the lifting of its pin).
+	NoTrigger bool
 }
 
 // Revised is the outcome of RecordRevision.
@@ -144,6 +148,15 @@ func RecordRevision(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeID
 		return out, nil
 	}
 
+	if args.NoTrigger {
+		return out, nil
+	}
+
+	suspended, err := deploymentSuspended(ctx, tx, deploymentID)
+	if err != nil || suspended {
+		return out, err
+	}
+
 	out.Rollout, err = Start(ctx, tx, shape, cause, by, args.Notes, false, false)
 	return out, err
 }
@@ -191,7 +204,8 @@ func relabelEquivalent(ctx context.Context, tx *sql.Tx, shapeID int64, revision 
 // RollbackShape sets a shape's writable fields back to those of an earlier revision, in the
 // caller's transaction, and records the new revision. template restores everything but the
 // bounds (instance template, config, description, rollout settings), with the image the
-// revision recorded pinned (PinnedTemplate), scaling the bounds.
+// revision recorded pinned (PinnedTemplate), scaling the bounds. It fires no trigger, and
+// a template rollback suspends the shape's image triggers (suspendAfterRollback).
 func RollbackShape(ctx context.Context, tx *sql.Tx, shape *db.Shape, revision int, template bool, scaling bool, args RevisionArgs) (*db.Shape, Revised, error) {
 	old, err := db.GetRevision(ctx, tx, shape.ID, revision)
 	if err != nil {
@@ -228,9 +242,17 @@ func RollbackShape(ctx context.Context, tx *sql.Tx, shape *db.Shape, revision in
 		}
 	}
 
+	args.NoTrigger = true
 	out, err := RecordRevision(ctx, tx, shape.DeploymentID, shape.ID, shape, put, args)
 	if err != nil {
 		return nil, out, err
+	}
+
+	if template {
+		err = suspendAfterRollback(ctx, tx, shape, put, revision, args.By)
+		if err != nil {
+			return nil, out, err
+		}
 	}
 
 	after, err := ShapeByID(ctx, tx, shape.DeploymentID, shape.ID)
