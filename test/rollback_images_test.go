@@ -206,3 +206,83 @@ func TestRollbackSuspendsTriggers(t *testing.T) {
 		t.Fatalf("deployment after resume: %+v", deployment.TriggersSuspended)
 	}
 }
+
+// TestSeveralTriggersAndManualImageTrigger: a shape with config-change and a non-automatic
+// image-change trigger at once. A new image makes a revision (cause image-change) that
+// leaves the instances outdated and starts no rollout; a config change starts one, which
+// makes instances of the new image. The deployment's kill switch stops the config-change
+// trigger too. Bad triggers are refused, changing nothing.
+func TestSeveralTriggersAndManualImageTrigger(t *testing.T) {
+	env := newRolloutEnv(t, 0, 3)
+	no := false
+	alias, busybox := env.imageShape(t, api.DeploymentShapeRollout{Triggers: []api.DeploymentShapeTrigger{
+		{Type: api.RolloutTriggerConfigChange},
+		{Type: api.RolloutTriggerImageChange, Automatic: &no},
+	}})
+	env.scaleTo(t, 1)
+
+	for _, bad := range []api.DeploymentShapeRollout{
+		{Triggers: []api.DeploymentShapeTrigger{{Type: "manual"}}},
+		{Triggers: []api.DeploymentShapeTrigger{{Type: api.RolloutTriggerConfigChange, Automatic: &no}}},
+		{Triggers: []api.DeploymentShapeTrigger{{Type: api.RolloutTriggerConfigChange}, {Type: api.RolloutTriggerConfigChange}}},
+		{Trigger: api.RolloutTriggerConfigChange, Triggers: []api.DeploymentShapeTrigger{{Type: api.RolloutTriggerImageChange}}},
+	} {
+		shape, etag, err := env.admin.GetDeploymentShape("dep1", "web")
+		must(t, err)
+		put := shape.Writable()
+		put.Rollout = bad
+		_, _, err = env.admin.Query("PUT", "/1.0/deployments/dep1/shapes/web", put, etag)
+		expectCode(t, err, 400, fmt.Sprintf("triggers %+v", bad))
+	}
+
+	shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
+	must(t, err)
+	if len(shape.Rollout.Triggers) != 2 {
+		t.Fatalf("a refused update changed the triggers: %+v", shape.Rollout)
+	}
+
+	// A new image: a revision, no rollout. (Setting the triggers was a config change: the
+	// rollout it started, of no instance, is rollout 1.)
+	before, err := env.admin.GetDeploymentShapeRollouts("dep1", "web")
+	must(t, err)
+	newer := env.publishNewImage(t, busybox)
+	must(t, env.lxdConn.UpdateImageAlias(alias, lxdapi.ImageAliasesEntryPut{Target: newer}, ""))
+	var rev *api.DeploymentShapeRevision
+	env.waitUntil(t, "the image-change revision", 30*time.Second, func() bool {
+		rev, err = env.admin.GetDeploymentShapeRevision("dep1", "web", shape.Revision+1)
+		return err == nil
+	})
+	if rev.Cause != "image-change" || rev.ImageFingerprint != newer {
+		t.Fatalf("revision: %+v", rev)
+	}
+
+	rollouts, err := env.admin.GetDeploymentShapeRollouts("dep1", "web")
+	must(t, err)
+	instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
+	must(t, err)
+	if len(rollouts) != len(before) || len(instances) != 1 || !instances[0].Outdated {
+		t.Fatalf("a non-automatic image trigger: rollouts %+v, instances %+v", rollouts, instances)
+	}
+
+	// A config change: the config-change trigger rolls out, with the new image.
+	env.updateShape(t, "", setVersion("2"))
+	r := env.waitRollout(t, len(before)+1, 2*time.Minute, "complete")
+	if r.Cause != "config-change" {
+		t.Fatalf("rollout: %+v", r)
+	}
+
+	env.requireOnImage(t, 1, newer, " after the config change")
+
+	// The kill switch: a config change starts no rollout until the switch is off.
+	must(t, env.admin.SuspendDeploymentTriggers("dep1", api.DeploymentTriggersPost{}))
+	env.updateShape(t, "", setVersion("3"))
+	rollouts, err = env.admin.GetDeploymentShapeRollouts("dep1", "web")
+	must(t, err)
+	if len(rollouts) != len(before)+1 {
+		t.Fatalf("a config change under the kill switch started a rollout: %+v", rollouts)
+	}
+
+	must(t, env.admin.ResumeDeploymentTriggers("dep1", api.DeploymentTriggersPost{}))
+	env.updateShape(t, "", setVersion("4"))
+	env.waitRollout(t, len(before)+2, 2*time.Minute, "complete")
+}

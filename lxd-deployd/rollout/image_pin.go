@@ -24,10 +24,11 @@ func sameAlias(a lxdapi.InstanceSource, b lxdapi.InstanceSource) bool {
 	return a.Type == b.Type && a.Alias == b.Alias && a.Server == b.Server && a.Project == b.Project
 }
 
-// WatchesAlias says the image trigger watches the alias of a shape's template: the shape's
-// image_fingerprint is then what the alias named when last checked.
+// WatchesAlias says the image trigger watches the alias of a shape's template (automatic or
+// not): the shape's image_fingerprint is then what the alias named when last checked.
 func WatchesAlias(put api.DeploymentShapePut) bool {
-	return put.Rollout.Trigger == api.RolloutTriggerImageChange && localAlias(put.InstanceTemplate.Source)
+	has, _ := put.Rollout.TriggerOf(api.RolloutTriggerImageChange)
+	return has && localAlias(put.InstanceTemplate.Source)
 }
 
 // revisionImage is the image a new revision records: the fingerprint its template names,

@@ -138,13 +138,15 @@ func RecordRevision(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeID
 	}
 
 	templateChanged := before == nil || args.Image || shapes.TemplateChanged(before.Writable(), after)
-	trigger := api.RolloutTriggerConfigChange
+	fires, _ := after.Rollout.TriggerOf(api.RolloutTriggerConfigChange)
 	cause := CauseConfig
 	if args.Image {
-		trigger, cause = api.RolloutTriggerImageChange, CauseImageChange
+		// A non-automatic image trigger records the revision only.
+		_, fires = after.Rollout.TriggerOf(api.RolloutTriggerImageChange)
+		cause = CauseImageChange
 	}
 
-	if before == nil || !templateChanged || after.Rollout.Trigger != trigger || args.InPlace {
+	if before == nil || !templateChanged || !fires || args.InPlace {
 		return out, nil
 	}
 

@@ -23,7 +23,7 @@ func Rollback(ctx context.Context, tx *sql.Tx, shape *db.Shape, req api.Deployme
 		return result, err
 	}
 
-	roll := after.Rollout.Trigger == api.RolloutTriggerConfigChange
+	roll, _ := after.Rollout.TriggerOf(api.RolloutTriggerConfigChange)
 	if req.Rollout != nil {
 		roll = *req.Rollout
 	} else if roll {

@@ -39,7 +39,7 @@ func ImageTriggerSuspended(shape *db.Shape, deployment *api.DeploymentTriggersSu
 // suspendAfterRollback suspends a shape's image triggers after a rollback to revision,
 // recording the image the rollback pinned, when the shape has image triggers to suspend.
 func suspendAfterRollback(ctx context.Context, tx *sql.Tx, shape *db.Shape, after api.DeploymentShapePut, revision int, by api.DeploymentRequestor) error {
-	if after.Rollout.Trigger != api.RolloutTriggerImageChange {
+	if has, _ := after.Rollout.TriggerOf(api.RolloutTriggerImageChange); !has {
 		return nil
 	}
 

@@ -65,6 +65,11 @@ type DeploymentShapeRollout struct {
 	// Example: config-change
 	Trigger string `json:"trigger,omitempty" yaml:"trigger,omitempty"`
 
+	// Several triggers at once (seed 002's trigger policies), instead of trigger: each
+	// config-change or image-change, the latter with its automatic flag
+	// Example: [{"type": "config-change"}, {"type": "image-change", "automatic": false}]
+	Triggers []DeploymentShapeTrigger `json:"triggers,omitempty" yaml:"triggers,omitempty"`
+
 	// The canary strategy's settings
 	Canary *DeploymentShapeRolloutCanary `json:"canary,omitempty" yaml:"canary,omitempty"`
 }

@@ -30,3 +30,33 @@ type DeploymentTriggersPost struct {
 	// Example: investigating the 1.4 image
 	Notes string `json:"notes" yaml:"notes"`
 }
+
+// DeploymentShapeTrigger is one trigger of a shape (seed 002's DeploymentTriggerPolicy).
+type DeploymentShapeTrigger struct {
+	// config-change (a new revision that changes the instances starts a rollout) or
+	// image-change (the template's image alias naming a new image makes a revision)
+	// Example: image-change
+	Type string `json:"type" yaml:"type"`
+
+	// image-change only: whether the new image's revision also starts a rollout (default
+	// true); without, the revision leaves the instances outdated for a rollout by hand
+	// Example: false
+	Automatic *bool `json:"automatic,omitempty" yaml:"automatic,omitempty"`
+}
+
+// TriggerOf says whether the rollout settings have a trigger of type kind (from trigger or
+// triggers alike, so shapes written with trigger keep working), and whether it starts
+// rollouts by itself.
+func (r DeploymentShapeRollout) TriggerOf(kind string) (has bool, automatic bool) {
+	if r.Trigger == kind {
+		return true, true
+	}
+
+	for _, t := range r.Triggers {
+		if t.Type == kind {
+			return true, t.Automatic == nil || *t.Automatic
+		}
+	}
+
+	return false, false
+}
