@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,6 +133,12 @@ func TestRollbackSuspendsTriggers(t *testing.T) {
 	expectCode(t, env.admin.ResumeDeploymentTriggers("dep1", api.DeploymentTriggersPost{}), 409, "resume with nothing suspended")
 	expectCode(t, env.admin.ResumeDeploymentShapeTriggers("dep1", "web", api.DeploymentTriggersPost{}), 409, "resume a shape not suspended")
 
+	// The CLI's dry run shows the plan.
+	u := newCLIUser(t, env.d)
+	if out := u.ok("deployment", "shape", "rollback", "dep1", "web", "--dry-run", "--rollout"); !strings.Contains(out, "instance_template.source.fingerprint") || !strings.Contains(out, "outdated: ") || !strings.Contains(out, "dry run, nothing changed") {
+		t.Fatalf("rollback --dry-run:\n%s", out)
+	}
+
 	// The rollback, rolled out in the same call.
 	yes := true
 	result, err := env.admin.RollbackDeploymentShape("dep1", "web", api.DeploymentShapeRollbackPost{Rollout: &yes})
@@ -166,7 +173,7 @@ func TestRollbackSuspendsTriggers(t *testing.T) {
 
 	// One call resumes: the pin is lifted (its instances stay current), then the alias
 	// names a new image: a revision and an automatic rollout follow.
-	must(t, env.admin.ResumeDeploymentTriggers("dep1", api.DeploymentTriggersPost{Notes: "fixed"}))
+	u.ok("deployment", "shape", "triggers", "resume", "dep1", "web", "--notes", "fixed")
 	r = env.waitRollout(t, 3, 2*time.Minute, "complete")
 	if r.Cause != "image-change" {
 		t.Fatalf("rollout after resume: %+v", r)
@@ -181,7 +188,7 @@ func TestRollbackSuspendsTriggers(t *testing.T) {
 
 	// The kill switch: the deployment shows it; a moved alias and a config change do
 	// nothing until it is off.
-	must(t, env.admin.SuspendDeploymentTriggers("dep1", api.DeploymentTriggersPost{Notes: "freeze"}))
+	u.ok("deployment", "triggers", "suspend", "dep1", "--notes", "freeze")
 	expectCode(t, env.admin.SuspendDeploymentTriggers("dep1", api.DeploymentTriggersPost{}), 409, "suspend twice")
 	deployment, _, err := env.admin.GetDeployment("dep1")
 	must(t, err)
@@ -197,7 +204,7 @@ func TestRollbackSuspendsTriggers(t *testing.T) {
 		t.Fatalf("the kill switch let the image trigger make revision %d", after.Revision)
 	}
 
-	must(t, env.admin.ResumeDeploymentTriggers("dep1", api.DeploymentTriggersPost{}))
+	u.ok("deployment", "triggers", "resume", "dep1")
 	env.waitRollout(t, 4, 2*time.Minute, "complete")
 	env.requireOnImage(t, 1, bad, " after the kill switch is off")
 	deployment, _, err = env.admin.GetDeployment("dep1")
