@@ -19,7 +19,8 @@ import (
 )
 
 // imageWatcher is the image-change trigger: when the image alias a shape's template names
-// points to a new image, the shape gets a revision (cause image-change) and a rollout. It
+// points to a new image, the shape gets a revision (cause image-change) and, when the
+// trigger is automatic, a rollout; shapes pinned or suspended by a rollback are skipped. It
 // listens to LXD's image lifecycle events and then resolves each alias in use once (never
 // one call per instance); a slow sweep catches changes made while it was not listening.
 type imageWatcher struct {
