@@ -219,14 +219,30 @@ func (w *imageWatcher) revise(ctx context.Context, s db.Shape, project string, f
 	var out Revised
 	var deployment string
 	err := w.engine.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		err := db.SetShapeImageFingerprint(ctx, tx, s.ID, s.ImageFingerprint, fingerprint)
+		// A rollback (or an edit) since the shapes were read may have pinned, suspended or
+		// moved the alias: the change is then no longer this trigger's to make.
+		current, err := ShapeByID(ctx, tx, s.DeploymentID, s.ID)
+		if err != nil {
+			return err
+		}
+
+		suspended, err := db.GetDeploymentTriggersSuspended(ctx, tx, s.DeploymentID)
+		if err != nil {
+			return err
+		}
+
+		if !WatchesAlias(current.Writable()) || ImageTriggerSuspended(current, suspended) || !sameAlias(current.InstanceTemplate.Source, s.InstanceTemplate.Source) {
+			return db.ErrShapeChanged
+		}
+
+		err = db.SetShapeImageFingerprint(ctx, tx, s.ID, s.ImageFingerprint, fingerprint)
 		if err != nil {
 			return err
 		}
 
 		// The first sighting is the image of the revision that named the alias.
 		if s.ImageFingerprint == "" {
-			return db.SetRevisionImage(ctx, tx, s.ID, s.Revision, fingerprint)
+			return db.SetRevisionImage(ctx, tx, s.ID, current.Revision, fingerprint)
 		}
 
 		d, err := db.GetDeploymentRow(ctx, tx, s.DeploymentID)

@@ -52,7 +52,7 @@ func Rollback(ctx context.Context, tx *sql.Tx, shape *db.Shape, req api.Deployme
 
 	result = api.DeploymentShapeRollback{Revision: out.Revision, Rollout: out.Rollout, Changes: shapes.Changes(shape.Writable(), after.Writable()), Outdated: []string{}, TriggersSuspended: after.TriggersSuspended}
 	for _, row := range rows {
-		if shapes.Outdated(row, after.Revision) {
+		if !shapes.Going(row) && shapes.Outdated(row, after.Revision) {
 			result.Outdated = append(result.Outdated, row.Name)
 		}
 	}
