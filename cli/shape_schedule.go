@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/schedule"
 )
 
 // scheduleNextShown is how many next occurrences the table shows per action (json and
@@ -56,13 +57,20 @@ func scheduleListing(s *api.DeploymentShapeSchedule) listing {
 			size = strconv.Itoa(*e.Size)
 		}
 
+		// JSON keeps the offset, not the zone: read the times in the action's zone again so
+		// that they show its abbreviation (CET, CEST).
+		loc, err := schedule.Location(e.DeploymentShapeScheduledAction)
+		if err != nil {
+			loc = time.UTC
+		}
+
 		var next []string
 		for i, t := range e.Next {
 			if i == scheduleNextShown {
 				break
 			}
 
-			next = append(next, t.Format("2006-01-02 15:04 MST"))
+			next = append(next, t.In(loc).Format("2006-01-02 15:04 MST"))
 		}
 
 		if len(next) == 0 {
