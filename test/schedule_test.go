@@ -113,7 +113,9 @@ func TestScheduledActionsAcrossDSTAndDowntime(t *testing.T) {
 		// Past night (20:00 on the 28th) and early's 03:00: only the latest applies.
 		clock.set(t, time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC))
 		waitUntil(t, "bounds [3, 5]", 20*time.Second, func() bool { return bounds(admin) == [2]int{3, 5} }, withLog(d.Log))
-		event := hook.waitFor("scale-request", 20*time.Second, func(e api.WebhookEvent) bool { return e.Type == api.WebhookScaleRequest && strings.Contains(string(e.Metadata), "early") })
+		event := hook.waitFor("scale-request", 20*time.Second, func(e api.WebhookEvent) bool {
+			return e.Type == api.WebhookScaleRequest && strings.Contains(string(e.Metadata), "early")
+		})
 		var request api.WebhookScaleRequestMetadata
 		must(t, json.Unmarshal(event.Metadata, &request))
 		if request.Target != 3 || request.RequestedBy != "schedule" {
