@@ -179,4 +179,22 @@ func TestScheduledActionsAcrossDSTAndDowntime(t *testing.T) {
 		clock.set(t, time.Date(2026, 3, 31, 0, 30, 0, 0, time.UTC)) // early, 02:30 CEST
 		waitUntil(t, "early overrides the edit", 20*time.Second, func() bool { return bounds(admin) == [2]int{3, 5} }, withLog(d.Log))
 	})
+
+	phase(t, "an action with a size asks the governor for it", func(t *testing.T) {
+		s, etag, err := admin.GetDeploymentShape("dep1", "web")
+		must(t, err)
+		put := s.Writable()
+		put.Schedule = append(put.Schedule, api.DeploymentShapeScheduledAction{Name: "peak", Cron: "0 12 * * *", TimeZone: "Europe/Paris", ScalingMinimum: n(1), ScalingMaximum: n(8), Size: n(6)})
+		must(t, admin.UpdateDeploymentShape("dep1", "web", put, etag))
+		clock.set(t, time.Date(2026, 3, 31, 10, 0, 0, 0, time.UTC)) // 12:00 CEST
+		waitUntil(t, "peak's bounds", 20*time.Second, func() bool { return bounds(admin) == [2]int{1, 8} }, withLog(d.Log))
+		event := hook.waitFor("scale-request", 20*time.Second, func(e api.WebhookEvent) bool {
+			return e.Type == api.WebhookScaleRequest && strings.Contains(string(e.Metadata), "peak")
+		})
+		var request api.WebhookScaleRequestMetadata
+		must(t, json.Unmarshal(event.Metadata, &request))
+		if request.Target != 6 || request.RequestedBy != "schedule" {
+			t.Fatalf("scale request: %+v", request)
+		}
+	})
 }
