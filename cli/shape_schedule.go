@@ -29,7 +29,7 @@ func (a *app) shapeScheduleCommand() *cobra.Command {
 			"governor is asked to scale when the shape is outside them (doc/governors.md).",
 		Args: exactArgs(2),
 	}, func(args []string) (listing, error) {
-		t, err := a.instanceTarget(args[0], args[1], "")
+		t, err := a.shapeTarget(args[0], args[1])
 		if err != nil {
 			return listing{}, err
 		}
