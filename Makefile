@@ -92,7 +92,7 @@ torture: deps-test ## run the randomized invariant suite for TORTURE_TIME (defau
 FUZZTIME ?= 60s
 FUZZ_TARGETS := ./lxd-deployd/auth:FuzzVerifyToken ./shared/validate:FuzzName ./shared/validate:FuzzConfigKey \
 	./shared/validate:FuzzWebhookURL ./shared/validate:FuzzCPULimit ./shared/webhook:FuzzVerify ./lxd-deployd:FuzzDecodeBody ./lxd-deployd/metrics:FuzzMethod \
-	./shared/templates:FuzzJinja ./shared/templates:FuzzPython ./shared/templates:FuzzConfig
+	./shared/templates:FuzzJinja ./shared/templates:FuzzPython ./shared/templates:FuzzConfig ./shared/schedule:FuzzCron
 
 .PHONY: fuzz
 fuzz: ## run every fuzz target for FUZZTIME (default 60s) each; failures land in testdata/fuzz

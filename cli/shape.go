@@ -37,6 +37,7 @@ func (a *app) shapeCommand() *cobra.Command {
 		a.shapeDeleteCommand(),
 		a.instanceCommand(),
 		a.shapeScaleRequestCommand(),
+		a.shapeScheduleCommand(),
 		a.shapeRevisionCommand(), a.shapeRollbackCommand(), a.shapeRolloutCommand(), a.shapeTriggersCommand(),
 		a.shapeHealthCommand(),
 		a.shapeWarmPoolCommand(),

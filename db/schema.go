@@ -30,6 +30,7 @@ var updates = map[int]update{
 	15: updateAddPlacement,
 	16: updateAddFailSafe,
 	17: updateAddRevisionImages,
+	18: updateAddSchedule,
 }
 
 // SchemaVersion is the version a fully updated database has.

@@ -161,6 +161,11 @@ SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scal
 		return nil, err
 	}
 
+	err = loadShapeSchedules(ctx, tx, shapes)
+	if err != nil {
+		return nil, err
+	}
+
 	configs, err := getConfigs(ctx, tx, shapesConfig)
 	if err != nil {
 		return nil, err
@@ -265,6 +270,13 @@ func CreateShape(ctx context.Context, tx *sql.Tx, deploymentID int64, req api.De
 		}
 	}
 
+	if len(req.Schedule) > 0 {
+		err = setShapeSchedule(ctx, tx, id, req.Schedule)
+		if err != nil {
+			return 0, err
+		}
+	}
+
 	return id, replaceConfig(ctx, tx, shapesConfig, id, req.Config)
 }
 
@@ -306,6 +318,11 @@ UPDATE deployments_shapes
 	}
 
 	err = setShapePlacement(ctx, tx, id, put.Placement)
+	if err != nil {
+		return err
+	}
+
+	err = setShapeSchedule(ctx, tx, id, put.Schedule)
 	if err != nil {
 		return err
 	}

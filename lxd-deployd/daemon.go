@@ -29,6 +29,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/scheduler"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/ui"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
@@ -67,6 +68,10 @@ type config struct {
 	// pprof serves Go's /debug/pprof/ on the unix socket (root only, like the rest of it):
 	// the heap and CPU profiles of a running daemon, for benchmarks and operators.
 	pprof bool
+
+	// testClockFile, for tests only, holds the time the scheduler reads instead of the
+	// clock's (schedule.go).
+	testClockFile string
 }
 
 // daemon wires the database, the LXD connection and the API listeners together.
@@ -92,6 +97,7 @@ type daemon struct {
 	identity   *clusterIdentity
 	leases     *lease.Manager
 	life       *instanceCare
+	scheduler  *scheduler.Scheduler // scheduled actions (schedule.go)
 	servers    []*http.Server
 	conns      *connLimits // the HTTPS connection budgets (conn_limits.go)
 	cancel     context.CancelFunc
@@ -99,6 +105,9 @@ type daemon struct {
 
 	// quit stops the daemon as SIGTERM would (a member removed from the cluster).
 	quit context.CancelFunc
+
+	// scheduleClock is the scheduler's clock (nil: time.Now; a test's: schedule.go).
+	scheduleClock scheduler.Clock
 }
 
 type listenerKey struct{}
@@ -190,6 +199,11 @@ func (d *daemon) start(ctx context.Context) error {
 
 	d.webhooks.SetDestinationPolicy(webhooks.DestinationPolicy{Allowed: allowed})
 	d.startMetrics()
+	d.scheduleClock, err = scheduleClock(d.config.testClockFile, d.logger)
+	if err != nil {
+		return err
+	}
+
 	d.wire()
 	d.startInstanceCare(runCtx)
 	// Every member runs the rollout engine; each rollout is claimed by one of them at a time.
@@ -197,6 +211,7 @@ func (d *daemon) start(ctx context.Context) error {
 	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
 	d.goBackground(func() { d.lxd.Run(runCtx, d.config.lxdPollInterval) })
 	d.startLeasedWork(runCtx, metrics)
+	d.startSchedule(runCtx)
 
 	handlers := append(endpoints(d.apis()), clusterEndpoints(d.clusterAPI())...)
 	d.conns = newConnLimitsWith(defaultConnBudgets, d.logger)
@@ -274,6 +289,7 @@ func (d *daemon) apis() apis {
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, reporter: l},
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l, usage: newUsageCache(d.usageFetched)},
 		placement:    placementAPI{db: d.db, fleet: d.fleet},
+		schedule:     scheduleAPI{db: d.db, scheduler: d.scheduler},
 		health:       newInstanceHealthAPI(d.db, d.life.checker, d.metrics),
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},

@@ -24,6 +24,7 @@ type apis struct {
 	rollouts     rolloutsAPI
 	resize       resizeAPI
 	placement    placementAPI
+	schedule     scheduleAPI
 	ui           ui.API
 	access       access
 }
@@ -186,6 +187,10 @@ func endpoints(a apis) []endpoint {
 			get:  with(admin, types.instances),
 		},
 
+		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/schedule",
+			get:  governor(with(deploymentReader, a.schedule.get)),
+		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/scale-request",
 			post: with(admin, a.webhooks.scaleRequest),

@@ -70,6 +70,10 @@ func rootCommand() *cobra.Command {
 	flags.StringVar(&cfg.privateLXD, "private-lxd", "", "when no LXD answers at --lxd-socket or the usual sockets, run a private one with this LXD_DIR (make run uses ./.run/lxd); empty: never")
 	flags.BoolVar(&debug, "debug", false, "log every request")
 	flags.BoolVar(&cfg.pprof, "debug-pprof", false, "serve Go's /debug/pprof/ profiles on the unix socket (root only)")
+	// Tests only (doc/daemon.md): the scheduler's time, so that tests cross DST changes and
+	// downtime without waiting. Hidden from --help.
+	flags.StringVar(&cfg.testClockFile, "test-clock-file", "", "tests only: a file holding the RFC 3339 time the scheduler uses instead of the clock")
+	_ = flags.MarkHidden("test-clock-file")
 
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/scheduler"
 )
 
 // wire builds the engines once, before any of them runs: one reporter (package reporter;
@@ -22,6 +23,7 @@ func (d *daemon) wire() {
 		RequestLogger: requestLoggerIfAny, Stopping: d.life.stopping, Owner: owner, OfflineAfter: offlineAfter})
 	d.life.checker = &health.Checker{DB: d.db, LXD: d.lxd, Logger: d.logger, Concurrency: healthConcurrency, Metrics: d.metrics, OnChange: d.fleet.Healer.HealthChanged}
 	d.rollouts = rollout.New(d.db, d.lxd, d.fleet, l, d.logger, owner)
+	d.scheduler = scheduler.New(d.db, l, d.scheduleClock, d.logger)
 	l.SetWaker(engines{rollouts: d.rollouts, fleet: d.fleet})
 }
 

@@ -45,7 +45,12 @@ var writeFields = []writeField{
 		p.ResourceBounds[api.LimitMemory] = api.DeploymentShapeResourceBound{Minimum: "64MiB", Maximum: "2GiB"}
 	}, `{"resource_bounds":{"limits.memory":{"maximum":"2GiB"}}}`, nil, false},
 	{"placement", func(p *api.DeploymentShapePut) { p.Placement.Rigor = "strict" }, `{"placement":{"rigor":"strict"}}`, nil, false},
+	{"schedule", func(p *api.DeploymentShapePut) { p.Schedule[0].Cron = "0 1 29 2 *" }, `{"schedule":[{"name":"business-hours","cron":"0 1 29 2 *","time_zone":"Europe/Paris","scaling_minimum":0,"scaling_maximum":3}]}`, nil, false},
 }
+
+// The bounds of the baseline's scheduled action: the baseline's own, so that even the
+// action firing (midnight on 29 February, Paris) would change no field.
+var scheduleMinimum, scheduleMaximum = 0, 3
 
 // writePathsBaseline is shape web before each change: every map and pointer field set, so
 // that each change lands inside an existing value.
@@ -61,6 +66,7 @@ func writePathsBaseline() api.DeploymentShapePut {
 		WarmPool:       &api.DeploymentShapeWarmPool{Size: 0},
 		ResourceBounds: map[string]api.DeploymentShapeResourceBound{api.LimitMemory: {Minimum: "64MiB", Maximum: "1GiB"}},
 		Placement:      &api.DeploymentShapePlacement{Spread: "member"},
+		Schedule:       []api.DeploymentShapeScheduledAction{{Name: "business-hours", Cron: "0 0 29 2 *", TimeZone: "Europe/Paris", ScalingMinimum: &scheduleMinimum, ScalingMaximum: &scheduleMaximum}},
 	}
 
 	put.InstanceTemplate.Source = lxdapi.InstanceSource{Type: "image", Alias: lxdtest.Image}

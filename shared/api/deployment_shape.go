@@ -57,6 +57,11 @@ type DeploymentShapePut struct {
 
 	// Where the instances go in an LXD cluster (doc/placement.md; LXD decides when absent)
 	Placement *DeploymentShapePlacement `json:"placement,omitempty" yaml:"placement,omitempty"`
+
+	// Scheduled actions: bounds set at cron times in a time zone (doc/governors.md; none
+	// when absent)
+	// Example: [{"name": "business-hours", "cron": "0 8 * * 1-5", "time_zone": "Europe/Paris", "scaling_minimum": 4, "scaling_maximum": 20}]
+	Schedule []DeploymentShapeScheduledAction `json:"schedule,omitempty" yaml:"schedule,omitempty"`
 }
 
 // DeploymentShape represents a shape.

@@ -222,6 +222,11 @@ func Shape(put api.DeploymentShapePut) error {
 		return err
 	}
 
+	err = ShapeSchedule(put.Schedule)
+	if err != nil {
+		return err
+	}
+
 	return InstanceTemplate(put.InstanceTemplate)
 }
 
