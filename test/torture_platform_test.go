@@ -41,6 +41,8 @@ var platformOps = []tortureOp{
 	{name: "platform-lxd-restart", weight: 1, issue: "31", run: func(tt *torture) string {
 		down := time.Duration(2000+tt.rng.Intn(10000)) * time.Millisecond
 		return tt.platformFault("lxd-restart", func() string {
+			// At the worst moment: right after the daemon's probe found LXD answering.
+			tt.platform.proxy.WaitFor("GET", "/1.0", 10*time.Second)
 			tt.lxd.StopDaemon(tt.t)
 			time.Sleep(down)
 			tt.lxd.StartDaemon(tt.t)

@@ -61,6 +61,14 @@ func TestFaults(t *testing.T) {
 		}
 
 		p.Set(lxdtest.ProxyFaults{})
+		next := p.Next(http.MethodGet, "/1.0/instances/f1")
+		go func() { _, _, _ = pc.GetInstance("f1") }()
+		select {
+		case <-next:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Next did not see GET /1.0/instances/f1 pass")
+		}
+
 		calls, failed, slowed := p.Counts()
 		t.Logf("proxy: %d calls, %d failed, %d slowed", calls, failed, slowed)
 	})

@@ -33,7 +33,14 @@ type Proxy struct {
 	failed atomic.Int64 // calls answered 500 by the proxy
 	slowed atomic.Int64 // calls delayed
 
-	server *http.Server
+	server  *http.Server
+	waiters []proxyWaiter
+}
+
+// proxyWaiter is a [Proxy.WaitFor] waiting for a call.
+type proxyWaiter struct {
+	method, path string
+	passed       chan struct{}
 }
 
 // ProxyFaults says what the proxy does to calls; the zero value passes everything through.
@@ -170,6 +177,47 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, reverse *httputil.
 	}
 
 	reverse.ServeHTTP(w, r)
+	p.passed(r)
+}
+
+// WaitFor waits until a call of method on path has passed through the proxy and been
+// answered, and reports whether one did within timeout. A test injects a fault at the
+// worst moment with it: LXD stopped right after the daemon's probe (GET /1.0) found it
+// answering, the daemon believes LXD is there until its next probe.
+func (p *Proxy) WaitFor(method string, path string, timeout time.Duration) bool {
+	select {
+	case <-p.Next(method, path):
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+// Next returns a channel closed when the next call of method on path has passed through
+// the proxy and been answered (a call the test itself is about to make: ask first).
+func (p *Proxy) Next(method string, path string) <-chan struct{} {
+	w := proxyWaiter{method: method, path: path, passed: make(chan struct{})}
+	p.mu.Lock()
+	p.waiters = append(p.waiters, w)
+	p.mu.Unlock()
+	return w.passed
+}
+
+// passed wakes the waiters for r's method and path.
+func (p *Proxy) passed(r *http.Request) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	kept := p.waiters[:0]
+	for _, w := range p.waiters {
+		if w.method == r.Method && w.path == r.URL.Path {
+			close(w.passed)
+			continue
+		}
+
+		kept = append(kept, w)
+	}
+
+	p.waiters = kept
 }
 
 // isExec reports whether path is an instance's exec endpoint (/1.0/instances/NAME/exec,
