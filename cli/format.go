@@ -30,6 +30,9 @@ type listing struct {
 	header []string
 	rows   [][]string
 	data   any
+
+	// notes follow a table (not the machine formats): what the rows alone do not say.
+	notes []string
 }
 
 // addFormatFlag adds --format (-f) to a list command.
@@ -52,7 +55,14 @@ func checkFormat(format string) error {
 func (l listing) render(w io.Writer, format string) error {
 	switch format {
 	case formatTable:
-		return writeTable(w, l.header, l.rows)
+		err := writeTable(w, l.header, l.rows)
+		for _, note := range l.notes {
+			if err == nil {
+				_, err = fmt.Fprintln(w, note)
+			}
+		}
+
+		return err
 	case formatCompact:
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, strings.Join(l.header, "\t"))

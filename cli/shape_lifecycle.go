@@ -56,8 +56,47 @@ func (a *app) shapeHealthCommand() *cobra.Command {
 		Short: "Show the last health check of each instance of a shape",
 		Args:  exactArgs(2),
 	}, func(args []string) (listing, error) {
-		return a.shapeInstances(args, []string{"NAME", "HEALTH", "CHECKED", "OUTPUT", "LIFECYCLE"}, healthRows)
+		l, err := a.shapeInstances(args, []string{"NAME", "HEALTH", "CHECKED", "OUTPUT", "LIFECYCLE"}, healthRows)
+		if err != nil {
+			return l, err
+		}
+
+		t, err := a.instanceTarget(args[0], args[1], "")
+		if err != nil {
+			return l, err
+		}
+
+		shape, _, err := t.server.GetDeploymentShape(t.name, args[1])
+		if err == nil {
+			l.notes = healthNotes(shape.HealthStatus)
+		}
+
+		return l, err
 	})
+}
+
+// healthNotes says, under the table, what is wrong with the check or autohealing as a
+// whole: nothing when the check works and autohealing acts.
+func healthNotes(status *api.DeploymentShapeHealthStatus) []string {
+	if status == nil {
+		return nil
+	}
+
+	var notes []string
+	if status.Check == api.HealthCheckBroken {
+		notes = append(notes, "Check: broken: "+status.CheckReason)
+	}
+
+	if status.Autohealing == api.AutohealingHeld {
+		since := ""
+		if status.Since != nil {
+			since = " since " + status.Since.Local().Format("2006/01/02 15:04:05 MST")
+		}
+
+		notes = append(notes, "Autohealing: held"+since+": "+status.AutohealingReason)
+	}
+
+	return notes
 }
 
 func healthRows(instances []api.DeploymentInstance) [][]string {
@@ -72,7 +111,17 @@ func healthRows(instances []api.DeploymentInstance) [][]string {
 			output = output[:60] + "..."
 		}
 
-		rows = append(rows, []string{i.Name, i.Health, checked, output, i.Lifecycle})
+		verdict := i.Health
+		if i.HealthCheck != nil && i.HealthCheck.Stale {
+			// The verdict is the last check's that ran; the latest could not run.
+			verdict += " (stale)"
+			output = "latest check did not run: " + i.HealthCheck.StaleReason
+			if len(output) > 60 {
+				output = output[:60] + "..."
+			}
+		}
+
+		rows = append(rows, []string{i.Name, verdict, checked, output, i.Lifecycle})
 	}
 
 	sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })

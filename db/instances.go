@@ -104,7 +104,8 @@ func GetInstances(ctx context.Context, tx *sql.Tx, filter InstanceFilter) ([]Ins
 func queryInstances(ctx context.Context, tx *sql.Tx, where []string, args []any) ([]Instance, error) {
 	query := `
 SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, i.name, i.state, i.template_hash, i.created_at, i.governor_socket, i.owner, i.state_changed_at, i.revision,
-       i.health, i.health_output, i.health_checked_at, i.health_streak, i.replacement, i.hook, i.hook_deadline, i.hook_action, i.sizes_rollout, i.health_exit_code, i.location
+       i.health, i.health_output, i.health_checked_at, i.health_streak, i.replacement, i.hook, i.hook_deadline, i.hook_action, i.sizes_rollout, i.health_exit_code, i.location,
+       i.health_stale, i.health_cannot_start
   FROM deployments_shapes_instances i
   JOIN deployments_shapes s ON s.id = i.deployment_shape_id
   JOIN deployments d ON d.id = s.deployment_id`
@@ -124,7 +125,8 @@ SELECT i.id, i.deployment_shape_id, s.deployment_id, d.project, d.name, s.name, 
 		var i Instance
 		var changed, checked, deadline sql.NullTime
 		err = rows.Scan(&i.ID, &i.ShapeID, &i.DeploymentID, &i.Project, &i.Deployment, &i.Shape, &i.Name, &i.State, &i.TemplateHash, &i.CreatedAt, &i.GovernorSocket, &i.Owner, &changed, &i.Revision,
-			&i.Health.Status, &i.Health.Output, &checked, &i.Health.Streak, &i.Health.Replacement, &i.Hook.Hook, &deadline, &i.Hook.Action, &i.SizesRollout, &i.Health.ExitCode, &i.Location)
+			&i.Health.Status, &i.Health.Output, &checked, &i.Health.Streak, &i.Health.Replacement, &i.Hook.Hook, &deadline, &i.Hook.Action, &i.SizesRollout, &i.Health.ExitCode, &i.Location,
+			&i.Health.Stale, &i.Health.CannotStart)
 		if err != nil {
 			return nil, fmt.Errorf("read instances: %w", err)
 		}

@@ -87,6 +87,16 @@ type InstanceHealth struct {
 
 	// Replacement is true for an instance autohealing made that has not been healthy yet.
 	Replacement bool
+
+	// Stale says why the last check could not run (LXD did not answer, exec was refused):
+	// no verdict, so Status, Streak, Output and CheckedAt are those of the last check that
+	// ran. Empty when the last check ran.
+	Stale string
+
+	// CannotStart: the last failed check could not start its command (exit 126 or 127, a
+	// port nothing listens on). On every instance of a shape, it is the check that is
+	// broken, not the instances.
+	CannotStart bool
 }
 
 // InstanceHook is the lifecycle hook an instance waits in, if any.
@@ -117,13 +127,19 @@ func SetInstancesHealth(ctx context.Context, tx *sql.Tx, records map[int64]Insta
 		Streak      int     `json:"streak"`
 		Replacement int     `json:"replacement"`
 		ExitCode    int     `json:"exit_code"`
+		Stale       string  `json:"stale"`
+		CannotStart int     `json:"cannot_start"`
 	}
 
 	rows := make([]row, 0, len(records))
 	for id, h := range records {
-		r := row{ID: id, Status: h.Status, Output: h.Output, Streak: h.Streak, ExitCode: h.ExitCode}
+		r := row{ID: id, Status: h.Status, Output: h.Output, Streak: h.Streak, ExitCode: h.ExitCode, Stale: h.Stale}
 		if h.Replacement {
 			r.Replacement = 1
+		}
+
+		if h.CannotStart {
+			r.CannotStart = 1
 		}
 
 		if h.CheckedAt != nil {
@@ -145,7 +161,8 @@ func SetInstancesHealth(ctx context.Context, tx *sql.Tx, records map[int64]Insta
 UPDATE deployments_shapes_instances AS i
    SET health = json_extract(r.value, '$.status'), health_output = json_extract(r.value, '$.output'),
        health_checked_at = json_extract(r.value, '$.checked_at'), health_streak = json_extract(r.value, '$.streak'),
-       replacement = json_extract(r.value, '$.replacement'), health_exit_code = json_extract(r.value, '$.exit_code')
+       replacement = json_extract(r.value, '$.replacement'), health_exit_code = json_extract(r.value, '$.exit_code'),
+       health_stale = json_extract(r.value, '$.stale'), health_cannot_start = json_extract(r.value, '$.cannot_start')
   FROM json_each(?) AS r
  WHERE i.id = json_extract(r.value, '$.id') AND i.state = 'created'`, string(data))
 	if err != nil {
@@ -170,7 +187,7 @@ const dqliteTimeLayout = "2006-01-02 15:04:05.999999999-07:00"
 // forgetInstanceHealth puts the instances of a shape that has no health checks back to
 // unknown.
 func forgetInstanceHealth(ctx context.Context, tx *sql.Tx, shapeID int64) error {
-	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET health = 'unknown', health_output = '', health_checked_at = NULL, health_streak = 0, replacement = 0, health_exit_code = 0 WHERE deployment_shape_id = ?", shapeID)
+	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET health = 'unknown', health_output = '', health_checked_at = NULL, health_streak = 0, replacement = 0, health_exit_code = 0, health_stale = '', health_cannot_start = 0 WHERE deployment_shape_id = ?", shapeID)
 	if err != nil {
 		return fmt.Errorf("forget instance health: %w", err)
 	}

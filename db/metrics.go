@@ -47,6 +47,12 @@ type ShapeCount struct {
 	// Degraded: autohealing gave up on the shape.
 	Degraded bool
 
+	// HealHeld: autohealing holds for the shape (correlated failures, a broken check).
+	HealHeld bool
+
+	// CheckBroken: the shape's check could not start on any instance.
+	CheckBroken bool
+
 	// RolloutsRunning and RolloutsPaused count the shape's active rollouts (one at most).
 	RolloutsRunning int
 	RolloutsPaused  int
@@ -80,7 +86,7 @@ func GetShapeCounts(ctx context.Context, tx *sql.Tx) ([]ShapeCount, error) {
 	// The instance counts are grouped on their own, then joined: every shape row is then
 	// read once, not once per instance.
 	rows, err := tx.QueryContext(ctx, `
-SELECT d.project, d.name, s.name, s.scaling_minimum, s.scaling_maximum, s.revision, s.degraded, s.health, s.warm_pool,
+SELECT d.project, d.name, s.name, s.scaling_minimum, s.scaling_maximum, s.revision, s.degraded, s.heal_hold != '', s.health_check = 'broken', s.health, s.warm_pool,
        COALESCE(c.current, 0), COALESCE(c.outdated, 0),
        COALESCE(c.healthy, 0), COALESCE(c.unhealthy, 0), COALESCE(c.starting, 0), COALESCE(c.unknown, 0),
        COALESCE(c.settled, 0), COALESCE(c.settled_healthy, 0), COALESCE(c.launching, 0), COALESCE(c.terminating, 0),
@@ -114,7 +120,7 @@ SELECT d.project, d.name, s.name, s.scaling_minimum, s.scaling_maximum, s.revisi
 	for rows.Next() {
 		var c ShapeCount
 		var degraded, health, warmPool, template string
-		err = rows.Scan(&c.Project, &c.Deployment, &c.Shape, &c.Minimum, &c.Maximum, &c.Revision, &degraded, &health, &warmPool,
+		err = rows.Scan(&c.Project, &c.Deployment, &c.Shape, &c.Minimum, &c.Maximum, &c.Revision, &degraded, &c.HealHeld, &c.CheckBroken, &health, &warmPool,
 			&c.Current, &c.Outdated, &c.Healthy, &c.Unhealthy, &c.Starting, &c.Unknown, &c.Settled, &c.SettledHealthy,
 			&c.LaunchingWait, &c.TerminatingWait, &c.WarmPoolReady, &c.RolloutsRunning, &c.RolloutsPaused, &c.HasHooks, &template)
 		if err != nil {

@@ -28,6 +28,7 @@ var updates = map[int]update{
 	13: updateAddUISessions,
 	14: updateAddResourceBounds,
 	15: updateAddPlacement,
+	16: updateAddFailSafe,
 }
 
 // SchemaVersion is the version a fully updated database has.

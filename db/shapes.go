@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 
@@ -39,6 +40,17 @@ type Shape struct {
 
 	// ReplaceFailures counts replacements in a row that did not become healthy.
 	ReplaceFailures int
+
+	// HealthCheck is "", api.HealthCheckOK or api.HealthCheckBroken (with
+	// HealthCheckReason): whether the check started on some instance since the shape's
+	// health object last changed (health.CheckState).
+	HealthCheck       string
+	HealthCheckReason string
+
+	// HealHold says why autohealing holds for the shape (empty when it does not), since
+	// HealHoldSince.
+	HealHold      string
+	HealHoldSince *time.Time
 }
 
 // ShapeFilter selects shapes; zero fields match everything.
@@ -69,7 +81,8 @@ SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scal
        (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND i.state = 'replacing'),
        (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND ` + goingInstance + `),
        (SELECT COUNT(*) FROM deployments_shapes_pool p WHERE p.deployment_shape_id = s.id AND p.state = 'ready'),
-       s.health, s.hooks, s.warm_pool, s.degraded, s.replace_failures
+       s.health, s.hooks, s.warm_pool, s.degraded, s.replace_failures,
+       s.health_check, s.health_check_reason, s.heal_hold, s.heal_hold_since
   FROM deployments_shapes s`
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
@@ -86,10 +99,16 @@ SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scal
 	for rows.Next() {
 		var s Shape
 		var template, rollout, health, hooks, warmPool string
+		var holdSince sql.NullTime
 		err = rows.Scan(&s.ID, &s.DeploymentID, &s.Name, &s.Description, &template, &s.ScalingMinimum, &s.ScalingMaximum, &s.Revision, &rollout, &s.ImageFingerprint, &s.ScalingCurrent,
-			&s.Terminating, &s.Replacing, &s.Going, &s.WarmPoolReady, &health, &hooks, &warmPool, &s.StatusReason, &s.ReplaceFailures)
+			&s.Terminating, &s.Replacing, &s.Going, &s.WarmPoolReady, &health, &hooks, &warmPool, &s.StatusReason, &s.ReplaceFailures,
+			&s.HealthCheck, &s.HealthCheckReason, &s.HealHold, &holdSince)
 		if err != nil {
 			return nil, fmt.Errorf("read shapes: %w", err)
+		}
+
+		if holdSince.Valid {
+			s.HealHoldSince = &holdSince.Time
 		}
 
 		s.Status = api.ShapeStatus(s.ScalingCurrent, s.ScalingMinimum, s.ScalingMaximum)
@@ -101,6 +120,8 @@ SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scal
 		if err != nil {
 			return nil, fmt.Errorf("shape %q: %w", s.Name, err)
 		}
+
+		s.HealthStatus = healthStatus(&s)
 		err = json.Unmarshal([]byte(template), &s.InstanceTemplate)
 		if err != nil {
 			return nil, fmt.Errorf("shape %q has a corrupt instance template: %w", s.Name, err)
@@ -259,8 +280,16 @@ func UpdateShape(ctx context.Context, tx *sql.Tx, id int64, put api.DeploymentSh
 		return err
 	}
 
-	_, err = tx.ExecContext(ctx, "UPDATE deployments_shapes SET description = ?, instance_template = ?, scaling_minimum = ?, scaling_maximum = ?, rollout = ?, health = ?, hooks = ?, warm_pool = ?, degraded = '', replace_failures = 0 WHERE id = ?",
-		put.Description, string(template), put.ScalingMinimum, put.ScalingMaximum, string(rollout), health, hooks, warmPool, id)
+	// A changed health object is a new check: whether the old one could start says nothing
+	// of it (SQLite's SET reads the row as it was before the update).
+	_, err = tx.ExecContext(ctx, `
+UPDATE deployments_shapes
+   SET description = ?, instance_template = ?, scaling_minimum = ?, scaling_maximum = ?, rollout = ?, hooks = ?, warm_pool = ?, degraded = '', replace_failures = 0,
+       health_check = CASE WHEN health = ? THEN health_check ELSE '' END,
+       health_check_reason = CASE WHEN health = ? THEN health_check_reason ELSE '' END,
+       health = ?
+ WHERE id = ?`,
+		put.Description, string(template), put.ScalingMinimum, put.ScalingMaximum, string(rollout), hooks, warmPool, health, health, health, id)
 	if err != nil {
 		return fmt.Errorf("update shape: %w", err)
 	}

@@ -46,7 +46,7 @@ func withLifecycle(instance *api.DeploymentInstance, row db.Instance) {
 	instance.Health = row.Health.Status
 	instance.Lifecycle = row.Hook.Hook
 	instance.LifecycleDeadline = row.Hook.Deadline
-	if row.Health.CheckedAt != nil {
-		instance.HealthCheck = &api.DeploymentInstanceHealth{Status: row.Health.Status, Output: row.Health.Output, CheckedAt: row.Health.CheckedAt}
+	if row.Health.CheckedAt != nil || row.Health.Stale != "" {
+		instance.HealthCheck = &api.DeploymentInstanceHealth{Status: row.Health.Status, Output: row.Health.Output, CheckedAt: row.Health.CheckedAt, Stale: row.Health.Stale != "", StaleReason: row.Health.Stale}
 	}
 }

@@ -85,7 +85,7 @@ func shapeStat(s db.ShapeCount) metrics.ShapeStat {
 		Ready: s.Settled, Outdated: s.Outdated, Revision: s.Revision,
 		Healthy: s.Healthy, Unhealthy: s.Unhealthy, Starting: s.Starting, Unknown: s.Unknown,
 		LaunchingWait: s.LaunchingWait, TerminatingWait: s.TerminatingWait,
-		WarmPoolReady: s.WarmPoolReady, Degraded: s.Degraded,
+		WarmPoolReady: s.WarmPoolReady, Degraded: s.Degraded, HealHeld: s.HealHeld, CheckBroken: s.CheckBroken,
 		RolloutsRunning: s.RolloutsRunning, RolloutsPaused: s.RolloutsPaused,
 		HasHooks: s.HasHooks,
 	}

@@ -172,9 +172,14 @@ func TestAutohealing(t *testing.T) {
 	})
 
 	// Every instance fails: replacements that never become healthy stop after three and
-	// the shape is degraded, at its size.
+	// the shape is degraded, at its size. With every instance failing at once autohealing
+	// would hold by default (health.hold_share, TestAutohealingHolds); hold_share 1 turns
+	// the holds off, as an operator sure of a broken image would.
 	phase(t, "degraded after 3 failed replacements", func(t *testing.T) {
-		env.setShape(t, func(put *api.DeploymentShapePut) { put.Health.Command = []string{"false"} })
+		env.setShape(t, func(put *api.DeploymentShapePut) {
+			put.Health.Command = []string{"false"}
+			put.Health.HoldShare = 1
+		})
 		env.waitUntil(t, "the shape degraded", 120*time.Second, func() bool {
 			shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
 			must(t, err)

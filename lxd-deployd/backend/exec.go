@@ -63,7 +63,7 @@ func ExecCheck(ctx context.Context, c DoHTTPer, project string, name string, com
 	resp, err = rawDo(ctx, c, "GET", "/1.0/operations/"+url.PathEscape(opID)+"/wait", project, query, nil)
 	if err != nil {
 		if Expired(ctx) {
-			return nil, fmt.Errorf("no answer within the check's timeout: %w", context.DeadlineExceeded)
+			return nil, fmt.Errorf("no answer within the check's timeout: %w: %w", ErrCommandRunning, context.DeadlineExceeded)
 		}
 
 		return nil, err
@@ -76,11 +76,11 @@ func ExecCheck(ctx context.Context, c DoHTTPer, project string, name string, com
 	}
 
 	if op.StatusCode == lxdapi.Running {
-		return nil, fmt.Errorf("no answer within the check's timeout: %w", context.DeadlineExceeded)
+		return nil, fmt.Errorf("no answer within the check's timeout: %w: %w", ErrCommandRunning, context.DeadlineExceeded)
 	}
 
 	if op.Err != "" {
-		return nil, fmt.Errorf("%s", op.Err)
+		return nil, fmt.Errorf("%w: %s", ErrExecFailed, op.Err)
 	}
 
 	result := &ExecResult{ExitCode: op.Metadata.Return}

@@ -95,10 +95,14 @@ type Autohealer struct {
 	mu     sync.Mutex
 	active map[int64]bool // rows of old instances this daemon is replacing
 	wg     sync.WaitGroup
+
+	// starts are when this daemon's recent replacements started, by shape id, for
+	// health.replacement_limit (a member that takes over the lease starts a new count).
+	starts map[int64][]time.Time
 }
 
 func newAutohealer(f *Fleet) *Autohealer {
-	return &Autohealer{db: f.db, fleet: f, budget: replacingBudget{}, logger: f.logger, owner: f.owner, wake: loop.New(), active: map[int64]bool{}}
+	return &Autohealer{db: f.db, fleet: f, budget: replacingBudget{}, logger: f.logger, owner: f.owner, wake: loop.New(), active: map[int64]bool{}, starts: map[int64][]time.Time{}}
 }
 
 // Poke makes the autohealer look now rather than at its next tick (nil: no autohealing).
@@ -138,8 +142,9 @@ func (h *Autohealer) round(ctx context.Context) error {
 
 	var shapes []db.Shape
 	var rows []db.Instance
+	var counts map[int64]map[string]db.LocationHealth
 	members := h.fleet.members()
-	err := h.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := h.db.Read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		shapes, err = db.GetShapes(ctx, tx, db.ShapeFilter{})
 		if err != nil {
@@ -147,18 +152,44 @@ func (h *Autohealer) round(ctx context.Context) error {
 		}
 
 		rows, err = healCandidates(ctx, tx, shapes, members)
+		if err != nil {
+			return err
+		}
+
+		var ids []int64
+		for _, s := range healingShapes(shapes) {
+			ids = append(ids, s.ID)
+		}
+
+		counts, err = db.GetHealthByLocation(ctx, tx, ids)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 
+	now := time.Now()
+	unreachable := func(location string) bool { return shapeRules.Unreachable(location, members) }
+	steps := h.freshReachability(PlanHealing(shapes, rows, h.activeRows(), h.owner, now, unreachable))
+	h.mu.Lock()
+	holds := PlanHolds(shapes, counts, rows, h.starts, now)
+	h.mu.Unlock()
+	h.recordHolds(ctx, shapes, holds, steps)
+
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	unreachable := func(location string) bool { return shapeRules.Unreachable(location, members) }
-	for _, step := range PlanHealing(shapes, rows, h.active, h.owner, time.Now(), unreachable) {
+	for _, step := range steps {
+		if h.active[step.Row.ID] {
+			continue // started meanwhile
+		}
+
 		if step.Finish {
 			h.start(step.Row, func(ctx context.Context) { _ = h.removeOld(ctx, step.Row, InternalRequestor("autoheal")) })
+			continue
+		}
+
+		if reason := holds.Held(step); reason != "" {
+			h.logger.Debug("autohealing: held", "instance", step.Row.Name, "reason", reason)
 			continue
 		}
 
@@ -168,6 +199,60 @@ func (h *Autohealer) round(ctx context.Context) error {
 	}
 
 	return nil
+}
+
+// activeRows copies the rows this daemon is replacing.
+func (h *Autohealer) activeRows() map[int64]bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	active := make(map[int64]bool, len(h.active))
+	for id := range h.active {
+		active[id] = true
+	}
+
+	return active
+}
+
+// freshReachability reads the LXD cluster's members again before an instance is replaced
+// because its member looks offline: the view every probe keeps can be seconds old, and a
+// member back since must not lose its instances. When the members cannot be read, those
+// steps wait for the next round.
+func (h *Autohealer) freshReachability(steps []HealStep) []HealStep {
+	lost := false
+	for _, step := range steps {
+		lost = lost || step.Unreachable
+	}
+
+	if !lost {
+		return steps
+	}
+
+	view, err := h.fleet.lxd.RefreshCluster()
+	kept := steps[:0]
+	for _, step := range steps {
+		if step.Unreachable && (err != nil || !shapeRules.Unreachable(step.Row.Location, shapeRules.ClusterMembers(view))) {
+			continue
+		}
+
+		kept = append(kept, step)
+	}
+
+	return kept
+}
+
+// noteStart counts a replacement started for a shape toward health.replacement_limit.
+func (h *Autohealer) noteStart(shapeID int64, window time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	kept := h.starts[shapeID][:0]
+	for _, at := range h.starts[shapeID] {
+		if now.Sub(at) < window {
+			kept = append(kept, at)
+		}
+	}
+
+	h.starts[shapeID] = append(kept, now)
 }
 
 // healCandidates reads the rows PlanHealing may pick among the shapes': the rest of a
@@ -224,6 +309,10 @@ func (h *Autohealer) replace(ctx context.Context, shape db.Shape, old db.Instanc
 		// Mostly the budget: another replacement runs; the next round tries again.
 		h.logger.Debug("autohealing: replacement not started", "instance", old.Name, "err", err)
 		return err
+	}
+
+	if settings, ok := health.Parse(shape.Health); ok {
+		h.noteStart(shape.ID, settings.ReplacementWindow)
 	}
 
 	name := r.launch.ref.Instance

@@ -19,6 +19,10 @@ type HealStep struct {
 	Row    db.Instance
 	Cause  string
 	Finish bool
+
+	// Unreachable: the instance is replaced because its LXD member is offline, not for a
+	// verdict (holds do not apply).
+	Unreachable bool
 }
 
 // PlanHealing decides which instances to replace. active says which old instances this
@@ -45,7 +49,7 @@ func PlanHealing(shapes []db.Shape, rows []db.Instance, active map[int64]bool, o
 		case shape.StatusReason != "" || shape.Health == nil || !shape.Health.Replace:
 			// Degraded (autohealing stopped until someone changes the shape), or off.
 		case row.State == db.InstanceCreated && unreachable != nil && unreachable(row.Location):
-			steps = append(steps, HealStep{Shape: shape, Row: row, Cause: fmt.Sprintf("instance %s is unreachable: its LXD member %s is offline", row.Name, row.Location)})
+			steps = append(steps, HealStep{Shape: shape, Row: row, Unreachable: true, Cause: fmt.Sprintf("instance %s is unreachable: its LXD member %s is offline", row.Name, row.Location)})
 		case row.State == db.InstanceMissing:
 			steps = append(steps, HealStep{Shape: shape, Row: row, Cause: fmt.Sprintf("instance %s is missing from LXD", row.Name)})
 		case row.State == db.InstanceCreated && row.Health.Status == api.HealthUnhealthy && row.Hook.Hook == "":

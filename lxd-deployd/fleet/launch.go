@@ -71,12 +71,25 @@ func (f *Fleet) reserveLaunch(ctx context.Context, ref refs.InstanceRef, c Chang
 	var shape *db.Shape
 	// Concurrent reservations share transactions: each sees the ones before it in the
 	// same transaction, so the bound check holds across them.
-	err = f.writes.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		outcome = reservation{}
-		var err error
-		shape, err = f.recordLaunch(ctx, tx, p, c, &outcome)
-		return err
-	})
+	reserve := func() error {
+		return f.writes.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			outcome = reservation{}
+			var err error
+			shape, err = f.recordLaunch(ctx, tx, p, c, &outcome)
+			return err
+		})
+	}
+
+	err = reserve()
+	if errors.Is(err, shapes.ErrUnknownTarget) {
+		// The view of the LXD cluster may predate the group or member the placement
+		// names (made a moment ago): it is read again before the launch is refused.
+		_, refreshErr := f.lxd.RefreshCluster()
+		if refreshErr == nil {
+			err = reserve()
+		}
+	}
+
 	if err != nil {
 		return nil, err
 	}

@@ -206,6 +206,16 @@ func (rc *Reconciler) Repair(ctx context.Context, client lxd.InstanceServer, ste
 	case RepairRemoveRecord:
 		rc.removeRecord(ctx, row)
 	case RepairMissing:
+		// The pass's listing may be older than the instance's state (or come from an LXD
+		// that was starting): LXD is asked for the instance itself before it is called
+		// missing, and so replaced.
+		live, _, err := client.UseProject(row.Project).GetInstance(row.Name)
+		gone := lxdapi.StatusErrorCheck(err, http.StatusNotFound) || (err == nil && live.Config[backend.ConfigDeployment] == "")
+		if !gone {
+			rc.logger.Info("reconcile: instance not in LXD's listing, but LXD did not say it is gone; asking again next pass", "instance", row.Name, "project", row.Project, "err", err)
+			return
+		}
+
 		rc.logger.Warn("reconcile: instance missing from LXD", "instance", row.Name, "project", row.Project)
 		rc.setState(ctx, row, db.InstanceMissing, ReconcileActivity(row, -1, "instance "+row.Name+" is missing from LXD"))
 		rc.reporter.Send(InternalRequestor("reconcile"), row.DeploymentID, reporter.InstanceMissing.Event(refs.Instance(row), nil))

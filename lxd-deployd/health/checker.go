@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -43,6 +44,13 @@ type Checker struct {
 
 	addresses addressCache
 
+	// outage is when LXD was last seen unavailable, or the checker began (outage.go).
+	outage outage
+
+	// checks follows whether each shape's check could start (check_state.go); the Run
+	// goroutine's alone.
+	checks checkStates
+
 	// mu guards the schedule, which the workers take checks from, and what the checks
 	// achieved (achieved.go).
 	mu       sync.Mutex
@@ -71,6 +79,8 @@ func (c *Checker) Run(ctx context.Context, tick time.Duration) {
 	c.sched = newSchedule()
 	c.mu.Unlock()
 	c.recorded = map[int64]db.InstanceHealth{}
+	c.checks = checkStates{}
+	c.outage.saw(time.Now())
 	defer c.killTimedOut() // after the workers ended (deferred calls run last first)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -91,6 +101,10 @@ func (c *Checker) Run(ctx context.Context, tick time.Duration) {
 		case <-ticker.C:
 		}
 
+		if c.LXD != nil && !c.LXD.Status().Online {
+			c.sawOutage()
+		}
+
 		c.killTimedOut()
 		c.flush(ctx)
 		err := c.refresh(ctx)
@@ -104,6 +118,9 @@ func (c *Checker) Run(ctx context.Context, tick time.Duration) {
 type target struct {
 	row      db.Instance
 	settings Settings
+
+	// shape is the shape's check, shared by its targets (check_state.go).
+	shape *shapeCheck
 }
 
 // work runs one check after another, the longest overdue first, until ctx ends. A slot
@@ -175,6 +192,11 @@ func (c *Checker) refresh(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if relist {
+		if c.checks == nil {
+			c.checks = checkStates{}
+		}
+
+		c.checks.listed(listed)
 		c.sched.set(listed, now)
 		c.recorded = map[int64]db.InstanceHealth{}
 	} else {
@@ -200,10 +222,12 @@ func (c *Checker) targets(ctx context.Context) ([]target, error) {
 		}
 
 		settings := map[int64]Settings{}
+		checks := map[int64]*shapeCheck{}
 		for _, s := range shapes {
 			parsed, ok := Parse(s.Health)
 			if ok {
 				settings[s.ID] = parsed
+				checks[s.ID] = newShapeCheck(s.ID, s.Name, s.Health, s.HealthCheck)
 			}
 		}
 
@@ -219,7 +243,7 @@ func (c *Checker) targets(ctx context.Context) ([]target, error) {
 		for _, row := range rows {
 			s, ok := settings[row.ShapeID]
 			if ok {
-				targets = append(targets, target{row: row, settings: s})
+				targets = append(targets, target{row: row, settings: s, shape: checks[row.ShapeID]})
 			}
 		}
 
@@ -241,7 +265,7 @@ func (c *Checker) check(ctx context.Context, t target) {
 			return
 		}
 
-		result = Result{At: time.Now(), ExitCode: -1, Expiry: true, Output: fmt.Sprintf("no report within the ttl (%s)", t.settings.TTL)}
+		result = c.expiry(t, time.Now())
 	case api.HealthKindHTTP, api.HealthKindTCP:
 		result = c.probe(ctx, t)
 	default:
@@ -267,7 +291,7 @@ func resultLabel(r Result) string {
 	switch {
 	case r.Passed:
 		return "passed"
-	case r.ExitCode < 0 && !r.Expiry:
+	case r.NoVerdict, r.ExitCode < 0 && !r.Expiry:
 		return "error"
 	default:
 		return "failed"
@@ -298,6 +322,7 @@ func (c *Checker) flush(ctx context.Context) {
 
 	var changes []*Change
 	var applied []*update
+	checkWrites := c.checks.observe(results)
 	err := c.DB.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		// Every read first: the write lock is taken at the first write and held until the
 		// commit, and other writers (launches) find the database busy meanwhile.
@@ -308,7 +333,18 @@ func (c *Checker) flush(ctx context.Context) {
 
 		applied = updates
 		changes, err = applyAll(ctx, tx, updates)
-		return err
+		if err != nil {
+			return err
+		}
+
+		for _, w := range checkWrites {
+			err = db.SetShapeHealthCheck(ctx, tx, w.check.id, w.check.health, w.state, w.reason)
+			if err != nil {
+				return err
+			}
+		}
+
+		return nil
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -328,6 +364,15 @@ func (c *Checker) flush(ctx context.Context) {
 		return
 	}
 
+	for _, w := range checkWrites {
+		w.check.state = w.state
+		if w.state == api.HealthCheckBroken {
+			c.Logger.Warn("health check broken: it cannot start on any instance", "shape", w.check.name, "reason", w.reason)
+		} else {
+			c.Logger.Info("health check state", "shape", w.check.name, "state", w.state)
+		}
+	}
+
 	if c.recorded != nil {
 		for _, u := range applied {
 			c.recorded[u.row.ID] = u.next
@@ -345,6 +390,7 @@ func (c *Checker) exec(ctx context.Context, t target) (Result, bool) {
 	result := Result{At: time.Now()}
 	client, err := c.LXD.ChecksClient()
 	if err != nil {
+		c.sawOutage()
 		return result, false // LXD is down: no verdict on the instance
 	}
 
@@ -371,17 +417,15 @@ func (c *Checker) exec(ctx context.Context, t target) (Result, bool) {
 	}
 
 	switch {
-	case err != nil && timedOut:
-		result.ExitCode = -1
-		result.Output = truncate(fmt.Sprintf("check did not run: no answer within the check's timeout (%s, the command was killed)", t.settings.Timeout))
 	case err != nil:
-		result.ExitCode = -1
-		result.Output = truncate(fmt.Sprintf("check did not run: %v", err))
+		result = c.execFailed(ctx, client, t, err)
 	case out.ExitCode != 0 && !record:
 		result.ExitCode = out.ExitCode
+		result.CannotStart = cannotStart(out.ExitCode)
 		result.Output = fmt.Sprintf("exit status %d (output not recorded: the next check records it)", out.ExitCode)
 	case out.ExitCode != 0:
 		result.ExitCode = out.ExitCode
+		result.CannotStart = cannotStart(out.ExitCode)
 		result.Output = truncate(fmt.Sprintf("exit status %d: %s", out.ExitCode, out.Output))
 	case !record:
 		result.Passed = true
@@ -392,6 +436,55 @@ func (c *Checker) exec(ctx context.Context, t target) (Result, bool) {
 	}
 
 	return result, true
+}
+
+// answerLimit is how long LXD has to answer GET /1.0 after a check failed without a word
+// from the command: longer, and LXD is too slow to judge an instance by.
+const answerLimit = time.Second
+
+// execFailed decides what an exec check that got no exit code says. Only what LXD said of
+// the instance itself is a verdict: the command ran past its timeout while LXD answers
+// at once, LXD could not start the command, or the instance is not running. LXD not
+// answering, slow, restarting or refusing the exec of a running instance is no verdict:
+// the instance keeps the last one (doc/health.md#verdicts-and-holds).
+func (c *Checker) execFailed(ctx context.Context, client backend.DoHTTPer, t target, err error) Result {
+	result := Result{At: time.Now(), ExitCode: -1}
+	noVerdict := func(why string) Result {
+		c.sawOutage()
+		result.NoVerdict = true
+		result.Output = truncate("check did not run: " + why)
+		return result
+	}
+
+	answered := backend.Answers(ctx, client, answerLimit)
+	if answered != nil {
+		return noVerdict(answered.Error())
+	}
+
+	switch {
+	case errors.Is(err, backend.ErrCommandRunning):
+		result.Output = truncate(fmt.Sprintf("no answer within the check's timeout (%s): the command was still running and was killed", t.settings.Timeout))
+		return result
+	case errors.Is(err, context.DeadlineExceeded) || backend.Expired(ctx):
+		return noVerdict(fmt.Sprintf("LXD did not start the command within the check's timeout (%s)", t.settings.Timeout))
+	}
+
+	stateCtx, cancel := context.WithTimeout(ctx, answerLimit)
+	status, stateErr := backend.InstanceStatus(stateCtx, client, t.row.Project, t.row.Name)
+	cancel()
+	switch {
+	case stateErr != nil:
+		return noVerdict(fmt.Sprintf("%v (and LXD's state of the instance could not be read: %v)", err, stateErr))
+	case status != "Running":
+		result.Output = truncate(fmt.Sprintf("the instance is %s in LXD: %v", status, err))
+		return result
+	case errors.Is(err, backend.ErrExecFailed):
+		result.CannotStart = true
+		result.Output = truncate(fmt.Sprintf("the command could not be started: %v", err))
+		return result
+	}
+
+	return noVerdict(err.Error())
 }
 
 // killTimedOut kills the processes of the exec checks that timed out since the last tick.

@@ -19,6 +19,9 @@ const (
 	DefaultHealthyThreshold   = 1
 	DefaultUnhealthyThreshold = 3
 	DefaultMaxUnavailable     = 1
+	DefaultHoldShare          = 0.5
+	DefaultReplacementLimit   = 10
+	DefaultReplacementWindow  = 10 * time.Minute
 
 	// OutputLimit is how much of a check's output is kept.
 	OutputLimit = 1024
@@ -39,6 +42,9 @@ type Settings struct {
 	UnhealthyThreshold int
 	Replace            bool
 	MaxUnavailable     int
+	HoldShare          float64
+	ReplacementLimit   int
+	ReplacementWindow  time.Duration
 }
 
 // Parse fills in the defaults of a validated health object; ok is false when there is none.
@@ -56,6 +62,13 @@ func Parse(h *api.DeploymentShapeHealth) (Settings, bool) {
 		UnhealthyThreshold: orDefault(h.UnhealthyThreshold, DefaultUnhealthyThreshold),
 		Replace:            h.Replace,
 		MaxUnavailable:     orDefault(h.MaxUnavailable, DefaultMaxUnavailable),
+		HoldShare:          h.HoldShare,
+		ReplacementLimit:   orDefault(h.ReplacementLimit, DefaultReplacementLimit),
+		ReplacementWindow:  duration(h.ReplacementWindow, DefaultReplacementWindow),
+	}
+
+	if s.HoldShare <= 0 {
+		s.HoldShare = DefaultHoldShare
 	}
 
 	switch {
@@ -112,6 +125,28 @@ type Result struct {
 	// Expiry: a ttl check's instance sent no report in time (recorded only if none
 	// arrived meanwhile).
 	Expiry bool
+
+	// NoVerdict: the check could not run (LXD did not answer or refused the exec, the
+	// daemon's own connection failed). It says nothing of the instance: the instance keeps
+	// its last verdict, and Output says why the check did not run.
+	NoVerdict bool
+
+	// CannotStart: the check failed because its command could not start (exit 126 or 127)
+	// or nothing listens on its port. A verdict on the instance, unless every instance
+	// fails so: then the check is broken (CheckState).
+	CannotStart bool
+}
+
+// Exit codes of a command that could not start: the shell's (and LXD's forkexec's)
+// "found but not executable" and "not found".
+const (
+	exitCannotExecute = 126
+	exitNotFound      = 127
+)
+
+// cannotStart says whether an exec check's exit code is its command failing to start.
+func cannotStart(exitCode int) bool {
+	return exitCode == exitCannotExecute || exitCode == exitNotFound
 }
 
 // Summary is what may leave the API about a health record: the verdict and the check's
@@ -119,6 +154,10 @@ type Result struct {
 // with a token in it). Webhooks, events, the activity log and info logs use it; the
 // output is for admins in the API, and for debug logs.
 func Summary(h db.InstanceHealth) string {
+	if h.Stale != "" {
+		return h.Status + " (the latest check could not run: no verdict)"
+	}
+
 	if h.ExitCode < 0 {
 		return h.Status + " (the check could not run)"
 	}
@@ -128,9 +167,21 @@ func Summary(h db.InstanceHealth) string {
 
 // Next is an instance's health record after one more result. Results in a row count toward
 // a threshold; a failure within the grace period after the instance started gives no
-// verdict (the service may still be starting), but a pass does.
+// verdict (the service may still be starting), but a pass does. A check that could not
+// run (NoVerdict) is no result: only its reason is kept, as the record's Stale.
 func Next(prev db.InstanceHealth, s Settings, started time.Time, r Result) db.InstanceHealth {
 	next := prev
+	if r.NoVerdict {
+		next.Stale = r.Output
+		if next.Stale == "" {
+			next.Stale = "the check could not run"
+		}
+
+		return next
+	}
+
+	next.Stale = ""
+	next.CannotStart = !r.Passed && r.CannotStart
 	at := r.At.UTC()
 	next.Output = r.Output
 	next.ExitCode = r.ExitCode

@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -50,7 +51,7 @@ func (a *addressCache) lookup(ctx context.Context, c backend.DoHTTPer, project s
 	}
 
 	if listing.err != nil {
-		return netip.Addr{}, fmt.Errorf("cannot list instance addresses: %w", listing.err)
+		return netip.Addr{}, fmt.Errorf("%w: %w", errNoListing, listing.err)
 	}
 
 	addr, ok := listing.addresses[name]
@@ -83,7 +84,7 @@ func Probe(ctx context.Context, s Settings, addr netip.Addr) Result {
 		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", target)
 		if err != nil {
 			result.Output = truncate(fmt.Sprintf("cannot connect to %s: %v", target, err))
-			return result
+			return classifyDial(result, err)
 		}
 
 		_ = conn.Close()
@@ -101,7 +102,7 @@ func Probe(ctx context.Context, s Settings, addr netip.Addr) Result {
 	resp, err := probeClient.Do(req)
 	if err != nil {
 		result.Output = truncate(fmt.Sprintf("GET %s: %v", req.URL, err))
-		return result
+		return classifyDial(result, err)
 	}
 
 	defer resp.Body.Close()
@@ -119,10 +120,17 @@ func Probe(ctx context.Context, s Settings, addr netip.Addr) Result {
 func (c *Checker) probe(ctx context.Context, t target) Result {
 	client, err := c.LXD.Client()
 	if err != nil {
-		return Result{At: time.Now(), ExitCode: -1, Output: truncate(fmt.Sprintf("check did not run: %v", err))}
+		c.sawOutage()
+		return Result{At: time.Now(), ExitCode: -1, NoVerdict: true, Output: truncate(fmt.Sprintf("check did not run: %v", err))}
 	}
 
 	addr, err := c.addresses.lookup(ctx, client, t.row.Project, t.row.Name)
+	if errors.Is(err, errNoListing) {
+		// LXD did not say where the instance is: nothing is known of the instance.
+		c.sawOutage()
+		return Result{At: time.Now(), ExitCode: -1, NoVerdict: true, Output: truncate(fmt.Sprintf("check did not run: %v", err))}
+	}
+
 	if err != nil {
 		return Result{At: time.Now(), ExitCode: -1, Output: truncate(fmt.Sprintf("check did not run: %v", err))}
 	}

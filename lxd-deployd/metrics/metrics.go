@@ -61,6 +61,10 @@ type ShapeStat struct {
 	// Degraded: autohealing gave up on the shape.
 	Degraded bool
 
+	// HealHeld: autohealing holds for the shape; CheckBroken: its check starts nowhere.
+	HealHeld    bool
+	CheckBroken bool
+
 	// Active rollouts (one at most).
 	RolloutsRunning int
 	RolloutsPaused  int

@@ -41,6 +41,8 @@ var shapeGauges = []struct {
 	{"shape_instances_outdated", "Instances made from an older revision than the shape's latest (what a rollout replaces).", func(s ShapeStat) int { return s.Outdated }, nil},
 	{"shape_revision", "A shape's latest revision.", func(s ShapeStat) int { return s.Revision }, nil},
 	{"shape_degraded", "1 when autohealing gave up on the shape after failed replacements in a row (until the shape is updated); shapes with health checks only.", func(s ShapeStat) int { return boolInt(s.Degraded) }, func(s ShapeStat) bool { return s.HasHealthChecks || s.Degraded }},
+	{"shape_autohealing_held", "1 while autohealing holds for the shape (more than health.hold_share of its instances unhealthy, a broken check, its replacement limit reached): see the shape's health_status; shapes with health checks only.", func(s ShapeStat) int { return boolInt(s.HealHeld) }, func(s ShapeStat) bool { return s.HasHealthChecks || s.HealHeld }},
+	{"shape_health_check_broken", "1 while the shape's health check cannot start on any instance (a command the image lacks, a port nothing listens on); shapes with health checks only.", func(s ShapeStat) int { return boolInt(s.CheckBroken) }, func(s ShapeStat) bool { return s.HasHealthChecks || s.CheckBroken }},
 	{"shape_warm_pool_ready", "Warm pool instances ready to be taken by a launch; shapes with a warm pool only.", func(s ShapeStat) int { return s.WarmPoolReady }, func(s ShapeStat) bool { return s.HasWarmPool }},
 	{"shape_warm_pool_size", "The warm pool size a shape keeps (warm_pool.size); shapes with a warm pool only.", func(s ShapeStat) int { return s.WarmPoolSize }, func(s ShapeStat) bool { return s.HasWarmPool }},
 }

@@ -17,6 +17,11 @@ const (
 	ShapeDegraded    ShapeAction = "deployment-shape-degraded"
 	ShapeOutOfBounds ShapeAction = "deployment-shape-out-of-bounds"
 	ShapeResized     ShapeAction = "deployment-shape-resized"
+
+	// Autohealing holds for the shape (correlated failures, a broken check, its replacement
+	// limit), or resumes: the reason is in the shape's health_status.
+	ShapeAutohealingHeld    ShapeAction = "deployment-shape-autohealing-held"
+	ShapeAutohealingResumed ShapeAction = "deployment-shape-autohealing-resumed"
 )
 
 // Event is the action's event about the shape ref names (for a rename: its new name), with

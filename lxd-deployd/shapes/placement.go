@@ -1,6 +1,7 @@
 package shapes
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"sort"
@@ -66,6 +67,18 @@ func strict(p *api.DeploymentShapePlacement) bool {
 	return p != nil && p.Rigor == api.PlacementRigorStrict
 }
 
+// ErrUnknownTarget marks a placement target the cluster view lacks (a 400 when the view
+// is fresh). The view every probe keeps may predate a group or member made a moment ago:
+// whoever refuses for it reads the cluster again first (fleet.reserveLaunch).
+var ErrUnknownTarget = errors.New("unknown placement target")
+
+// unknownTarget is the 400 of a target the cluster lacks, matching ErrUnknownTarget.
+type unknownTarget struct{ error }
+
+func (u unknownTarget) Unwrap() error { return u.error }
+
+func (u unknownTarget) Is(target error) bool { return target == ErrUnknownTarget }
+
 // TargetedMembers resolves a placement's targets against the LXD cluster: the members they
 // name, sorted. A target the cluster does not have is a 400 listing what it has.
 func TargetedMembers(p *api.DeploymentShapePlacement, members []Member) ([]string, error) {
@@ -93,14 +106,14 @@ func TargetedMembers(p *api.DeploymentShapePlacement, members []Member) ([]strin
 		group, isGroup := strings.CutPrefix(target, api.PlacementGroupPrefix)
 		switch {
 		case isGroup && groups[group] == nil:
-			return nil, lxdapi.StatusErrorf(http.StatusBadRequest, "placement.targets names cluster group %q, which the LXD cluster does not have (or which has no members): groups are %s", group, listOr(sortedKeys(groups)))
+			return nil, unknownTarget{lxdapi.StatusErrorf(http.StatusBadRequest, "placement.targets names cluster group %q, which the LXD cluster does not have (or which has no members): groups are %s", group, listOr(sortedKeys(groups)))}
 		case isGroup:
 			for _, name := range groups[group] {
 				set[name] = true
 			}
 
 		case byName[target].Name == "":
-			return nil, lxdapi.StatusErrorf(http.StatusBadRequest, "placement.targets names member %q, which the LXD cluster does not have: members are %s", target, listOr(sortedKeys(byName)))
+			return nil, unknownTarget{lxdapi.StatusErrorf(http.StatusBadRequest, "placement.targets names member %q, which the LXD cluster does not have: members are %s", target, listOr(sortedKeys(byName)))}
 		default:
 			set[target] = true
 		}

@@ -94,6 +94,10 @@ type DeploymentShape struct {
 	// How the instances sit over the placement's failure domains (with a placement only)
 	// Read only: true
 	PlacementStatus *DeploymentShapePlacementStatus `json:"placement_status,omitempty" yaml:"placement_status,omitempty"`
+
+	// Whether the health check works and autohealing acts or holds (with a health object only)
+	// Read only: true
+	HealthStatus *DeploymentShapeHealthStatus `json:"health_status,omitempty" yaml:"health_status,omitempty"`
 }
 
 // Shape statuses.

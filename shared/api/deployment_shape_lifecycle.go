@@ -50,6 +50,20 @@ type DeploymentShapeHealth struct {
 	// Replacements at a time in this shape (default 1), shared with a running rollout
 	// Example: 1
 	MaxUnavailable int `json:"max_unavailable,omitempty" yaml:"max_unavailable,omitempty"`
+
+	// Autohealing holds while more than this share of the shape's instances (and at
+	// least 2) are unhealthy: a fault they share is likelier than that many broken
+	// instances (default 0.5; 1 never holds)
+	// Example: 0.5
+	HoldShare float64 `json:"hold_share,omitempty" yaml:"hold_share,omitempty"`
+
+	// At most this many replacements started in any replacement_window (default 10)
+	// Example: 10
+	ReplacementLimit int `json:"replacement_limit,omitempty" yaml:"replacement_limit,omitempty"`
+
+	// The window of replacement_limit (duration, default 10m)
+	// Example: 10m
+	ReplacementWindow string `json:"replacement_window,omitempty" yaml:"replacement_window,omitempty"`
 }
 
 // DeploymentShapeHealthHTTP is an http health check.
@@ -164,6 +178,15 @@ type DeploymentInstanceHealth struct {
 	// When the last check ran
 	// Example: 2026-11-22T19:00:00Z
 	CheckedAt *time.Time `json:"checked_at,omitempty" yaml:"checked_at,omitempty"`
+
+	// The latest check could not run (LXD did not answer, exec was refused): no verdict,
+	// the status and output are those of the last check that ran
+	// Example: true
+	Stale bool `json:"stale,omitempty" yaml:"stale,omitempty"`
+
+	// Why the latest check could not run
+	// Example: check did not run: LXD did not answer within 2s
+	StaleReason string `json:"stale_reason,omitempty" yaml:"stale_reason,omitempty"`
 }
 
 // DeploymentInstanceLifecyclePost is the body of POST .../instances/{instance}/lifecycle:

@@ -19,6 +19,9 @@ const (
 	hookTimeoutMax     = 48 * time.Hour
 	warmPoolMax        = 100
 
+	// healthReplacementLimitMax bounds health.replacement_limit.
+	healthReplacementLimitMax = 10000
+
 	// healthReportOutputMax is what the daemon keeps of a check's output (health.OutputLimit).
 	healthReportOutputMax = 1024
 )
@@ -60,6 +63,7 @@ func ShapeHealth(h *api.DeploymentShapeHealth) error {
 		{"health.timeout", h.Timeout, healthTimeoutMin, healthIntervalMax},
 		{"health.grace", h.Grace, 0, healthGraceMax},
 		{"health.ttl", h.TTL, healthIntervalMin, healthIntervalMax},
+		{"health.replacement_window", h.ReplacementWindow, time.Minute, 24 * time.Hour},
 	}
 
 	for _, c := range checks {
@@ -77,6 +81,15 @@ func ShapeHealth(h *api.DeploymentShapeHealth) error {
 
 	if h.MaxUnavailable < 0 {
 		return fmt.Errorf("health.max_unavailable must be 1 or more (0 or absent for the default 1), got %d", h.MaxUnavailable)
+	}
+
+	// NaN and infinities fail both comparisons' negations: refused too.
+	if !(h.HoldShare >= 0 && h.HoldShare <= 1) {
+		return fmt.Errorf("health.hold_share must be a share from 0 to 1 (0 or absent for the default 0.5, 1 to never hold autohealing), got %v", h.HoldShare)
+	}
+
+	if h.ReplacementLimit < 0 || h.ReplacementLimit > healthReplacementLimitMax {
+		return fmt.Errorf("health.replacement_limit must be from 1 to %d (0 or absent for the default 10), got %d", healthReplacementLimitMax, h.ReplacementLimit)
 	}
 
 	return nil
@@ -151,6 +164,10 @@ func healthKind(h *api.DeploymentShapeHealth) error {
 	switch {
 	case len(h.Command) > 0 && h.Command[0] == "":
 		return fmt.Errorf("health.command must name the program to run inside the instance, e.g. [\"test\", \"-f\", \"/run/ready\"]")
+	case len(h.Command) > 0 && strings.ContainsAny(h.Command[0], " \t\r\n"):
+		// LXD runs argv without a shell: ["sh -c true"] looks for a program named so, and
+		// the check could start on no instance.
+		return fmt.Errorf("health.command is argv, run without a shell: its first item %q names no program; split it, e.g. %q, or run a shell: [\"sh\", \"-c\", %q]", h.Command[0], strings.Fields(h.Command[0]), strings.Join(h.Command, " "))
 	case h.HTTP != nil:
 		if h.HTTP.Path != "" && (!strings.HasPrefix(h.HTTP.Path, "/") || strings.ContainsAny(h.HTTP.Path, " \t\r\n#")) {
 			return fmt.Errorf("health.http.path must be an absolute path such as /healthz, got %q", h.HTTP.Path)

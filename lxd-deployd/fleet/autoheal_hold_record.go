@@ -1,0 +1,101 @@
+package fleet
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
+)
+
+// holdChange is a shape whose autohealing hold began, changed its reason or ended.
+type holdChange struct {
+	shape  db.Shape
+	reason string
+}
+
+// recordHolds writes each shape's hold as this round decided it, where it changed: the
+// shape's health_status, and for a hold that begins or ends an activity entry, an event
+// on /1.0/events and a lifecycle webhook to the governor. A hold's reason that only moves
+// (3 of 4 unhealthy, then 4 of 4) is rewritten without another announcement.
+func (h *Autohealer) recordHolds(ctx context.Context, shapes []db.Shape, holds HealHolds, steps []HealStep) {
+	var changes []holdChange
+	for _, s := range shapes {
+		reason := ""
+		settings, ok := healSettings(s)
+		if ok && settings.Replace {
+			reason = holds.ShapeReason(s.ID, steps)
+		}
+
+		if reason != s.HealHold {
+			changes = append(changes, holdChange{shape: s, reason: reason})
+		}
+	}
+
+	if len(changes) == 0 {
+		return
+	}
+
+	now := time.Now()
+	var announced []holdChange
+	var refsByShape = map[int64]refs.ShapeRef{}
+	err := h.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		announced = announced[:0]
+		for _, c := range changes {
+			since := c.shape.HealHoldSince
+			if since == nil || c.shape.HealHold == "" {
+				since = &now
+			}
+
+			err := db.SetShapeHealHold(ctx, tx, c.shape.ID, c.reason, since)
+			if err != nil {
+				return err
+			}
+
+			if (c.reason == "") == (c.shape.HealHold == "") {
+				continue // the reason moved; the hold neither began nor ended
+			}
+
+			d, err := db.GetDeploymentRow(ctx, tx, c.shape.DeploymentID)
+			if err != nil {
+				return err
+			}
+
+			refsByShape[c.shape.ID] = refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: d.Project, Name: d.Name}, Shape: c.shape.Name}
+			action, why := "autohealing-held", c.reason
+			if c.reason == "" {
+				action, why = "autohealing-resumed", "resumed: the cause of the hold went ("+c.shape.HealHold+")"
+			}
+
+			err = RecordActivity(ctx, tx, c.shape.DeploymentID, api.DeploymentActivity{Shape: c.shape.Name, Action: action, Requestor: InternalRequestor("autoheal"), Why: why, From: c.shape.ScalingCurrent, To: c.shape.ScalingCurrent})
+			if err != nil {
+				return err
+			}
+
+			announced = append(announced, c)
+		}
+
+		return nil
+	})
+	if err != nil {
+		h.logger.Warn("autohealing: record holds", "err", err)
+		return
+	}
+
+	for _, c := range announced {
+		action, reason := reporter.ShapeAutohealingHeld, c.reason
+		if c.reason == "" {
+			action, reason = reporter.ShapeAutohealingResumed, "the cause of the hold went: "+c.shape.HealHold
+			h.logger.Info("autohealing: resumed", "shape", c.shape.Name)
+		} else {
+			h.logger.Warn("autohealing: held", "shape", c.shape.Name, "reason", c.reason)
+		}
+
+		by := InternalRequestor("autoheal")
+		h.fleet.reporter.Send(by, c.shape.DeploymentID, action.Event(refsByShape[c.shape.ID], map[string]any{"reason": reason}))
+		h.fleet.reporter.Notify(ctx, c.shape.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(action), Shape: c.shape.Name, Reason: reason})
+	}
+}
