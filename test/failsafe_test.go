@@ -197,7 +197,9 @@ type failsafeHealthStatus struct {
 // healthStatus is shape web's health_status, or nil when the daemon does not say.
 func (e *failsafeEnv) healthStatus(t testing.TB) *failsafeHealthStatus {
 	t.Helper()
-	resp, _, err := e.admin.Query(http.MethodGet, "/1.0/deployments/dep1/shapes/web", nil, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, _, err := e.admin.QueryContext(ctx, http.MethodGet, "/1.0/deployments/dep1/shapes/web", nil, "")
 	must(t, err)
 	var shape struct {
 		HealthStatus *failsafeHealthStatus `json:"health_status"`
@@ -218,9 +220,12 @@ func (e *failsafeEnv) healthState(t testing.TB) string {
 		b.WriteString("health_status: absent")
 	}
 
-	// The listing reads LXD (usage): while LXD is frozen it may not answer.
+	// The listing reads LXD: while LXD is frozen it may not answer. 5 s, so that a freeze
+	// lasts what the test says.
 	began := time.Now()
-	resp, _, err := e.admin.Query(http.MethodGet, "/1.0/deployments/dep1/shapes/web/instances?recursion=1", nil, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, _, err := e.admin.QueryContext(ctx, http.MethodGet, "/1.0/deployments/dep1/shapes/web/instances?recursion=1", nil, "")
 	if err != nil {
 		fmt.Fprintf(&b, "; the listing failed after %v: %v", time.Since(began).Round(time.Millisecond), err)
 		return b.String()

@@ -336,8 +336,14 @@ func (tt *torture) reportPlatform() {
 	calls, failed, slowed := p.proxy.Counts()
 	entries, err := tt.admin.GetDeploymentActivity("dep1", 0, "")
 	var replaced []string
+	holds := map[string]int{}
 	for _, a := range entries {
 		if a.Who != "autoheal" {
+			continue
+		}
+
+		if strings.HasPrefix(a.Action, "autohealing-") { // held, resumed
+			holds[a.Shape+" "+a.Action]++
 			continue
 		}
 
@@ -362,6 +368,12 @@ func (tt *torture) reportPlatform() {
 		replaced = append(replaced, "none")
 	}
 
-	tt.t.Logf("torture platform: faults injected: %s\n  proxy: %d calls, %d answered 500, %d delayed\n  autohealing's replacements (%d):\n    %s",
-		strings.Join(append(kinds, ""), " "), calls, failed, slowed, len(replaced), strings.Join(replaced, "\n    "))
+	var held []string
+	for what, n := range holds {
+		held = append(held, fmt.Sprintf("%s=%d", what, n))
+	}
+
+	sort.Strings(held)
+	tt.t.Logf("torture platform: faults injected: %s\n  proxy: %d calls, %d answered 500, %d delayed\n  autohealing's holds: %s\n  autohealing's replacements and scale changes (%d):\n    %s",
+		strings.Join(kinds, " "), calls, failed, slowed, strings.Join(append(held, ""), " "), len(replaced), strings.Join(replaced, "\n    "))
 }
