@@ -364,7 +364,8 @@ func (tt *torture) reportPlatform() {
 		replaced = append(replaced, "activity log: "+describe(err))
 	}
 
-	if len(replaced) == 0 {
+	count := len(replaced)
+	if count == 0 {
 		replaced = append(replaced, "none")
 	}
 
@@ -375,5 +376,5 @@ func (tt *torture) reportPlatform() {
 
 	sort.Strings(held)
 	tt.t.Logf("torture platform: faults injected: %s\n  proxy: %d calls, %d answered 500, %d delayed\n  autohealing's holds: %s\n  autohealing's replacements and scale changes (%d):\n    %s",
-		strings.Join(kinds, " "), calls, failed, slowed, strings.Join(append(held, ""), " "), len(replaced), strings.Join(replaced, "\n    "))
+		strings.Join(kinds, " "), calls, failed, slowed, strings.Join(append(held, ""), " "), count, strings.Join(replaced, "\n    "))
 }
