@@ -49,6 +49,16 @@ var platformOps = []tortureOp{
 			return fmt.Sprintf("LXD stopped (SIGTERM) and started again after %v", down)
 		})
 	}},
+	{name: "platform-lxd-crash", weight: 1, issue: "31", run: func(tt *torture) string {
+		down := time.Duration(1000+tt.rng.Intn(8000)) * time.Millisecond
+		return tt.platformFault("lxd-crash", func() string {
+			tt.platform.proxy.WaitFor("GET", "/1.0", 10*time.Second)
+			tt.lxd.KillDaemon(tt.t)
+			time.Sleep(down)
+			tt.lxd.StartDaemon(tt.t)
+			return fmt.Sprintf("LXD killed (SIGKILL) and started again after %v", down)
+		})
+	}},
 	{name: "platform-lxd-freeze", weight: 1, issue: "31", run: func(tt *torture) string {
 		frozen := time.Duration(3000+tt.rng.Intn(12000)) * time.Millisecond
 		return tt.platformFault("lxd-freeze", func() string {
@@ -69,6 +79,36 @@ var platformOps = []tortureOp{
 	{name: "platform-exec-fails", weight: 1, issue: "31", run: func(tt *torture) string {
 		return tt.proxyFault("exec-fails", lxdtest.ProxyFaults{ExecFails: true}, time.Duration(4000+tt.rng.Intn(8000))*time.Millisecond)
 	}},
+}
+
+// platformFirstBy is the operation by which a run has injected a fault of LXD: when none
+// of the first ones drawn was one, this one is (drawn among them with the run's seed), so
+// that `make test`'s 60 s always has one.
+const platformFirstBy = 8
+
+// platformDue returns op, or a fault of LXD drawn in its place when the run reaches
+// platformFirstBy operations without one.
+func (tt *torture) platformDue(op tortureOp) tortureOp {
+	if tt.ops != platformFirstBy || strings.HasPrefix(op.name, "platform-") {
+		return op
+	}
+
+	var faults []tortureOp
+	for _, o := range tt.cfg.ops {
+		if strings.HasPrefix(o.name, "platform-") {
+			if tt.opCounts[o.name] > 0 {
+				return op
+			}
+
+			faults = append(faults, o)
+		}
+	}
+
+	if len(faults) == 0 {
+		return op
+	}
+
+	return faults[tt.rng.Intn(len(faults))]
 }
 
 // platform is what the nemesis keeps over a run.
@@ -328,7 +368,7 @@ func (tt *torture) reportPlatform() {
 	var kinds []string
 	p.mu.Lock()
 	for kind, n := range p.faults {
-		kinds = append(kinds, fmt.Sprintf("%s=%d (healthy again within %v)", kind, n, p.longest[kind].Round(time.Millisecond)))
+		kinds = append(kinds, fmt.Sprintf("%s=%d (healthy again within %v of its end; bound %v)", kind, n, p.longest[kind].Round(time.Millisecond), platformRecovery))
 	}
 
 	p.mu.Unlock()

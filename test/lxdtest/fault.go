@@ -35,6 +35,15 @@ func (l *LXD) StopDaemon(t testing.TB) {
 	}
 }
 
+// KillDaemon SIGKILLs the daemon, as a crash would (its instances keep running), and waits
+// until it has exited; see [LXD.StartDaemon].
+func (l *LXD) KillDaemon(t testing.TB) {
+	t.Helper()
+	if err := l.p.StopDaemon(syscall.SIGKILL, 30*time.Second); err != nil {
+		t.Fatalf("lxdtest: kill lxd: %v", err)
+	}
+}
+
 // StartDaemon starts the daemon again on the same LXD_DIR and waits until it answers.
 func (l *LXD) StartDaemon(t testing.TB) {
 	t.Helper()
