@@ -294,13 +294,14 @@ func (tt *torture) proxyFault(kind string, f lxdtest.ProxyFaults, d time.Duratio
 // daemon is online and every instance of heal is healthy again, which must take less than
 // platformRecovery; then the guarded pids must be the same.
 func (tt *torture) platformFault(kind string, inject func() string) string {
+	filled := tt.fillHeal()
 	tt.guardHealthy()
 	p := tt.platform
 	p.mu.Lock()
 	p.faults[kind]++
 	guarded := len(p.guarded)
 	p.mu.Unlock()
-	what := inject()
+	what := filled + inject()
 	took, state := tt.waitPlatformHealthy(platformRecovery)
 	if took < 0 {
 		tt.violate("after a fault of LXD, every instance is healthy again within "+platformRecovery.String(), "%s (%s): %s", kind, what, state)
@@ -312,6 +313,40 @@ func (tt *torture) platformFault(kind string, inject func() string) string {
 	p.mu.Unlock()
 	tt.checkPids("after " + kind)
 	return fmt.Sprintf("%s; %d guarded; healthy again %v after", what, guarded, took.Round(time.Millisecond))
+}
+
+// fillHeal launches shape heal up to its maximum and waits (up to 20 s) until its
+// instances are healthy, so that a fault has healthy instances with checks to guard; it
+// leaves heal alone while it is busy (an instance made sick, one being replaced).
+func (tt *torture) fillHeal() string {
+	if busy := tt.healBusy(); busy != "" {
+		return "heal not filled (" + busy + "); "
+	}
+
+	names, err := tt.createdNames("heal")
+	if err != nil {
+		return "heal not filled (" + describe(err) + "); "
+	}
+
+	var out []string
+	for i := len(names); i < tt.shapes["heal"].max; i++ {
+		name := tt.nextName("heal")
+		err := tt.launch("heal", name)
+		out = append(out, "filled heal with "+name+": "+describe(err))
+		if err != nil {
+			break
+		}
+	}
+
+	if took, state := tt.waitPlatformHealthy(20 * time.Second); took < 0 {
+		out = append(out, "heal not healthy before the fault: "+state)
+	}
+
+	if len(out) == 0 {
+		return ""
+	}
+
+	return strings.Join(out, "; ") + "; "
 }
 
 // waitPlatformHealthy waits until the daemon says LXD is online and every instance of heal
