@@ -91,7 +91,7 @@ torture: deps-test ## run the randomized invariant suite for TORTURE_TIME (defau
 # testdata/fuzz, `make fuzz` explores each for FUZZTIME.
 FUZZTIME ?= 60s
 FUZZ_TARGETS := ./lxd-deployd/auth:FuzzVerifyToken ./shared/validate:FuzzName ./shared/validate:FuzzConfigKey \
-	./shared/validate:FuzzWebhookURL ./shared/webhook:FuzzVerify ./lxd-deployd:FuzzDecodeBody \
+	./shared/validate:FuzzWebhookURL ./shared/validate:FuzzCPULimit ./shared/webhook:FuzzVerify ./lxd-deployd:FuzzDecodeBody ./lxd-deployd/metrics:FuzzMethod \
 	./shared/templates:FuzzJinja ./shared/templates:FuzzPython ./shared/templates:FuzzConfig
 
 .PHONY: fuzz

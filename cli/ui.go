@@ -31,9 +31,11 @@ func (a *app) uiLinkCommand() *cobra.Command {
 		Short: "Print a single-use URL that signs a browser in to the web view",
 		Long: `Print a single-use URL that signs a browser in to the web view, with no certificate to
 import into the browser. The browser acts as a certificate of the trust store: the one
-this command uses, or with --certificate (admins only) another one; over the local unix
-socket --certificate is required. The session lasts at most 12 hours; --read-only makes
-one that sees everything but changes nothing.`,
+this command uses, or with --certificate (admins only) another one. Over the local unix
+socket without --certificate it acts as the daemon's own entry for local admins
+(lxd-deployd-web-local, made on first use, revocable like any entry). The session lasts
+at most 12 hours and changes no credentials; --read-only makes one that sees everything
+but secrets and changes nothing. At most 5 unused links per certificate, 20 an hour.`,
 		Args: rangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			server, err := a.connectRemoteArg(args)
@@ -59,6 +61,6 @@ one that sees everything but changes nothing.`,
 
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "sign in with a session that cannot change anything")
 	cmd.Flags().DurationVar(&expiry, "expiry", 10*time.Minute, "how long the link can be used (at most 24h)")
-	cmd.Flags().StringVar(&certificate, "certificate", "", "fingerprint of the trust store entry the browser acts as (default: this client's)")
+	cmd.Flags().StringVar(&certificate, "certificate", "", "fingerprint of the trust store entry the browser acts as (default: this client's, or on the unix socket the daemon's own)")
 	return cmd
 }

@@ -9,8 +9,14 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
+// ActivityAdmin is the activity log's who of an admin's entries (fleet.ActivityWho).
+const ActivityAdmin = "admin"
+
 // CreateActivity appends an entry to a deployment's activity log and drops the oldest
 // beyond keep, in the caller's transaction: the entry commits with the change it records.
+// An admin's entries and all others (governors' and the daemon's own, which governors set
+// off too: launches, resizes, autoheals) are counted separately, keep of each, so a busy
+// governor never pushes what admins did out of the log (issue 32).
 func CreateActivity(ctx context.Context, tx *sql.Tx, deploymentID int64, entry api.DeploymentActivity, keep int) error {
 	requestor, err := json.Marshal(entry.Requestor)
 	if err != nil {
@@ -23,10 +29,12 @@ func CreateActivity(ctx context.Context, tx *sql.Tx, deploymentID int64, entry a
 		return fmt.Errorf("record activity: %w", err)
 	}
 
+	admin := entry.Who == ActivityAdmin
 	_, err = tx.ExecContext(ctx, `
 DELETE FROM deployments_activity
- WHERE deployment_id = ?
-   AND id <= (SELECT id FROM deployments_activity WHERE deployment_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`, deploymentID, deploymentID, keep)
+ WHERE deployment_id = ? AND (who = ?) = ?
+   AND id <= (SELECT id FROM deployments_activity WHERE deployment_id = ? AND (who = ?) = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`,
+		deploymentID, ActivityAdmin, admin, deploymentID, ActivityAdmin, admin, keep)
 	if err != nil {
 		return fmt.Errorf("prune activity: %w", err)
 	}

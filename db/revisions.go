@@ -93,18 +93,26 @@ func GetRevision(ctx context.Context, tx *sql.Tx, shapeID int64, revision int) (
 }
 
 // PruneRevisions keeps a shape's newest keep revisions, and any older one an instance or an
-// unfinished rollout still uses.
-func PruneRevisions(ctx context.Context, tx *sql.Tx, shapeID int64, keep int) error {
-	_, err := tx.ExecContext(ctx, `
+// unfinished rollout still uses. Revisions whose cause is apart (resizes) and the others are
+// counted separately, keep of each: a stream of one kind (a governor resizing within its
+// bounds every minute) never pushes the other out, so an admin's revisions stay there to
+// roll back to (issue 32). "" keeps nothing apart.
+func PruneRevisions(ctx context.Context, tx *sql.Tx, shapeID int64, keep int, apart string) error {
+	for _, isApart := range []bool{true, false} {
+		_, err := tx.ExecContext(ctx, `
 DELETE FROM deployments_shapes_revisions
  WHERE deployment_shape_id = ?
-   AND revision <= (SELECT MAX(revision) FROM deployments_shapes_revisions WHERE deployment_shape_id = ?) - ?
+   AND (cause = ? AND ? <> '') = ?
+   AND revision NOT IN (SELECT revision FROM deployments_shapes_revisions
+                         WHERE deployment_shape_id = ? AND (cause = ? AND ? <> '') = ?
+                         ORDER BY revision DESC LIMIT ?)
    AND revision NOT IN (SELECT revision FROM deployments_shapes_instances WHERE deployment_shape_id = ?)
    AND revision NOT IN (SELECT revision FROM deployments_shapes_rollouts WHERE deployment_shape_id = ? AND status IN ('running', 'paused'))
    AND revision NOT IN (SELECT from_revision FROM deployments_shapes_rollouts WHERE deployment_shape_id = ? AND status IN ('running', 'paused'))`,
-		shapeID, shapeID, keep, shapeID, shapeID, shapeID)
-	if err != nil {
-		return fmt.Errorf("prune revisions: %w", err)
+			shapeID, apart, apart, isApart, shapeID, apart, apart, isApart, keep, shapeID, shapeID, shapeID)
+		if err != nil {
+			return fmt.Errorf("prune revisions: %w", err)
+		}
 	}
 
 	return nil

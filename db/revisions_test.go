@@ -118,7 +118,7 @@ func TestRevisionPruneKeepsUsedOnes(t *testing.T) {
 			}
 		}
 
-		err = PruneRevisions(ctx, tx, shapeID, 2)
+		err = PruneRevisions(ctx, tx, shapeID, 2, "")
 		if err != nil {
 			return err
 		}

@@ -98,8 +98,11 @@ func DeleteUISession(ctx context.Context, tx *sql.Tx, sessionHash string) error 
 	return nil
 }
 
+// pruneUISessions drops links and sessions past their time, but keeps each row for
+// UILinkHistory after its link was made, so that the cap on links made per hour counts
+// links already used or expired.
 func pruneUISessions(ctx context.Context, tx *sql.Tx, now time.Time) error {
-	_, err := tx.ExecContext(ctx, "DELETE FROM ui_sessions WHERE expires_at <= ?", now.UTC())
+	_, err := tx.ExecContext(ctx, "DELETE FROM ui_sessions WHERE expires_at <= ? AND created_at <= ?", now.UTC(), now.Add(-UILinkHistory).UTC())
 	if err != nil {
 		return fmt.Errorf("prune sessions: %w", err)
 	}

@@ -68,6 +68,13 @@ func (a certificatesAPI) create(r *http.Request) response.Response {
 	}
 
 	caller := auth.CallerFromContext(r.Context())
+	// Public for token redemption, so the route's access check cannot say it: a web
+	// session adds no certificate and makes no trust token (access_credentials.go).
+	err = refuseSessionCredentials(caller, true)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
 	if !caller.IsAdmin() {
 		return a.redeemToken(r, caller, req)
 	}

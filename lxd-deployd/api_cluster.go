@@ -41,6 +41,9 @@ type clusterAPI struct {
 // clusterEndpoints are the routes of the cluster API.
 func clusterEndpoints(a clusterAPI) []endpoint {
 	admin := action{access: allowAdmin}
+	// Join tokens and the cluster certificate are credentials (access_credentials.go).
+	secretRead := action{access: allowSecretRead}
+	credentialWrite := action{access: allowCredentialWrite}
 	with := func(base action, h handlerFunc) action {
 		base.handler = h
 		return base
@@ -54,7 +57,7 @@ func clusterEndpoints(a clusterAPI) []endpoint {
 		{
 			path: "/1.0/cluster/members",
 			get:  with(admin, a.listMembers),
-			post: with(admin, a.createJoinToken),
+			post: with(credentialWrite, a.createJoinToken),
 		},
 		{
 			// A name yet to join is a pending member: GET shows its token, DELETE revokes it.
@@ -64,16 +67,16 @@ func clusterEndpoints(a clusterAPI) []endpoint {
 		},
 		{
 			path: "/1.0/cluster/tokens",
-			get:  with(admin, a.listTokens),
+			get:  with(secretRead, a.listTokens),
 		},
 		{
 			path:   "/1.0/cluster/tokens/{member}",
-			get:    with(admin, a.getMember),
-			delete: with(admin, a.revokeToken),
+			get:    with(secretRead, a.getMember),
+			delete: with(credentialWrite, a.revokeToken),
 		},
 		{
 			path: "/1.0/cluster/certificate",
-			post: with(admin, a.updateCertificate),
+			post: with(credentialWrite, a.updateCertificate),
 		},
 		{
 			path: memberEventsPath,

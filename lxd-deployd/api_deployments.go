@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/redact"
@@ -172,7 +171,7 @@ func (a deploymentsAPI) get(r *http.Request) response.Response {
 	}
 
 	etag := d.Writable()
-	if !auth.CallerFromContext(r.Context()).IsAdmin() {
+	if !seesSecrets(r) {
 		// Webhook URLs often carry credentials in their query: only admins see them whole.
 		d.GovernorWebhookURL = webhooks.RedactURL(d.GovernorWebhookURL)
 		d.Deployment = redact.Deployment(d.Deployment)

@@ -227,6 +227,6 @@ func (a operationsAPI) streamEvents(r *http.Request) response.Response {
 
 	filter := a.filter(r)
 	return response.ManualResponse(func(w http.ResponseWriter) error {
-		return a.events.Serve(w, r, auth.CallerFromContext(r.Context()).String(), types, project, filter)
+		return a.events.Serve(w, r, auth.CallerFromContext(r.Context()).StreamKey(), types, project, filter)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
@@ -58,10 +59,11 @@ func (a resizeAPI) put(r *http.Request) response.Response {
 	}
 
 	by := requestorFromContext(r.Context())
+	admin := auth.CallerFromContext(r.Context()).IsAdmin()
 	var target fleet.ResizeTarget
 	var revision int
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		target, revision, err = resizeShape(ctx, tx, ref, req, by)
+		target, revision, err = resizeShape(ctx, tx, ref, req, by, admin)
 		return err
 	})
 	if err != nil {
@@ -117,14 +119,15 @@ func (a resizeAPI) reportInstance(by api.DeploymentRequestor, ref refs.ShapeRef,
 
 // resizeShape checks a resize against the shape's resource_bounds and stores it, with its
 // revision, in the caller's transaction: the check and the write cannot be split by another
-// change, as the horizontal bound check in the reservation.
-func resizeShape(ctx context.Context, tx *sql.Tx, ref refs.ShapeRef, req api.DeploymentShapeResourcesPut, by api.DeploymentRequestor) (fleet.ResizeTarget, int, error) {
+// change, as the horizontal bound check in the reservation. admin says the caller is an
+// admin, who may resize a limit the shape does not bound (shapes.Resize).
+func resizeShape(ctx context.Context, tx *sql.Tx, ref refs.ShapeRef, req api.DeploymentShapeResourcesPut, by api.DeploymentRequestor, admin bool) (fleet.ResizeTarget, int, error) {
 	deploymentID, shape, err := refs.ShapeInTx(ctx, tx, ref)
 	if err != nil {
 		return fleet.ResizeTarget{}, 0, err
 	}
 
-	put, err := shapes.Resize(shape.Writable(), req)
+	put, err := shapes.Resize(shape.Writable(), req, !admin)
 	if err != nil {
 		return fleet.ResizeTarget{}, 0, err
 	}

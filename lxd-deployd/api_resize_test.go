@@ -45,7 +45,7 @@ func TestResizeAPI(t *testing.T) {
 		var revision int
 		err := a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 			var err error
-			_, revision, err = resizeShape(ctx, tx, refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: "default", Name: "dep1"}, Shape: "web"}, req, api.DeploymentRequestor{Name: "admin", Protocol: "unix"})
+			_, revision, err = resizeShape(ctx, tx, refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: "default", Name: "dep1"}, Shape: "web"}, req, api.DeploymentRequestor{Name: "admin", Protocol: "unix"}, true)
 			return err
 		})
 		return revision, err

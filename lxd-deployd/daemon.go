@@ -93,6 +93,7 @@ type daemon struct {
 	leases     *lease.Manager
 	life       *instanceCare
 	servers    []*http.Server
+	conns      *connLimits // the HTTPS connection budgets (conn_limits.go)
 	cancel     context.CancelFunc
 	background sync.WaitGroup
 
@@ -198,7 +199,8 @@ func (d *daemon) start(ctx context.Context) error {
 	d.startLeasedWork(runCtx, metrics)
 
 	handlers := append(endpoints(d.apis()), clusterEndpoints(d.clusterAPI())...)
-	router := newRouter(handlers, d.authenticate, d.logger, false)
+	d.conns = newConnLimitsWith(defaultConnBudgets, d.logger)
+	router := newRouter(handlers, d.conns.authenticated(d.authenticate), d.logger, false)
 
 	unixListener, err := listenUnix(filepath.Join(d.config.dataDir, "unix.socket"))
 	if err != nil {
@@ -346,7 +348,12 @@ func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol str
 	}
 
 	if protocol == auth.ProtocolTLS {
-		server.ConnState = newConnLimits(maxUnauthenticatedConns).connState
+		d.conns.checkFileLimit()
+		server.ConnState = d.conns.connState
+		connContext := server.ConnContext
+		server.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			return connContext(d.conns.withConn(ctx, c), c)
+		}
 	}
 
 	d.servers = append(d.servers, server)

@@ -32,6 +32,9 @@ type apis struct {
 // who may call it.
 func endpoints(a apis) []endpoint {
 	admin := action{access: allowAdmin}
+	// Credentials and unmasked secrets: admins, not web sessions (access_credentials.go).
+	secretRead := action{access: allowSecretRead}
+	credentialWrite := action{access: allowCredentialWrite}
 	trusted := action{access: allowTrusted}
 	deploymentReader := action{access: a.access.allowDeploymentRead}
 	deploymentAdmin := action{access: a.access.allowDeploymentAdmin}
@@ -65,17 +68,17 @@ func endpoints(a apis) []endpoint {
 		},
 		{
 			path: "/1.0/certificates",
-			get:  with(admin, a.certificates.list),
+			get:  with(secretRead, a.certificates.list),
 			// Public: untrusted clients redeem trust tokens here; the handler lets only
 			// admins do anything else.
 			post: action{handler: a.certificates.create, public: true},
 		},
 		{
 			path:   "/1.0/certificates/{fingerprint}",
-			get:    with(admin, a.certificates.get),
-			put:    with(admin, a.certificates.put),
-			patch:  with(admin, a.certificates.patch),
-			delete: with(admin, a.certificates.delete),
+			get:    with(secretRead, a.certificates.get),
+			put:    with(credentialWrite, a.certificates.put),
+			patch:  with(credentialWrite, a.certificates.patch),
+			delete: with(credentialWrite, a.certificates.delete),
 		},
 		{
 			path: "/1.0/deployments",
@@ -92,16 +95,16 @@ func endpoints(a apis) []endpoint {
 		},
 		{
 			path: "/1.0/deployments/{deployment}/keys",
-			get:  with(admin, a.keys.list),
-			post: with(admin, a.keys.create),
+			get:  with(secretRead, a.keys.list),
+			post: with(credentialWrite, a.keys.create),
 		},
 		{
 			path:   "/1.0/deployments/{deployment}/keys/{key}",
-			get:    with(admin, a.keys.get),
-			put:    with(admin, a.keys.put),
-			patch:  with(admin, a.keys.patch),
-			post:   with(admin, a.keys.rename),
-			delete: with(admin, a.keys.delete),
+			get:    with(secretRead, a.keys.get),
+			put:    with(credentialWrite, a.keys.put),
+			patch:  with(credentialWrite, a.keys.patch),
+			post:   with(credentialWrite, a.keys.rename),
+			delete: with(credentialWrite, a.keys.delete),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes",
@@ -152,11 +155,11 @@ func endpoints(a apis) []endpoint {
 		},
 		{
 			path: "/1.0/deployments/{deployment}/manifests",
-			get:  with(admin, a.deployments.listManifests),
+			get:  with(secretRead, a.deployments.listManifests),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/manifests/{manifest}",
-			get:  with(admin, a.deployments.showManifest),
+			get:  with(secretRead, a.deployments.showManifest),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/manifests/{manifest}/rollback",
@@ -185,8 +188,8 @@ func endpoints(a apis) []endpoint {
 		},
 		{
 			path: "/1.0/deployments/{deployment}/webhook/secret",
-			get:  with(admin, a.webhooks.secret),
-			post: with(admin, a.webhooks.secret),
+			get:  with(secretRead, a.webhooks.secret),
+			post: with(credentialWrite, a.webhooks.secret),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/webhook/deliveries",

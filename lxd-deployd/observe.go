@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 )
 
 // requestIDHeader carries a request's id both ways: a client (or a proxy in front) may send
@@ -45,7 +47,14 @@ func observe(next http.Handler, logger *slog.Logger, m *metrics.Metrics) http.Ha
 		// client mint label values.
 		info := &requestInfo{id: id, route: "unmatched", logger: logger.With("request_id", id)}
 		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
+		method := metrics.Method(r.Method)
+		if method == metrics.MethodOther {
+			// Refused before routing, authentication or logging see it: a method is any
+			// token the client likes, of any length.
+			_ = response.ErrorResponse(http.StatusNotImplemented, fmt.Sprintf("method %.32q is not implemented: use GET, POST, PUT, PATCH or DELETE", r.Method)).Render(rec)
+		} else {
+			next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info)))
+		}
 
 		status := rec.status
 		if status == 0 {
@@ -53,8 +62,8 @@ func observe(next http.Handler, logger *slog.Logger, m *metrics.Metrics) http.Ha
 		}
 
 		took := time.Since(start)
-		m.APIRequest(info.route, r.Method, status, took)
-		info.logger.Debug("request", "method", r.Method, "url", r.URL.RequestURI(), "status", status, "duration", took)
+		m.APIRequest(info.route, method, status, took)
+		info.logger.Debug("request", "method", method, "url", r.URL.RequestURI(), "status", status, "duration", took)
 	})
 }
 

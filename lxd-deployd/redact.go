@@ -12,9 +12,10 @@ import (
 // build the whole object, and these hide its secret values when the caller is not an admin
 // (a read-only or admin deployment key, over TLS or as a governor's JWT). Admins see all.
 
-// seesSecrets reports whether the request's caller is shown secret values.
+// seesSecrets reports whether the request's caller is shown secret values (admins, not
+// read-only web sessions: auth.Caller.SeesSecrets).
 func seesSecrets(r *http.Request) bool {
-	return auth.CallerFromContext(r.Context()).IsAdmin()
+	return auth.CallerFromContext(r.Context()).SeesSecrets()
 }
 
 // shapeFor is a shape as the caller may see it.

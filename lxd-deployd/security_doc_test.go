@@ -21,6 +21,8 @@ var accessLabels = map[string]string{
 	"allowInstanceHook":    "deployment key (admin); in-instance: own instance only",
 	"allowInstanceHealth":  "deployment key (admin); in-instance: own instance only",
 	"allowMember":          "member",
+	"allowSecretRead":      "admin; no read-only web session",
+	"allowCredentialWrite": "admin; no web session",
 }
 
 // accessLabel names an action's access check.

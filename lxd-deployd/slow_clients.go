@@ -1,9 +1,7 @@
 package main
 
 import (
-	"crypto/tls"
 	"io"
-	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -18,9 +16,9 @@ import (
 // streams and waits are exempt by design. A variable so that tests can shorten it.
 var bodyReadTimeout = 30 * time.Second
 
-// maxUnauthenticatedConns caps HTTPS connections that presented no client certificate:
-// they can only read GET /1.0 and redeem trust tokens, so a few suffice, and a flood of
-// them cannot hold the daemon's file descriptors.
+// maxUnauthenticatedConns caps HTTPS connections not (yet) from a trusted identity: they
+// can only read GET /1.0, sign in and redeem trust tokens, so a few suffice, and a flood
+// of them cannot hold the daemon's file descriptors (conn_limits.go has the other budgets).
 const maxUnauthenticatedConns = 128
 
 // limitBodyRead puts a deadline on reading the request's body and lifts it once the body
@@ -56,46 +54,4 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	}
 
 	return n, err
-}
-
-// connLimits counts HTTPS connections without a client certificate and closes those over
-// the cap. It is the server's ConnState hook: a connection is judged when its first request
-// arrives, after the TLS handshake.
-type connLimits struct {
-	mu      sync.Mutex
-	max     int
-	unauthd map[net.Conn]struct{}
-}
-
-func newConnLimits(max int) *connLimits {
-	return &connLimits{max: max, unauthd: map[net.Conn]struct{}{}}
-}
-
-func (l *connLimits) connState(c net.Conn, state http.ConnState) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch state {
-	case http.StateActive:
-		_, counted := l.unauthd[c]
-		tlsConn, ok := unwrapConn(c).(*tls.Conn)
-		if counted || !ok || len(tlsConn.ConnectionState().PeerCertificates) > 0 {
-			return
-		}
-
-		if len(l.unauthd) >= l.max {
-			_ = c.Close()
-			return
-		}
-
-		l.unauthd[c] = struct{}{}
-	case http.StateClosed, http.StateHijacked:
-		delete(l.unauthd, c)
-	}
-}
-
-// count is how many unauthenticated connections are open (tests).
-func (l *connLimits) count() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.unauthd)
 }

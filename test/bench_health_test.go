@@ -94,7 +94,7 @@ func BenchmarkHealthChecks(b *testing.B) {
 }
 
 // lxdDaemonPid finds the private LXD serving dir by its environment.
-func lxdDaemonPid(b *testing.B, dir string) int {
+func lxdDaemonPid(b testing.TB, dir string) int {
 	entries, err := os.ReadDir("/proc")
 	must(b, err)
 	for _, e := range entries {

@@ -37,8 +37,11 @@ type daemon struct {
 	ServerCert     string // PEM
 	Fingerprint    string
 
-	cmd *exec.Cmd
-	log string
+	cmd       *exec.Cmd
+	log       string
+	fileLimit int // daemonOptions.FileLimit, kept for restarts
+
+	memoryLimit int64 // daemonOptions.MemoryLimit, kept for restarts
 }
 
 // daemonOptions tweak how a test daemon starts.
@@ -55,6 +58,16 @@ type daemonOptions struct {
 	// Cluster gives the daemon a --cluster-address on a free loopback port
 	// (daemon.ClusterAddress), for dqlite to listen on.
 	Cluster bool
+
+	// FileLimit, when set, is the daemon's own RLIMIT_NOFILE (soft and hard, set with
+	// prlimit on the daemon's process alone): connection-exhaustion tests never touch the
+	// machine's.
+	FileLimit int
+
+	// MemoryLimit, when set, puts the daemon's process alone in a memory cgroup (v1) of
+	// that many bytes, so that a hostile-input test that finds a leak gets the daemon
+	// killed, not the machine short of memory.
+	MemoryLimit int64
 }
 
 // bindAttempts is how many fresh ports startDaemon tries. freePort's port is free when it
@@ -86,6 +99,8 @@ func startDaemon(t testing.TB, opts daemonOptions) *daemon {
 			HTTPSAddress: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 			LXDSocket:    lxdSocket,
 			log:          filepath.Join(dir, "daemon.log"),
+			fileLimit:    opts.FileLimit,
+			memoryLimit:  opts.MemoryLimit,
 		}
 
 		for name, content := range opts.Files {
@@ -141,6 +156,11 @@ func (d *daemon) tryStart(t testing.TB, extraArgs ...string) bool {
 
 	args := append([]string{"--data-dir", d.DataDir, "--https-address", d.HTTPSAddress, "--lxd-socket", d.LXDSocket, "--lxd-poll-interval", "500ms", "--debug"}, extraArgs...)
 	d.cmd = exec.Command(daemonBinary, args...)
+	if d.fileLimit > 0 {
+		// prlimit sets the limit on itself and execs the daemon: the same process.
+		d.cmd = exec.Command("prlimit", append([]string{fmt.Sprintf("--nofile=%d:%d", d.fileLimit, d.fileLimit), daemonBinary}, args...)...)
+	}
+
 	d.cmd.Stdout = logFile
 	d.cmd.Stderr = logFile
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -148,6 +168,10 @@ func (d *daemon) tryStart(t testing.TB, extraArgs ...string) bool {
 	_ = logFile.Close()
 	if err != nil {
 		t.Fatal(err)
+	}
+
+	if d.memoryLimit > 0 {
+		limitMemory(t, d.cmd.Process.Pid, d.memoryLimit)
 	}
 
 	exited := make(chan struct{})
@@ -395,4 +419,23 @@ func daemonRSS(t testing.TB, d *daemon) int64 {
 
 	t.Fatal("no VmRSS")
 	return 0
+}
+
+// limitMemory moves a process into a memory cgroup (v1) of its own limited to limit bytes;
+// the cgroup is removed when the test ends (after the process stopped).
+func limitMemory(t testing.TB, pid int, limit int64) {
+	t.Helper()
+	dir := filepath.Join("/sys/fs/cgroup/memory", fmt.Sprintf("lxd-deployd-test-%d", pid))
+	err := os.Mkdir(dir, 0o755)
+	if err != nil {
+		t.Fatalf("a memory cgroup for the daemon (needs root and cgroup v1's memory controller): %v", err)
+	}
+
+	t.Cleanup(func() { _ = os.Remove(dir) })
+	for file, value := range map[string]int64{"memory.limit_in_bytes": limit, "cgroup.procs": int64(pid)} {
+		err = os.WriteFile(filepath.Join(dir, file), []byte(strconv.FormatInt(value, 10)), 0o644)
+		if err != nil {
+			t.Fatalf("%s of the daemon's memory cgroup: %v", file, err)
+		}
+	}
 }

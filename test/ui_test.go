@@ -37,7 +37,11 @@ func TestUIBrowser(t *testing.T) {
 	adminID := newIdentity(t)
 	trustIdentity(t, env.admin, adminID, "ui-admin", "client")
 	u := newCLIUser(t, env.d)
-	u.fails([]string{"the unix socket is no trust store entry", "--certificate"}, "ui", "link")
+	// On the unix socket a link needs no certificate named: it acts as the daemon's own
+	// identity for local admins (issue 32 item 13; TestUISessionSecurity checks the rest).
+	if local := strings.TrimSpace(u.ok("ui", "link")); !strings.HasPrefix(local, "https://"+env.d.HTTPSAddress+"/ui/#login=") {
+		t.Fatalf("ui link on the unix socket printed %q", local)
+	}
 	u.fails([]string{"expiry", "24h"}, "ui", "link", "--certificate", adminID.Fingerprint, "--expiry", "48h")
 	link := strings.TrimSpace(u.ok("ui", "link", "--certificate", adminID.Fingerprint))
 	if !strings.HasPrefix(link, "https://"+env.d.HTTPSAddress+"/ui/#login=") {
@@ -55,6 +59,12 @@ func TestUIBrowser(t *testing.T) {
 		// The cookie is invisible to scripts (HttpOnly).
 		if cookies := evalJS[string](t, rw, "document.cookie"); cookies != "" {
 			t.Fatalf("document.cookie = %q: the session cookie must be HttpOnly", cookies)
+		}
+
+		// The session's binding is kept in the page's origin storage, which pages on other
+		// ports cannot read: the requests above and the events websocket carried it.
+		if binding := evalJS[string](t, rw, `localStorage.getItem("lxd-deployd-session-binding") || ""`); binding == "" {
+			t.Fatal("the page keeps no session binding")
 		}
 
 		rw.screenshot(t, "deployments")
@@ -201,8 +211,9 @@ func TestUIBrowser(t *testing.T) {
 
 		ro.screenshot(t, "read-only-shape")
 		before := len(env.lxdInstances(t))
-		// A forged write, with a made-up CSRF token: the daemon refuses it.
-		answer := evalJS[string](t, ro, fmt.Sprintf(`fetch("/1.0/deployments/dep1/shapes/web/instances/%s", {method: "POST", headers: {"X-Lxd-Deployd-Csrf": "forged"}}).then(async (r) => r.status + " " + (await r.json()).error)`, env.name("forged")))
+		// A forged write, with the page's session binding and a made-up CSRF token: the
+		// daemon refuses it.
+		answer := evalJS[string](t, ro, fmt.Sprintf(`fetch("/1.0/deployments/dep1/shapes/web/instances/%s", {method: "POST", headers: {"X-Lxd-Deployd-Csrf": "forged", "X-Lxd-Deployd-Session": localStorage.getItem("lxd-deployd-session-binding")}}).then(async (r) => r.status + " " + (await r.json()).error)`, env.name("forged")))
 		if !strings.HasPrefix(answer, "403 ") || !strings.Contains(answer, "read-only") {
 			t.Fatalf("forged write from a read-only session answered %q", answer)
 		}
@@ -211,17 +222,19 @@ func TestUIBrowser(t *testing.T) {
 			t.Fatalf("LXD went from %d to %d instances after a refused write", before, after)
 		}
 
-		// Signing out ends the session in the daemon: the cookie no longer works.
+		// Signing out ends the session in the daemon: the cookie no longer works, even with
+		// the binding the page held.
+		binding := evalJS[string](t, ro, `localStorage.getItem("lxd-deployd-session-binding")`)
 		ro.click(t, "sign out", "#logout", 10*time.Second)
 		ro.waitJS(t, "signed out", `!!document.querySelector(".signin")`, 10*time.Second)
-		answer = evalJS[string](t, ro, `fetch("/1.0/deployments").then((r) => String(r.status))`)
+		answer = evalJS[string](t, ro, fmt.Sprintf(`fetch("/1.0/deployments", {headers: {"X-Lxd-Deployd-Session": %q}}).then((r) => String(r.status))`, binding))
 		if answer != "403" {
 			t.Fatalf("after signing out GET /1.0/deployments answered %s", answer)
 		}
 	})
 
 	t.Run("writes without the CSRF token are refused", func(t *testing.T) {
-		answer := evalJS[string](t, rw, fmt.Sprintf(`fetch("/1.0/deployments/dep1/shapes/web/instances/%s", {method: "POST"}).then(async (r) => r.status + " " + (await r.json()).error)`, env.name("nocsrf")))
+		answer := evalJS[string](t, rw, fmt.Sprintf(`fetch("/1.0/deployments/dep1/shapes/web/instances/%s", {method: "POST", headers: {"X-Lxd-Deployd-Session": localStorage.getItem("lxd-deployd-session-binding")}}).then(async (r) => r.status + " " + (await r.json()).error)`, env.name("nocsrf")))
 		if !strings.HasPrefix(answer, "403 ") || !strings.Contains(answer, "X-Lxd-Deployd-Csrf") {
 			t.Fatalf("write without the CSRF header answered %q", answer)
 		}

@@ -4,6 +4,7 @@ package auth
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -62,6 +63,16 @@ type Caller struct {
 	// Via is the cluster member that forwarded this caller's request, "" when it came
 	// directly.
 	Via string
+
+	// Session is the id of the web session the caller acts through (doc/ui.md), 0 for
+	// any other caller. A session acts as its trust store entry but is not that entry:
+	// it may not change credentials, which would outlive it, and it has its own budget of
+	// event streams.
+	Session int64
+
+	// ReadOnly is true for a read-only web session: a read-only caller everywhere, that
+	// is shown no secret values and no credentials, whatever its certificate's role.
+	ReadOnly bool
 }
 
 // IsAdmin reports whether the caller may use the management API: the unix socket, or a
@@ -72,6 +83,23 @@ func (c *Caller) IsAdmin() bool {
 	}
 
 	return c.Protocol == ProtocolUnix || c.CertificateType == api.CertificateTypeClient
+}
+
+// SeesSecrets reports whether the caller is shown secret values (doc/security.md#secrets):
+// admins, but not a read-only session of an admin, which must not hold anything that
+// changes things (a webhook secret signs scale requests).
+func (c *Caller) SeesSecrets() bool {
+	return c.IsAdmin() && !c.ReadOnly
+}
+
+// StreamKey names the caller for the cap on open event streams: a web session counts
+// apart from its certificate, so a browser's streams never use up the certificate's own.
+func (c *Caller) StreamKey() string {
+	if c != nil && c.Session != 0 {
+		return fmt.Sprintf("%s session %d", c.String(), c.Session)
+	}
+
+	return c.String()
 }
 
 // String names the caller in logs without revealing anything secret.

@@ -9,17 +9,62 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"strings"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 )
 
-// The web view's session cookie and the header its state-changing requests carry
-// (doc/ui.md). The cookie is HttpOnly, so a script cannot read it; the CSRF token is
-// derived from it and handed to the page, which a page of another site cannot read.
+// The web view's session cookie and the headers its requests carry (doc/ui.md). The
+// cookie is HttpOnly, so a script cannot read it. But browsers send a host's cookies to
+// every port of it, so a page served on another port of the same host (a service behind
+// an LXD proxy device) gets the cookie too: the cookie alone is no session. The session's
+// binding, a second secret handed to the page at sign-in only and kept in the page's
+// origin storage (scheme, host and port), must come with every request, in
+// BindingHeader, or for the events websocket (where a page cannot set headers) as a
+// subprotocol named BindingProtocolPrefix + binding. The CSRF token is derived from both.
 const (
-	SessionCookie = "lxd_deployd_session"
-	CSRFHeader    = "X-Lxd-Deployd-Csrf"
+	SessionCookie         = "lxd_deployd_session"
+	CSRFHeader            = "X-Lxd-Deployd-Csrf"
+	BindingHeader         = "X-Lxd-Deployd-Session"
+	BindingProtocolPrefix = "lxd-deployd.session."
 )
+
+// SessionKey is what identifies a session: its cookie and its binding together. The
+// database keeps the hash of this alone, so neither half finds the session without the
+// other.
+func SessionKey(cookie string, binding string) string {
+	if cookie == "" || binding == "" {
+		return ""
+	}
+
+	return cookie + "." + binding
+}
+
+// SessionBindingFromRequest returns the session binding the request carries: the header,
+// or a websocket upgrade's subprotocol; "" when there is none.
+func SessionBindingFromRequest(r *http.Request) string {
+	binding := r.Header.Get(BindingHeader)
+	if binding != "" {
+		return binding
+	}
+
+	for _, value := range r.Header.Values("Sec-Websocket-Protocol") {
+		for _, protocol := range strings.Split(value, ",") {
+			binding, ok := strings.CutPrefix(strings.TrimSpace(protocol), BindingProtocolPrefix)
+			if ok {
+				return binding
+			}
+		}
+	}
+
+	return ""
+}
+
+// SessionKeyFromRequest is the request's session key, "" unless it carries both the
+// cookie and the binding.
+func SessionKeyFromRequest(r *http.Request) string {
+	return SessionKey(SessionSecretFromRequest(r), SessionBindingFromRequest(r))
+}
 
 // NewSessionSecret returns a random secret for a link or a session, and the hash that is
 // all the database keeps of it.
@@ -41,9 +86,9 @@ func HashSessionSecret(secret string) string {
 }
 
 // CSRFToken is the token a session's state-changing requests must carry: bound to the
-// session, so it needs no storage and dies with it.
-func CSRFToken(sessionSecret string) string {
-	mac := hmac.New(sha256.New, []byte(sessionSecret))
+// session (its key, SessionKey), so it needs no storage and dies with it.
+func CSRFToken(sessionKey string) string {
+	mac := hmac.New(sha256.New, []byte(sessionKey))
 	mac.Write([]byte("lxd-deployd ui csrf"))
 	return hex.EncodeToString(mac.Sum(nil))
 }
@@ -92,7 +137,7 @@ func SessionSecretFromRequest(r *http.Request) string {
 // CheckSessionRequest applies what a session allows before anything runs: a read-only
 // session never changes anything, and every state-changing request carries the session's
 // CSRF token (besides the origin check every browser request gets).
-func CheckSessionRequest(r *http.Request, sessionSecret string, readOnly bool) error {
+func CheckSessionRequest(r *http.Request, sessionKey string, readOnly bool) error {
 	if safeMethod(r.Method) {
 		return nil
 	}
@@ -101,7 +146,7 @@ func CheckSessionRequest(r *http.Request, sessionSecret string, readOnly bool) e
 		return lxdapi.StatusErrorf(http.StatusForbidden, "this web session is read-only: ask an admin for a link without --read-only to make changes")
 	}
 
-	want := CSRFToken(sessionSecret)
+	want := CSRFToken(sessionKey)
 	got := r.Header.Get(CSRFHeader)
 	if subtle.ConstantTimeCompare([]byte(want), []byte(got)) != 1 {
 		return lxdapi.StatusErrorf(http.StatusForbidden, "missing or wrong %s header: reload the web view and retry", CSRFHeader)
@@ -110,13 +155,16 @@ func CheckSessionRequest(r *http.Request, sessionSecret string, readOnly bool) e
 	return CheckBrowserOrigin(r)
 }
 
-// SessionCaller is the caller a session acts as: the trust store entry it is bound to.
-func SessionCaller(cert TrustedCertificate) *Caller {
+// SessionCaller is the caller a session acts as: the trust store entry it is bound to,
+// marked as the session (id) it comes through, read-only or not.
+func SessionCaller(cert TrustedCertificate, id int64, readOnly bool) *Caller {
 	return &Caller{
 		Protocol:        ProtocolTLS,
 		Trusted:         true,
 		Fingerprint:     cert.Fingerprint,
 		CertificateType: cert.Type,
 		Name:            cert.Name,
+		Session:         id,
+		ReadOnly:        readOnly,
 	}
 }

@@ -6,13 +6,22 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"strings"
 )
 
-// instanceNetwork is what a health check needs of an instance's state: its addresses.
+// instanceNetwork is what a health check needs of an instance: the NICs LXD attached to it
+// and its addresses.
 type instanceNetwork struct {
-	Name  string `json:"name"`
-	State *struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+
+	// Config holds the volatile keys where LXD records the name and MAC address it gave a
+	// NIC (volatile.<device>.name, volatile.<device>.hwaddr).
+	Config          map[string]string            `json:"config"`
+	ExpandedDevices map[string]map[string]string `json:"expanded_devices"`
+	State           *struct {
 		Network map[string]struct {
+			Hwaddr    string `json:"hwaddr"`
 			Addresses []struct {
 				Family  string `json:"family"`
 				Address string `json:"address"`
@@ -22,10 +31,49 @@ type instanceNetwork struct {
 	} `json:"state"`
 }
 
+// attached says whether an interface seen inside the instance is a NIC LXD attached, as
+// LXD itself pairs them: by the interface's name in a container (the device's name key,
+// or the one LXD generated into volatile.<device>.name), by MAC address in a VM (whose
+// guest names its interfaces). Interfaces root inside the instance made itself (a veth,
+// a dummy) are not, whatever addresses they carry.
+func (i instanceNetwork) attached(name string, hwaddr string) bool {
+	for device, config := range i.ExpandedDevices {
+		if config["type"] != "nic" {
+			continue
+		}
+
+		if i.Type == "virtual-machine" {
+			mac := config["hwaddr"]
+			if mac == "" {
+				mac = i.Config["volatile."+device+".hwaddr"]
+			}
+
+			if mac != "" && strings.EqualFold(mac, hwaddr) {
+				return true
+			}
+
+			continue
+		}
+
+		nicName := config["name"]
+		if nicName == "" {
+			nicName = i.Config["volatile."+device+".name"]
+		}
+
+		if nicName != "" && nicName == name {
+			return true
+		}
+	}
+
+	return false
+}
+
 // ListInstanceAddresses returns an address of every running instance of a project that has
 // one, by name, from one recursion=2 listing (LXD's state of all instances in one request,
-// instead of one state request per instance): the first global IPv4 address of an
-// interface other than lo, else the first global IPv6 one.
+// instead of one state request per instance): the first global IPv4 address of a NIC LXD
+// attached, else the first global IPv6 one. IPv4-mapped IPv6 addresses count as the IPv4
+// address they carry. Whether the address may be dialled at all is the probe's dialer's
+// to judge (health/probe.go).
 func ListInstanceAddresses(ctx context.Context, c DoHTTPer, project string) (map[string]netip.Addr, error) {
 	resp, err := rawDo(ctx, c, "GET", "/1.0/instances", project, url.Values{"recursion": {"2"}}, nil)
 	if err != nil {
@@ -46,7 +94,7 @@ func ListInstanceAddresses(ctx context.Context, c DoHTTPer, project string) (map
 
 		var v6 netip.Addr
 		for name, nic := range i.State.Network {
-			if name == "lo" {
+			if name == "lo" || !i.attached(name, nic.Hwaddr) {
 				continue
 			}
 
@@ -56,6 +104,7 @@ func ListInstanceAddresses(ctx context.Context, c DoHTTPer, project string) (map
 					continue
 				}
 
+				addr = addr.Unmap()
 				if addr.Is4() && !addresses[i.Name].IsValid() {
 					addresses[i.Name] = addr
 				} else if addr.Is6() && !v6.IsValid() {

@@ -102,6 +102,11 @@ func CreateInstanceOn(ctx context.Context, c lxd.InstanceServer, project string,
 // removes only an instance made since its operation started, so never one that was there
 // before, whoever made it; a read before each create cost LXD a request per launch.
 func create(ctx context.Context, c lxd.InstanceServer, project string, target string, req lxdapi.InstancesPost, start bool) error {
+	err := SafeLimits(req.Config)
+	if err != nil {
+		return err
+	}
+
 	c = c.UseProject(project)
 	taken := lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q: pick another name", req.Name, project)
 	since := time.Now()

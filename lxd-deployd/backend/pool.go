@@ -28,6 +28,11 @@ func CreatePoolInstance(ctx context.Context, c lxd.InstanceServer, project strin
 // started. renamed says which name the instance has when it fails: the caller removes
 // that one, never an instance that had req's name before.
 func TakePoolInstance(ctx context.Context, c lxd.InstanceServer, project string, poolName string, req lxdapi.InstancesPost) (renamed bool, err error) {
+	err = SafeLimits(req.Config)
+	if err != nil {
+		return false, err
+	}
+
 	c = c.UseProject(project)
 	_, _, err = c.GetInstance(req.Name)
 	if err == nil {

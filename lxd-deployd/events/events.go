@@ -142,11 +142,19 @@ const (
 	MaxListenersPerCaller = 32
 )
 
+// Subprotocol is the websocket subprotocol the daemon answers to a client offering it.
+const Subprotocol = "lxd-deployd"
+
 var upgrader = websocket.Upgrader{
 	// A browser holding a client certificate sends it to any site's websocket: refuse an
 	// upgrade whose Origin is another host (gorilla's same-origin check), as LXD does.
 	// Clients that are not browsers send no Origin and pass.
 	CheckOrigin: nil,
+
+	// The web view's page offers Subprotocol beside the one carrying its session's
+	// binding (auth.BindingProtocolPrefix): a browser drops a websocket whose answer
+	// names none of the protocols it offered, and the binding is never echoed back.
+	Subprotocols: []string{Subprotocol},
 
 	// Refusals answer in the LXD envelope, like every other error.
 	Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {

@@ -26,6 +26,14 @@ func RecordActivity(ctx context.Context, tx *sql.Tx, deploymentID int64, entry a
 	}
 
 	if entry.Who == "" {
+		// A deployments certificate's key decides who: unresolved, a governor's HTTPS
+		// request would read as an admin's, and its entries would count toward the
+		// admin's share of activity.keep (db.CreateActivity).
+		entry.Requestor, err = WithKey(ctx, tx, entry.Requestor, deploymentID)
+		if err != nil {
+			return err
+		}
+
 		entry.Who = ActivityWho(entry.Requestor)
 	}
 
@@ -42,7 +50,7 @@ func ActivityWho(by api.DeploymentRequestor) string {
 	case by.Key != "" || by.Protocol == auth.ProtocolGovernor:
 		return "governor"
 	default:
-		return "admin"
+		return db.ActivityAdmin
 	}
 }
 

@@ -340,6 +340,11 @@ func (r Resizer) apply(ctx context.Context, client lxd.InstanceServer, target Re
 
 	limits := map[string]string{}
 	if !step.Relabel {
+		err := backend.SafeLimits(step.Limits)
+		if err != nil {
+			return failed(err)
+		}
+
 		inst, etag, err := client.GetInstance(step.Row.Name)
 		if err != nil {
 			return failed(fmt.Errorf("read instance: %w", err))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/dialpolicy"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -56,32 +57,62 @@ func (a *addressCache) lookup(ctx context.Context, c backend.DoHTTPer, project s
 
 	addr, ok := listing.addresses[name]
 	if !ok {
-		return netip.Addr{}, fmt.Errorf("LXD reports no global address for the instance: give it a network, or use an exec or ttl check")
+		return netip.Addr{}, fmt.Errorf("LXD reports no global address for the instance on a NIC LXD attached: give it a network (a nic device), or use an exec or ttl check")
 	}
 
 	return addr, nil
 }
 
-// probeClient is the one HTTP client of every http check: no proxy from the environment,
-// no redirects followed (a 3xx passes), no connections kept (a thousand instances would
-// hold a thousand idle sockets).
-var probeClient = &http.Client{
-	Transport: &http.Transport{
-		Proxy:             nil,
-		DisableKeepAlives: true,
-		DialContext:       (&net.Dialer{}).DialContext,
-	},
-	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+// ErrDestination is wrapped by a probe's refusal to dial an address.
+var ErrDestination = errors.New("health check destination not allowed")
+
+// probeDestinations is what http and tcp checks may dial. An instance's address is what
+// root inside it chose (LXD reports what the instance's interfaces carry): a check aimed at
+// ::ffff:127.0.0.1 would reach the host's own services and store their answer as check
+// output, ::ffff:169.254.169.254 a cloud's metadata. Webhooks share the rule
+// (dialpolicy), with loopback refused here too.
+var probeDestinations = dialpolicy.Policy{RefuseLoopback: true, Err: ErrDestination}
+
+// prober runs http and tcp checks through one dialer under a destination policy: the tcp
+// check and the http client both dial through it, so no path skips the policy.
+type prober struct {
+	dialer *net.Dialer
+	client *http.Client
 }
+
+// newProber returns a prober whose every connection is checked against the policy.
+func newProber(policy dialpolicy.Policy) *prober {
+	dialer := &net.Dialer{Control: policy.Control}
+	return &prober{
+		dialer: dialer,
+		// No proxy from the environment, no redirects followed (a 3xx passes), no
+		// connections kept (a thousand instances would hold a thousand idle sockets).
+		client: &http.Client{
+			Transport: &http.Transport{
+				Proxy:             nil,
+				DisableKeepAlives: true,
+				DialContext:       dialer.DialContext,
+			},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+}
+
+// defaultProber is the one prober of every http and tcp check.
+var defaultProber = newProber(probeDestinations)
 
 // Probe runs an http or tcp check against addr within the settings' timeout.
 func Probe(ctx context.Context, s Settings, addr netip.Addr) Result {
+	return defaultProber.probe(ctx, s, addr)
+}
+
+func (p *prober) probe(ctx context.Context, s Settings, addr netip.Addr) Result {
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
-	target := net.JoinHostPort(addr.String(), strconv.Itoa(s.Port))
+	target := net.JoinHostPort(addr.Unmap().String(), strconv.Itoa(s.Port))
 	result := Result{At: time.Now(), ExitCode: -1}
 	if s.Kind == api.HealthKindTCP {
-		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", target)
+		conn, err := p.dialer.DialContext(ctx, "tcp", target)
 		if err != nil {
 			result.Output = truncate(fmt.Sprintf("cannot connect to %s: %v", target, err))
 			return classifyDial(result, err)
@@ -99,7 +130,7 @@ func Probe(ctx context.Context, s Settings, addr netip.Addr) Result {
 	}
 
 	req.Header.Set("User-Agent", "lxd-deployd-health-check")
-	resp, err := probeClient.Do(req)
+	resp, err := p.client.Do(req)
 	if err != nil {
 		result.Output = truncate(fmt.Sprintf("GET %s: %v", req.URL, err))
 		return classifyDial(result, err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/dialpolicy"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -55,9 +56,12 @@ func TestProbe(t *testing.T) {
 		{api.HealthKindTCP, closedPort, "", false, "refused"},
 	}
 
+	// The servers can only be on loopback, which checks refuse (TestProbeNeverDialsTheHost):
+	// this prober allows it explicitly.
+	loopback := newProber(dialpolicy.Policy{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, Err: ErrDestination})
 	for _, c := range cases {
 		s := Settings{Kind: c.kind, Port: c.port, Path: c.path, Timeout: 300 * time.Millisecond}
-		r := Probe(context.Background(), s, addrPort.Addr())
+		r := loopback.probe(context.Background(), s, addrPort.Addr())
 		if r.Passed != c.passed || !strings.Contains(r.Output, c.output) || (r.Passed != (r.ExitCode == 0)) {
 			t.Errorf("%s %d%s: passed %v exit %d output %q, want passed %v and %q", c.kind, c.port, c.path, r.Passed, r.ExitCode, r.Output, c.passed, c.output)
 		}
@@ -84,9 +88,9 @@ func (f fakeLXD) DoHTTP(req *http.Request) (*http.Response, error) {
 // one (no network, or stopped) gets an error saying what to do.
 func TestAddressLookup(t *testing.T) {
 	body := `{"type":"sync","status_code":200,"metadata":[
-		{"name":"a","state":{"network":{"lo":{"addresses":[{"family":"inet","address":"127.0.0.1","scope":"local"}]},
+		{"name":"a","type":"container","expanded_devices":{"eth0":{"type":"nic","name":"eth0","nictype":"bridged","parent":"lxdbr0"}},"state":{"network":{"lo":{"addresses":[{"family":"inet","address":"127.0.0.1","scope":"local"}]},
 			"eth0":{"addresses":[{"family":"inet6","address":"fe80::1","scope":"link"},{"family":"inet","address":"10.0.3.5","scope":"global"}]}}}},
-		{"name":"b","state":{"network":{"eth0":{"addresses":[{"family":"inet6","address":"fd42::7","scope":"global"}]}}}},
+		{"name":"b","type":"container","config":{"volatile.eth0.name":"eth0"},"expanded_devices":{"eth0":{"type":"nic","network":"lxdbr0"}},"state":{"network":{"eth0":{"addresses":[{"family":"inet6","address":"fd42::7","scope":"global"}]}}}},
 		{"name":"c","state":{"network":{"lo":{"addresses":[{"family":"inet","address":"127.0.0.1","scope":"local"}]}}}},
 		{"name":"d","state":null}]}`
 	var cache addressCache

@@ -244,12 +244,13 @@ func (m *Metrics) ScaleRequest(project string, deployment string, shape string) 
 }
 
 // APIRequest records one answered request under its route template (never the raw path,
-// which holds names).
+// which holds names) and its method folded by Method (never the method as sent).
 func (m *Metrics) APIRequest(route string, method string, code int, took time.Duration) {
 	if m == nil {
 		return
 	}
 
+	method = Method(method)
 	m.apiRequests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
 	m.apiDuration.WithLabelValues(route, method).Observe(took.Seconds())
 }

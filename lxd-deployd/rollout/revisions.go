@@ -95,7 +95,7 @@ func RecordRevision(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeID
 		return out, err
 	}
 
-	err = db.PruneRevisions(ctx, tx, shapeID, keep)
+	err = db.PruneRevisions(ctx, tx, shapeID, keep, CauseResize)
 	if err != nil {
 		return out, err
 	}

@@ -38,7 +38,10 @@ func liveKey(key string) bool {
 // Resize returns the shape's writable fields with a resize's limits in its template. The
 // check against resource_bounds is here, so the caller runs it in the transaction that
 // stores the result: a 409 names the bound and the knob, a 400 a value LXD would not take.
-func Resize(put api.DeploymentShapePut, req api.DeploymentShapeResourcesPut) (api.DeploymentShapePut, error) {
+// A governor (any caller but an admin) may resize only a limit the shape bounds, a 403
+// otherwise: without bounds nothing but LXD's own ceiling would hold it (issue 32 applied
+// limits.memory=1EiB live), while an admin could set the template through the shape anyway.
+func Resize(put api.DeploymentShapePut, req api.DeploymentShapeResourcesPut, governor bool) (api.DeploymentShapePut, error) {
 	limits := req.Limits()
 	if len(limits) == 0 {
 		return put, lxdapi.StatusErrorf(http.StatusBadRequest, "a resize needs limits.cpu, limits.memory or both")
@@ -56,6 +59,10 @@ func Resize(put api.DeploymentShapePut, req api.DeploymentShapeResourcesPut) (ap
 		}
 
 		bound, bounded := put.ResourceBounds[key]
+		if !bounded && governor {
+			return put, lxdapi.StatusErrorf(http.StatusForbidden, "%s has no resource_bounds on this shape, and governors may resize only a bounded limit: an admin sets resource_bounds[%q] (a minimum, a maximum or both) to allow it", key, key)
+		}
+
 		if !bounded {
 			continue
 		}

@@ -37,12 +37,17 @@ func TestResize(t *testing.T) {
 		{name: "percentage", req: api.DeploymentShapeResourcesPut{Memory: "50%"}, status: http.StatusBadRequest, says: "absolute size"},
 		{name: "not a size", req: api.DeploymentShapeResourcesPut{Memory: "lots"}, status: http.StatusBadRequest, says: "not a size"},
 		{name: "not a count", req: api.DeploymentShapeResourcesPut{CPU: "0"}, status: http.StatusBadRequest, says: "not a CPU count"},
+		// Issue 32: the old count overflowed to 2 (within 1..4), and LXD grew to 3 GiB
+		// expanding the ranges; a plain wide range cost it 300 MiB.
+		{name: "cpu set overflowing", req: api.DeploymentShapeResourcesPut{CPU: "0-9223372036854775806,0-9223372036854775806,0-3"}, status: http.StatusBadRequest, says: "is not a CPU number from 0 to 4095"},
+		{name: "cpu set too wide", req: api.DeploymentShapeResourcesPut{CPU: "0-3000000"}, status: http.StatusBadRequest, says: "is not a CPU number from 0 to 4095"},
+		{name: "cpu set within", req: api.DeploymentShapeResourcesPut{CPU: "0-1,3", Memory: "128MiB"}, memory: "128MiB"},
 	}
 
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := boundedShape(map[string]string{"limits.memory": "128MiB"})
-			after, err := Resize(before, tt.req)
+			after, err := Resize(before, tt.req, true)
 			if tt.status != 0 {
 				if !lxdapi.StatusErrorCheck(err, tt.status) || !strings.Contains(err.Error(), tt.says) {
 					t.Fatalf("want a %d saying %q, got %v", tt.status, tt.says, err)
@@ -151,5 +156,38 @@ func TestVMMemory(t *testing.T) {
 		if !ok {
 			t.Fatalf("VMMemory(%q, %q) refused", c[0], c[1])
 		}
+	}
+}
+
+// TestResizeUnbounded (issue 32, item 8): a governor may resize only a limit the shape
+// bounds (403 otherwise, the template unchanged); an admin may resize either, within
+// LXD's rules and the CPU ceiling.
+func TestResizeUnbounded(t *testing.T) {
+	before := api.DeploymentShapePut{
+		InstanceTemplate: lxdapi.InstancesPost{InstancePut: lxdapi.InstancePut{Config: map[string]string{"limits.memory": "128MiB"}}},
+		ResourceBounds:   map[string]api.DeploymentShapeResourceBound{api.LimitMemory: {Maximum: "512MiB"}},
+	}
+
+	for _, req := range []api.DeploymentShapeResourcesPut{{CPU: "4096"}, {CPU: "2", Memory: "256MiB"}} {
+		_, err := Resize(before, req, true)
+		if !lxdapi.StatusErrorCheck(err, http.StatusForbidden) || !strings.Contains(err.Error(), `an admin sets resource_bounds["limits.cpu"]`) {
+			t.Fatalf("a governor's resize of the unbounded limits.cpu (%+v): %v", req, err)
+		}
+	}
+
+	delete(before.ResourceBounds, api.LimitMemory)
+	_, err := Resize(before, api.DeploymentShapeResourcesPut{Memory: "1EiB"}, true)
+	if !lxdapi.StatusErrorCheck(err, http.StatusForbidden) || !strings.Contains(err.Error(), "limits.memory has no resource_bounds") {
+		t.Fatalf("a governor's resize of an unbounded limits.memory to 1EiB: %v", err)
+	}
+
+	after, err := Resize(before, api.DeploymentShapeResourcesPut{CPU: "4", Memory: "1GiB"}, false)
+	if err != nil || after.InstanceTemplate.Config["limits.cpu"] != "4" || after.InstanceTemplate.Config["limits.memory"] != "1GiB" {
+		t.Fatalf("an admin's resize without bounds: %v %v", after.InstanceTemplate.Config, err)
+	}
+
+	_, err = Resize(before, api.DeploymentShapeResourcesPut{CPU: "0-3000000"}, false)
+	if !lxdapi.StatusErrorCheck(err, http.StatusBadRequest) {
+		t.Fatalf("an admin's resize past the CPU ceiling: %v", err)
 	}
 }

@@ -11,15 +11,17 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 )
 
-// Authenticate turns a request carrying the session cookie (and no trusted certificate)
-// into the caller its session acts as. An unknown or ended session is an untrusted caller,
-// so the web view's own files still load and it can offer to sign in again. A write from a
-// read-only session, or without the session's CSRF token, is refused here, before any
-// route runs.
+// Authenticate turns a request carrying a session (and no trusted certificate) into the
+// caller its session acts as. A session is its cookie and its binding together
+// (auth.SessionKey): the cookie alone, which browsers also send to pages on other ports of
+// the host, is an untrusted caller, as is an unknown or ended session, so the web view's
+// own files still load and it can offer to sign in again. A session whose certificate is
+// past its validity dates, a write from a read-only session, or one without the session's
+// CSRF token is refused here, before any route runs.
 func Authenticate(r *http.Request, cluster *db.Cluster, now time.Time) (*auth.Caller, error) {
-	secret := auth.SessionSecretFromRequest(r)
 	untrusted := &auth.Caller{Protocol: auth.ProtocolTLS}
-	if secret == "" {
+	key := auth.SessionKeyFromRequest(r)
+	if key == "" {
 		return untrusted, nil
 	}
 
@@ -34,12 +36,12 @@ func Authenticate(r *http.Request, cluster *db.Cluster, now time.Time) (*auth.Ca
 	var cert auth.TrustedCertificate
 	err := cluster.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		session, err = db.GetUISession(ctx, tx, auth.HashSessionSecret(secret), now)
+		session, err = db.GetUISession(ctx, tx, auth.HashSessionSecret(key), now)
 		if err != nil {
 			return err
 		}
 
-		cert, err = trusted(ctx, tx, session.Fingerprint)
+		cert, err = trusted(ctx, tx, session.Fingerprint, now)
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -50,10 +52,10 @@ func Authenticate(r *http.Request, cluster *db.Cluster, now time.Time) (*auth.Ca
 		return nil, err
 	}
 
-	err = auth.CheckSessionRequest(r, secret, session.ReadOnly)
+	err = auth.CheckSessionRequest(r, key, session.ReadOnly)
 	if err != nil {
 		return nil, err
 	}
 
-	return auth.SessionCaller(cert), nil
+	return auth.SessionCaller(cert, session.ID, session.ReadOnly), nil
 }

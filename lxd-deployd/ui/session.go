@@ -47,11 +47,13 @@ func (a API) now() time.Time {
 }
 
 // CreateLink answers POST /1.0/ui/links: a single-use sign-in link acting as a trust store
-// entry. Admins may name any entry; other certificates only get links for themselves. A
-// browser session cannot make links, so it cannot outlive its own lifetime.
+// entry. Admins may name any entry; other certificates only get links for themselves. Over
+// the unix socket without a certificate named, the link acts as the daemon's own entry
+// for local admins (LocalIdentityName). A browser session cannot make links, so it cannot
+// outlive its own lifetime. Links are capped per entry (checkLinkTarget).
 func (a API) CreateLink(r *http.Request) response.Response {
 	caller := auth.CallerFromContext(r.Context())
-	if r.TLS != nil && len(r.TLS.PeerCertificates) == 0 {
+	if caller.Session != 0 || r.TLS != nil && len(r.TLS.PeerCertificates) == 0 {
 		return response.Forbidden(errors.New("a web session cannot make sign-in links: use lxd-deploy ui link with a client certificate or on the daemon's host"))
 	}
 
@@ -70,9 +72,9 @@ func (a API) CreateLink(r *http.Request) response.Response {
 	}
 
 	fingerprint := strings.ToLower(req.Certificate)
+	local := fingerprint == "" && caller.Protocol == auth.ProtocolUnix
 	switch {
-	case fingerprint == "" && caller.Protocol == auth.ProtocolUnix:
-		return response.BadRequest(errors.New("the unix socket is no trust store entry: name the certificate the browser acts as (--certificate FINGERPRINT, see lxd-deploy config trust list)"))
+	case local:
 	case fingerprint == "":
 		fingerprint = caller.Fingerprint
 	case fingerprint != caller.Fingerprint && !caller.IsAdmin():
@@ -92,6 +94,28 @@ func (a API) CreateLink(r *http.Request) response.Response {
 	now := a.now()
 	expires := now.Add(expiry)
 	err = a.DB.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		if local {
+			fingerprint, err = localIdentity(ctx, tx, now)
+			if err != nil {
+				return err
+			}
+		}
+
+		cert, err := certificateByFingerprint(ctx, tx, fingerprint)
+		if errors.Is(err, sql.ErrNoRows) {
+			return lxdapi.StatusErrorf(http.StatusBadRequest, "no certificate %q in the trust store: sign-in links act as a trusted certificate (lxd-deploy config trust list)", fingerprint)
+		}
+
+		if err != nil {
+			return err
+		}
+
+		err = checkLinkTarget(ctx, tx, *cert, now)
+		if err != nil {
+			return err
+		}
+
 		return db.CreateUILink(ctx, tx, fingerprint, hash, req.ReadOnly, now, expires)
 	})
 	if err != nil {
@@ -137,7 +161,9 @@ type loginPost struct {
 	Token string `json:"token"`
 }
 
-// Login answers POST /ui/login: it redeems a link's secret, once, for a session cookie.
+// Login answers POST /ui/login: it redeems a link's secret, once, for a session: the
+// cookie, and the binding that must come with it (auth.SessionKey), which only this answer
+// holds.
 func (a API) Login(r *http.Request) response.Response {
 	if r.TLS == nil {
 		return response.BadRequest(errors.New("sign in over HTTPS: session cookies are only sent there"))
@@ -149,21 +175,27 @@ func (a API) Login(r *http.Request) response.Response {
 		return response.BadRequest(err)
 	}
 
-	secret, hash, err := auth.NewSessionSecret()
+	secret, _, err := auth.NewSessionSecret()
 	if err != nil {
 		return response.InternalError(err)
 	}
 
+	binding, _, err := auth.NewSessionSecret()
+	if err != nil {
+		return response.InternalError(err)
+	}
+
+	key := auth.SessionKey(secret, binding)
 	now := a.now()
 	var session *db.UISession
 	var cert auth.TrustedCertificate
 	err = a.DB.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		session, err = db.RedeemUILink(ctx, tx, auth.HashSessionSecret(req.Token), hash, now, now.Add(SessionLifetime))
+		session, err = db.RedeemUILink(ctx, tx, auth.HashSessionSecret(req.Token), auth.HashSessionSecret(key), now, now.Add(SessionLifetime))
 		if err != nil {
 			return err
 		}
 
-		cert, err = trusted(ctx, tx, session.Fingerprint)
+		cert, err = trusted(ctx, tx, session.Fingerprint, now)
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -185,18 +217,22 @@ func (a API) Login(r *http.Request) response.Response {
 		SameSite: http.SameSiteStrictMode,
 	}
 
-	return withCookie(cookie, response.SyncResponse(sessionInfo(cert, session, secret)))
+	info := sessionInfo(cert, session, key)
+	info.Binding = binding
+	return withCookie(cookie, response.SyncResponse(info))
 }
 
-// Session answers GET /ui/session: who the browser is signed in as, and the CSRF token.
+// Session answers GET /ui/session: who the browser is signed in as, and for a session the
+// CSRF token. A session is only found with its binding, which a page of another port
+// (that the cookie reaches too) does not have.
 func (a API) Session(r *http.Request) response.Response {
 	caller := auth.CallerFromContext(r.Context())
-	secret := auth.SessionSecretFromRequest(r)
-	if r.TLS != nil && len(r.TLS.PeerCertificates) == 0 && secret != "" {
+	key := auth.SessionKeyFromRequest(r)
+	if caller.Session != 0 && key != "" {
 		var session *db.UISession
 		err := a.DB.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 			var err error
-			session, err = db.GetUISession(ctx, tx, auth.HashSessionSecret(secret), a.now())
+			session, err = db.GetUISession(ctx, tx, auth.HashSessionSecret(key), a.now())
 			return err
 		})
 		if err != nil {
@@ -204,18 +240,20 @@ func (a API) Session(r *http.Request) response.Response {
 		}
 
 		cert := auth.TrustedCertificate{Fingerprint: caller.Fingerprint, Type: caller.CertificateType, Name: caller.Name}
-		return response.SyncResponse(sessionInfo(cert, session, secret))
+		return response.SyncResponse(sessionInfo(cert, session, key))
 	}
 
 	return response.SyncResponse(api.UISession{Name: caller.Name, Fingerprint: caller.Fingerprint, CertificateType: caller.CertificateType, Method: "certificate"})
 }
 
-// Logout answers POST /ui/logout: the session ends in the database, not only in the browser.
+// Logout answers POST /ui/logout: the session ends in the database, not only in the
+// browser. It takes the cookie and the binding, so a page that has the cookie alone cannot
+// sign the user out either; the cookie is cleared in any case.
 func (a API) Logout(r *http.Request) response.Response {
-	secret := auth.SessionSecretFromRequest(r)
-	if secret != "" {
+	key := auth.SessionKeyFromRequest(r)
+	if key != "" {
 		err := a.DB.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-			return db.DeleteUISession(ctx, tx, auth.HashSessionSecret(secret))
+			return db.DeleteUISession(ctx, tx, auth.HashSessionSecret(key))
 		})
 		if err != nil {
 			return response.SmartError(err)
@@ -226,7 +264,7 @@ func (a API) Logout(r *http.Request) response.Response {
 	return withCookie(cookie, response.EmptySyncResponse())
 }
 
-func sessionInfo(cert auth.TrustedCertificate, session *db.UISession, secret string) api.UISession {
+func sessionInfo(cert auth.TrustedCertificate, session *db.UISession, key string) api.UISession {
 	expires := session.ExpiresAt.UTC()
 	info := api.UISession{
 		Name:            cert.Name,
@@ -239,24 +277,24 @@ func sessionInfo(cert auth.TrustedCertificate, session *db.UISession, secret str
 
 	// A read-only session changes nothing, so it gets no token to change things with.
 	if !session.ReadOnly {
-		info.CSRFToken = auth.CSRFToken(secret)
+		info.CSRFToken = auth.CSRFToken(key)
 	}
 
 	return info
 }
 
-// trusted reads the trust store entry with the fingerprint.
-func trusted(ctx context.Context, tx *sql.Tx, fingerprint string) (auth.TrustedCertificate, error) {
-	certs, err := db.GetCertificates(ctx, tx)
+// trusted reads the trust store entry with the fingerprint, refusing one whose
+// certificate is outside its validity dates (as the TLS path does).
+func trusted(ctx context.Context, tx *sql.Tx, fingerprint string, now time.Time) (auth.TrustedCertificate, error) {
+	c, err := certificateByFingerprint(ctx, tx, fingerprint)
 	if err != nil {
 		return auth.TrustedCertificate{}, err
 	}
 
-	for _, c := range certs {
-		if c.Fingerprint == fingerprint {
-			return auth.TrustedCertificate{Fingerprint: c.Fingerprint, Type: c.Type, Name: c.Name}, nil
-		}
+	err = auth.CheckCertificateValidity(c.Name, c.Certificate, now)
+	if err != nil {
+		return auth.TrustedCertificate{}, err
 	}
 
-	return auth.TrustedCertificate{}, sql.ErrNoRows
+	return auth.TrustedCertificate{Fingerprint: c.Fingerprint, Type: c.Type, Name: c.Name}, nil
 }

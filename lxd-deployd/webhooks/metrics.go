@@ -13,6 +13,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -409,8 +410,10 @@ func (c *Collector) metadata(d db.Deployment, rows []db.Instance, samples map[st
 	}
 
 	for _, row := range rows {
+		// The instances scaling_current counts, and no others: a governor adding up the
+		// instances must get the size the bounds hold (replaced and missing ones left out).
 		shape, ok := metadata.Shapes[row.Shape]
-		if !ok || row.State == db.InstanceDeleting {
+		if !ok || !shapes.Counted(row) {
 			continue
 		}
 

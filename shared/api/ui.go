@@ -65,6 +65,13 @@ type UISession struct {
 	// Example: 9c1d...
 	CSRFToken string `json:"csrf_token" yaml:"csrf_token"`
 
+	// Binding is the session's second secret, answered by POST /ui/login only: the page
+	// keeps it in its origin's storage and sends it with every request in the
+	// X-Lxd-Deployd-Session header (the events websocket: as subprotocol
+	// lxd-deployd.session.<binding>). Without it the cookie is no session.
+	// Example: Zm9v...
+	Binding string `json:"binding,omitempty" yaml:"binding,omitempty"`
+
 	// ExpiresAt is when a link session ends (absent for a certificate).
 	// Example: 2026-11-25T06:00:00Z
 	ExpiresAt *time.Time `json:"expires_at,omitempty" yaml:"expires_at,omitempty"`

@@ -3,7 +3,6 @@ package validate
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/canonical/lxd/shared/units"
@@ -21,55 +20,21 @@ var ResourceKeys = []string{api.LimitCPU, api.LimitMemory}
 func ParseResource(key string, value string) (int64, error) {
 	switch key {
 	case api.LimitCPU:
-		return parseCPUCount(value)
+		return ParseCPULimit(value)
 	case api.LimitMemory:
 		if strings.HasSuffix(value, "%") {
-			return 0, fmt.Errorf("%s %q is a percentage: use an absolute size such as 512MiB", key, value)
+			return 0, fmt.Errorf("%s %q is a percentage: use an absolute size such as 512MiB", key, clip(value))
 		}
 
 		n, err := units.ParseByteSizeString(value)
 		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("%s %q is not a size: use LXD's units, such as 512MiB or 2GiB", key, value)
+			return 0, fmt.Errorf("%s %q is not a size: use LXD's units, such as 512MiB or 2GiB", key, clip(value))
 		}
 
 		return n, nil
 	}
 
 	return 0, fmt.Errorf("%q cannot be resized: use one of %s", key, strings.Join(ResourceKeys, ", "))
-}
-
-// parseCPUCount reads limits.cpu: a count ("2") or a set of CPUs ("0-1,3", pinned).
-func parseCPUCount(value string) (int64, error) {
-	bad := fmt.Errorf("%s %q is not a CPU count: use a number such as 2", api.LimitCPU, value)
-	n, err := strconv.ParseInt(value, 10, 64)
-	if err == nil {
-		if n < 1 || n > 4096 {
-			return 0, bad
-		}
-
-		return n, nil
-	}
-
-	var count int64
-	for _, part := range strings.Split(value, ",") {
-		first, last, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(first)
-		if err != nil || a < 0 {
-			return 0, bad
-		}
-
-		b := a
-		if isRange {
-			b, err = strconv.Atoi(last)
-			if err != nil || b < a {
-				return 0, bad
-			}
-		}
-
-		count += int64(b - a + 1)
-	}
-
-	return count, nil
 }
 
 // ResourceBounds checks a shape's resource_bounds, and that its template's own limits lie

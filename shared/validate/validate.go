@@ -183,7 +183,7 @@ func InstanceTemplate(t lxdapi.InstancesPost) error {
 		}
 	}
 
-	return nil
+	return TemplateLimits(t.Config)
 }
 
 // Shape checks the writable fields of a shape.
@@ -235,8 +235,8 @@ var DeploymentConfigKeys = map[string]string{
 	"webhook.retry_max_attempts":  "attempts before a delivery is marked failed (integer, default 10)",
 	"webhook.retry_initial_delay": "wait before the first retry, doubled each time (duration, default 1s)",
 	"webhook.retry_max_delay":     "longest wait between retries (duration, default 5m)",
-	"revisions.keep":              "shape revisions kept per shape (integer, default 20); those instances or unfinished rollouts use are always kept",
-	"activity.keep":               "activity log entries kept (integer, default 1000)",
+	"revisions.keep":              "shape revisions kept per shape (integer, default 20), resize revisions and the others counted apart; those instances or unfinished rollouts use are always kept",
+	"activity.keep":               "activity log entries kept (integer, default 1000), an admin's entries and the others counted apart",
 	"rollouts.keep":               "finished rollouts kept per shape (integer, default 50); those a kept revision or activity entry names are always kept",
 }
 

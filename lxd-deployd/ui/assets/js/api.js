@@ -1,6 +1,18 @@
 // The daemon's REST API, as the CLI uses it. Errors carry the API's own message.
 
-export const session = { info: null };
+// bindingKey is where the page keeps its session's binding (doc/ui.md): storage of this
+// origin, scheme, host and port, which a page on another port of the host cannot read
+// although the browser sends it the session cookie.
+const bindingKey = "lxd-deployd-session-binding";
+
+export const session = { info: null, binding: localStorage.getItem(bindingKey) || "" };
+
+// keepBinding stores the binding the sign-in answered, or forgets it ("").
+export function keepBinding(binding) {
+  session.binding = binding || "";
+  if (session.binding) localStorage.setItem(bindingKey, session.binding);
+  else localStorage.removeItem(bindingKey);
+}
 
 // view is what the address bar selects beyond the page: the LXD project of the deployments
 // shown (?project= in the fragment, default "default").
@@ -23,6 +35,8 @@ export class APIError extends Error {
 export async function call(method, path, body) {
   const headers = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
+  // Every request carries the binding: without it the cookie is no session.
+  if (session.binding) headers["X-Lxd-Deployd-Session"] = session.binding;
   if (method !== "GET" && session.info && session.info.csrf_token) {
     headers["X-Lxd-Deployd-Csrf"] = session.info.csrf_token;
   }

@@ -1,6 +1,6 @@
 // The web view: a hash router over pages that read the REST API and re-render on every
 // event of /1.0/events (doc/ui.md).
-import { call, get, session, view } from "./api.js";
+import { call, get, keepBinding, session, view } from "./api.js";
 import { h } from "./dom.js";
 import { connect, onEvent } from "./events.js";
 import { clearMessages, showError } from "./messages.js";
@@ -95,6 +95,7 @@ async function signIn() {
   history.replaceState(null, "", "/ui/#/deployments");
   try {
     session.info = await call("POST", "/ui/login", { token: m[1] });
+    keepBinding(session.info.binding);
   } catch (err) {
     showError("Sign-in failed", err);
   }
@@ -139,6 +140,7 @@ async function start() {
         showError("Sign out", err);
         return;
       }
+      keepBinding("");
       location.reload();
     });
   }

@@ -1,4 +1,5 @@
 // The /1.0/events websocket: every lifecycle and operation event, reconnecting with backoff.
+import { session } from "./api.js";
 
 const listeners = new Set();
 let delay = 500;
@@ -10,7 +11,10 @@ export function onEvent(f) {
 export function connect() {
   const status = document.getElementById("live");
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
-  const ws = new WebSocket(`${proto}//${location.host}/1.0/events?type=operation,lifecycle&all-projects=true`);
+  // A page cannot set headers on a websocket: the session's binding travels as a
+  // subprotocol the daemon reads and never echoes (it answers "lxd-deployd").
+  const protocols = session.binding ? ["lxd-deployd", `lxd-deployd.session.${session.binding}`] : [];
+  const ws = new WebSocket(`${proto}//${location.host}/1.0/events?type=operation,lifecycle&all-projects=true`, protocols);
   ws.onopen = () => {
     delay = 500;
     status.textContent = "live";
