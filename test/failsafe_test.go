@@ -409,6 +409,23 @@ func TestFailSafeExecFails(t *testing.T) {
 	t.Logf("control: the sick instance replaced in %v", e.control(t))
 }
 
+// TestFailSafeLXDSlow: every call to LXD delayed 3 s (more than the check's 2 s timeout)
+// for 12 s, through the slow-LXD proxy: the checks time out because LXD is slow, not because
+// the instances are. (The torture run's lxd-slow replaced healthy instances before issue
+// 31's fix: seed 31.)
+func TestFailSafeLXDSlow(t *testing.T) {
+	e := newFailsafeEnv(t, true)
+	before := e.fleet(t)
+	e.proxy.Set(lxdtest.ProxyFaults{Delay: 3 * time.Second, Jitter: 500 * time.Millisecond})
+	e.holdFleet(t, "while LXD was slow", before, 12*time.Second)
+	e.proxy.Set(lxdtest.ProxyFaults{})
+	_, _, slowed := e.proxy.Counts()
+	t.Logf("after 12 s of a slow LXD (%d calls delayed): %s", slowed, e.healthState(t))
+	t.Logf("every instance healthy again %v after LXD was fast again", e.waitHealthy(t, "every instance healthy again", time.Minute).Round(time.Millisecond))
+	e.holdFleet(t, "after LXD was fast again", before, 5*time.Second)
+	t.Logf("control: the sick instance replaced in %v", e.control(t))
+}
+
 // TestFailSafeCheckTypo: the check's command changed by PATCH to one the image does not
 // have. The issue saw all 4 instances replaced, one after another. The check is broken,
 // not the instances: none is replaced, and the shape says so (health_status.check broken,
