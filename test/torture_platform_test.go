@@ -269,7 +269,7 @@ func (tt *torture) lastFault() string {
 	tt.mu.Lock()
 	defer tt.mu.Unlock()
 	for i := len(tt.log) - 1; i >= 0; i-- {
-		if strings.Contains(tt.log[i], " platform-") {
+		if strings.Contains(tt.log[i], " platform-") && !strings.Contains(tt.log[i], " VIOLATION ") {
 			return "last fault: " + strings.TrimSpace(tt.log[i])
 		}
 	}
