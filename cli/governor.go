@@ -18,6 +18,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/client"
 	"github.com/lxd-deployd/lxd-deployd/shared/policy"
+	"github.com/lxd-deployd/lxd-deployd/shared/prometheus"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
@@ -59,6 +60,9 @@ type governorFlags struct {
 	deployment string
 	policyFile string
 	dryRun     bool
+
+	prometheusURL string
+	queryInterval time.Duration
 }
 
 func (a *app) governorRunCommand() *cobra.Command {
@@ -72,8 +76,9 @@ Deliveries are checked against the deployment's webhook secret (signature and a 
 timestamp window; anything else is answered 401), deduplicated by event id, answered at once
 and acted on in the background, one shape at a time per shape. Scale requests bring a shape to
 their target within its bounds; metrics drive CPU target tracking as Kubernetes' HPA does, per
-the policy file (see "lxd-deploy governor policy-check"). Shapes the policy file does not
-list follow scale requests only. Every decision is logged with its reason.
+the policy file (see "lxd-deploy governor policy-check"), or a shape's Prometheus query
+(asked every --query-interval of --prometheus-url). Shapes the policy file does not list
+follow scale requests only. Every decision is logged with its reason.
 
 Reaching lxd-deployd, with a deployment key's certificate and private key (role admin to act,
 read-only is enough for --dry-run):
@@ -89,7 +94,10 @@ Example policy file:
       tolerance: 0.1                   # default 0.1: no change within 10% of the target
       scale_up_cooldown: 30s
       scale_down_cooldown: 60s
-      scale_down_stabilization: 120s   # scale down only to the highest recommendation seen`,
+      scale_down_stabilization: 120s   # scale down only to the highest recommendation seen
+    api:                               # target tracking on a Prometheus query (--prometheus-url)
+      query: 'sum(rate(http_requests_total{shape="api"}[1m]))'
+      query_target: 100                # of the query's value per instance: ceil(value / 100) instances`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.governorRun(cmd.Context(), &f)
@@ -108,6 +116,8 @@ Example policy file:
 	flags.StringVar(&f.deployment, "deployment", "", "the deployment to govern")
 	flags.StringVar(&f.policyFile, "policy", "", "policy file (YAML); without it every shape follows scale requests only")
 	flags.BoolVar(&f.dryRun, "dry-run", false, "log decisions without launching or deleting anything")
+	flags.StringVar(&f.prometheusURL, "prometheus-url", "", "Prometheus server asked for the policy's queries (http://host:9090; user:password@ for basic auth)")
+	flags.DurationVar(&f.queryInterval, "query-interval", 15*time.Second, "how often each shape's query is asked")
 	_ = cmd.MarkFlagRequired("listen")
 	_ = cmd.MarkFlagRequired("deployment")
 	return cmd
@@ -139,6 +149,19 @@ func (a *app) governorRun(ctx context.Context, f *governorFlags) error {
 		return err
 	}
 
+	queries, err := queryShapes(p, f.prometheusURL, f.queryInterval)
+	if err != nil {
+		return err
+	}
+
+	var prom *prometheus.Client
+	if len(queries) > 0 {
+		prom, err = prometheus.New(f.prometheusURL, min(governorQueryTimeout, f.queryInterval))
+		if err != nil {
+			return fmt.Errorf("--prometheus-url: %w", err)
+		}
+	}
+
 	server, err := a.governorConnect(f)
 	if err != nil {
 		return err
@@ -162,6 +185,10 @@ func (a *app) governorRun(ctx context.Context, f *governorFlags) error {
 		log.Info("policy", "shape", name, "policy", p.Shape(name).String())
 	}
 
+	if f.prometheusURL != "" && prom == nil {
+		log.Warn("no shape of the policy has a query: --prometheus-url is not used")
+	}
+
 	listener, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", f.listen, err)
@@ -182,6 +209,11 @@ func (a *app) governorRun(ctx context.Context, f *governorFlags) error {
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	if prom != nil {
+		log.Info("asking prometheus", "prometheus", prom.String(), "every", f.queryInterval, "shapes", len(queries))
+		g.pollQueries(workCtx, prom, queries, f.queryInterval)
 	}
 
 	served := make(chan error, 1)

@@ -84,6 +84,7 @@ type governorJob struct {
 
 	request api.WebhookScaleRequestMetadata // kind ScaleRequest
 	metrics api.WebhookShapeMetrics         // kind Metrics
+	value   float64                         // kind Query: what the shape's query returned
 }
 
 // governor runs one worker per shape: the jobs of a shape are handled one at a time, in
@@ -141,7 +142,14 @@ func (g *governor) enqueue(shape string, j governorJob) {
 	kept := w.pending[:0]
 	for _, p := range w.pending {
 		if p.kind == j.kind {
-			g.log.Info("superseded before it was acted on", "shape", shape, "event", p.event, "trigger", p.kind, "by", j.event)
+			// Query values come every --query-interval, however long a launch takes: one
+			// replacing another is routine, not news.
+			level := slog.LevelInfo
+			if j.kind == policy.Query {
+				level = slog.LevelDebug
+			}
+
+			g.log.Log(g.ctx, level, "superseded before it was acted on", "shape", shape, "event", p.event, "trigger", p.kind, "by", j.event)
 			continue
 		}
 
@@ -200,6 +208,12 @@ func (g *governor) handle(w *shapeWorker, j governorJob) {
 	case policy.Metrics:
 		g.vertical(ctx, log, w, j.metrics)
 		in = policy.MetricsInput(j.metrics)
+	case policy.Query:
+		var ok bool
+		in, ok = g.queryInput(ctx, log, w.name, j)
+		if !ok {
+			return
+		}
 	default:
 		log.Error("unknown job")
 		return

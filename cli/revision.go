@@ -129,16 +129,20 @@ func (a *app) revisionDiffCommand() *cobra.Command {
 
 func (a *app) shapeRollbackCommand() *cobra.Command {
 	var revision int
-	var scaling, noTemplate bool
+	var scaling, noTemplate, dryRun, rollout, noRollout bool
 	var notes string
 	cmd := &cobra.Command{
-		Use:   "rollback [<remote>:]<deployment> <shape> [--revision N] [--scaling] [--notes TEXT]",
+		Use:   "rollback [<remote>:]<deployment> <shape> [--revision N] [--scaling] [--notes TEXT] [--rollout|--no-rollout] [--dry-run]",
 		Short: "Set a shape back to an earlier revision (a new revision)",
 		Long: `Set a shape's instance template, config, description and rollout settings back to those of an
 earlier revision (default: the one before the latest); --scaling restores the bounds too,
 --no-template only the bounds. History moves forward: the rollback is a new revision.
-Running instances are replaced only by a rollout: one starts by itself when the shape's
-rollout trigger is config-change, otherwise run "shape rollout start".`,
+The image the revision recorded is pinned in the template, so new instances and the
+rollout use that exact image even if its alias names another one now; the shape's image
+triggers are suspended until "shape triggers resume" (or "deployment triggers resume").
+Running instances are replaced only by a rollout: --rollout starts one with the rollback
+(the default when the shape's rollout triggers include config-change), --no-rollout never.
+--dry-run shows the plan (changes, instances left outdated, the rollout) and changes nothing.`,
 		Args: exactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := a.shapeTarget(args[0], args[1])
@@ -146,8 +150,26 @@ rollout trigger is config-change, otherwise run "shape rollout start".`,
 				return err
 			}
 
+			if rollout && noRollout {
+				return fmt.Errorf("--rollout and --no-rollout contradict each other: give one")
+			}
+
 			template := !noTemplate
-			result, err := t.server.RollbackDeploymentShape(t.name, args[1], api.DeploymentShapeRollbackPost{Revision: revision, Template: &template, Scaling: scaling, Notes: notes})
+			req := api.DeploymentShapeRollbackPost{Revision: revision, Template: &template, Scaling: scaling, Notes: notes}
+			if rollout || noRollout {
+				req.Rollout = &rollout
+			}
+
+			if dryRun {
+				plan, err := t.server.DryRunRollbackDeploymentShape(t.name, args[1], req)
+				if err != nil {
+					return err
+				}
+
+				return a.writeRollbackPlan(args[1], plan)
+			}
+
+			result, err := t.server.RollbackDeploymentShape(t.name, args[1], req)
 			if err != nil {
 				return err
 			}
@@ -161,7 +183,32 @@ rollout trigger is config-change, otherwise run "shape rollout start".`,
 	cmd.Flags().BoolVar(&scaling, "scaling", false, "restore scaling_minimum and scaling_maximum too")
 	cmd.Flags().BoolVar(&noTemplate, "no-template", false, "leave the template, config and description as they are (with --scaling)")
 	cmd.Flags().StringVar(&notes, "notes", "", "why, recorded with the new revision")
+	cmd.Flags().BoolVar(&rollout, "rollout", false, "start a rollout of the rollback")
+	cmd.Flags().BoolVar(&noRollout, "no-rollout", false, "start no rollout, even with a config-change trigger")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what the rollback would do, changing nothing")
 	return cmd
+}
+
+// writeRollbackPlan prints a dry-run rollback's plan.
+func (a *app) writeRollbackPlan(shape string, plan *api.DeploymentShapeRollback) error {
+	_, err := fmt.Fprintf(a.stdout, "Shape %s would be at revision %d: %s\n", shape, plan.Revision, plan.Message)
+	if err != nil {
+		return err
+	}
+
+	err = writePlan(a.stdout, &api.DeploymentTemplatePlan{Update: []api.DeploymentShapeChange{{Name: fmt.Sprintf("%s (revision %d)", shape, plan.Revision), Changes: plan.Changes}}})
+	if err != nil {
+		return err
+	}
+
+	for _, name := range plan.Outdated {
+		_, err = fmt.Fprintf(a.stdout, "  outdated: %s\n", name)
+		if err != nil {
+			return err
+		}
+	}
+
+	return nil
 }
 
 // activityRows turns activity entries into list rows, oldest first.

@@ -37,7 +37,7 @@ func (a *app) shapeCommand() *cobra.Command {
 		a.shapeDeleteCommand(),
 		a.instanceCommand(),
 		a.shapeScaleRequestCommand(),
-		a.shapeRevisionCommand(), a.shapeRollbackCommand(), a.shapeRolloutCommand(),
+		a.shapeRevisionCommand(), a.shapeRollbackCommand(), a.shapeRolloutCommand(), a.shapeTriggersCommand(),
 		a.shapeHealthCommand(),
 		a.shapeWarmPoolCommand(),
 		a.shapeResizeCommand(),

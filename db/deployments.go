@@ -84,7 +84,7 @@ func deploymentRows(ctx context.Context, tx *sql.Tx, filter DeploymentFilter) ([
 		args = append(args, filter.Name)
 	}
 
-	query := "SELECT id, project, name, description, governor_webhook_url FROM deployments"
+	query := "SELECT id, project, name, description, governor_webhook_url, triggers_suspended FROM deployments"
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -98,9 +98,15 @@ func deploymentRows(ctx context.Context, tx *sql.Tx, filter DeploymentFilter) ([
 	deployments := []Deployment{}
 	for rows.Next() {
 		var d Deployment
-		err = rows.Scan(&d.ID, &d.Project, &d.Name, &d.Description, &d.GovernorWebhookURL)
+		var suspended string
+		err = rows.Scan(&d.ID, &d.Project, &d.Name, &d.Description, &d.GovernorWebhookURL, &suspended)
 		if err != nil {
 			return nil, fmt.Errorf("read deployments: %w", err)
+		}
+
+		d.TriggersSuspended, err = unmarshalSuspended(suspended)
+		if err != nil {
+			return nil, fmt.Errorf("deployment %q: %w", d.Name, err)
 		}
 
 		deployments = append(deployments, d)

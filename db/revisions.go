@@ -25,8 +25,8 @@ func CreateRevision(ctx context.Context, tx *sql.Tx, shapeID int64, rev api.Depl
 		return err
 	}
 
-	_, err = tx.ExecContext(ctx, "INSERT INTO deployments_shapes_revisions (deployment_shape_id, revision, shape, cause, requestor, notes, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-		shapeID, rev.Revision, string(shape), rev.Cause, string(requestor), rev.Notes, rev.CreatedAt.UTC())
+	_, err = tx.ExecContext(ctx, "INSERT INTO deployments_shapes_revisions (deployment_shape_id, revision, shape, cause, requestor, notes, created_at, image_fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+		shapeID, rev.Revision, string(shape), rev.Cause, string(requestor), rev.Notes, rev.CreatedAt.UTC(), rev.ImageFingerprint)
 	if err != nil {
 		return fmt.Errorf("record revision: %w", err)
 	}
@@ -38,7 +38,7 @@ func CreateRevision(ctx context.Context, tx *sql.Tx, shapeID int64, rev api.Depl
 // A revision of 0 returns them all, otherwise only that one.
 func GetRevisions(ctx context.Context, tx *sql.Tx, shapeID int64, revision int) ([]api.DeploymentShapeRevision, error) {
 	query := `
-SELECT r.revision, r.shape, r.cause, r.requestor, r.notes, r.created_at,
+SELECT r.revision, r.shape, r.cause, r.requestor, r.notes, r.created_at, r.image_fingerprint,
        (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = r.deployment_shape_id AND i.revision = r.revision)
   FROM deployments_shapes_revisions r
  WHERE r.deployment_shape_id = ?`
@@ -58,7 +58,7 @@ SELECT r.revision, r.shape, r.cause, r.requestor, r.notes, r.created_at,
 	for rows.Next() {
 		var r api.DeploymentShapeRevision
 		var shape, requestor string
-		err = rows.Scan(&r.Revision, &shape, &r.Cause, &requestor, &r.Notes, &r.CreatedAt, &r.Instances)
+		err = rows.Scan(&r.Revision, &shape, &r.Cause, &requestor, &r.Notes, &r.CreatedAt, &r.ImageFingerprint, &r.Instances)
 		if err != nil {
 			return nil, fmt.Errorf("read revisions: %w", err)
 		}
@@ -113,6 +113,18 @@ DELETE FROM deployments_shapes_revisions
 		if err != nil {
 			return fmt.Errorf("prune revisions: %w", err)
 		}
+	}
+
+	return nil
+}
+
+// SetRevisionImage records the image a revision's alias resolved to, unless one is recorded
+// already: the image trigger's first sighting of a shape's alias comes after the revision
+// that named it.
+func SetRevisionImage(ctx context.Context, tx *sql.Tx, shapeID int64, revision int, fingerprint string) error {
+	_, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_revisions SET image_fingerprint = ? WHERE deployment_shape_id = ? AND revision = ? AND image_fingerprint = ''", fingerprint, shapeID, revision)
+	if err != nil {
+		return fmt.Errorf("record revision image: %w", err)
 	}
 
 	return nil

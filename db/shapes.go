@@ -82,7 +82,7 @@ SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scal
        (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND ` + goingInstance + `),
        (SELECT COUNT(*) FROM deployments_shapes_pool p WHERE p.deployment_shape_id = s.id AND p.state = 'ready'),
        s.health, s.hooks, s.warm_pool, s.degraded, s.replace_failures,
-       s.health_check, s.health_check_reason, s.heal_hold, s.heal_hold_since
+       s.health_check, s.health_check_reason, s.heal_hold, s.heal_hold_since, s.triggers_suspended
   FROM deployments_shapes s`
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
@@ -100,15 +100,21 @@ SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scal
 		var s Shape
 		var template, rollout, health, hooks, warmPool string
 		var holdSince sql.NullTime
+		var suspended string
 		err = rows.Scan(&s.ID, &s.DeploymentID, &s.Name, &s.Description, &template, &s.ScalingMinimum, &s.ScalingMaximum, &s.Revision, &rollout, &s.ImageFingerprint, &s.ScalingCurrent,
 			&s.Terminating, &s.Replacing, &s.Going, &s.WarmPoolReady, &health, &hooks, &warmPool, &s.StatusReason, &s.ReplaceFailures,
-			&s.HealthCheck, &s.HealthCheckReason, &s.HealHold, &holdSince)
+			&s.HealthCheck, &s.HealthCheckReason, &s.HealHold, &holdSince, &suspended)
 		if err != nil {
 			return nil, fmt.Errorf("read shapes: %w", err)
 		}
 
 		if holdSince.Valid {
 			s.HealHoldSince = &holdSince.Time
+		}
+
+		s.TriggersSuspended, err = unmarshalSuspended(suspended)
+		if err != nil {
+			return nil, fmt.Errorf("shape %q: %w", s.Name, err)
 		}
 
 		s.Status = api.ShapeStatus(s.ScalingCurrent, s.ScalingMinimum, s.ScalingMaximum)

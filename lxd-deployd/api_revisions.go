@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
-	"fmt"
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -12,7 +12,6 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
@@ -93,8 +92,14 @@ func (a revisionsAPI) get(r *http.Request) response.Response {
 
 // rollback sets a shape back to an earlier revision (a new revision: history moves
 // forward). It checks first that LXD still has the image and profiles that revision names.
+// With ?dry-run=1 it answers the plan and changes nothing.
 func (a revisionsAPI) rollback(r *http.Request) response.Response {
 	ref, err := shapeFromRequest(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	dryRun, err := dryRunQuery(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -137,7 +142,7 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 	}
 
 	if template {
-		err = a.checkLXDHas(ref.Project, old.Shape.InstanceTemplate, req.Revision)
+		err = a.checkLXDHas(ref.Project, rollout.PinnedTemplate(*old), req.Revision)
 		if err != nil {
 			return response.SmartError(err)
 		}
@@ -145,32 +150,35 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 
 	by := requestorFromContext(r.Context())
 	var deploymentID int64
-	var out rollout.Revised
+	var result api.DeploymentShapeRollback
 	err = refs.InShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, id int64, shape *db.Shape) (err error) {
 		deploymentID = id
-		_, out, err = rollout.RollbackShape(ctx, tx, shape, req.Revision, template, req.Scaling, rollout.RevisionArgs{Cause: rollout.CauseRollbackTo(req.Revision), By: by, Notes: req.Notes, Always: true})
-		if err != nil {
-			return err
+		result, err = rollout.Rollback(ctx, tx, shape, req, template, by)
+		if err == nil && dryRun {
+			return errDryRun // the plan is the rollback itself, undone
 		}
 
-		return fleet.RecordActivity(ctx, tx, deploymentID, api.DeploymentActivity{Shape: ref.Shape, Action: "rollback", From: shape.Revision, To: out.Revision, Requestor: by, Why: fmt.Sprintf("rollback to revision %d", req.Revision)})
+		return err
 	})
+	if dryRun && errors.Is(err, errDryRun) {
+		result.DryRun = true
+		result.Message = "dry run, nothing changed: " + result.Message
+		result.Changes = changesFor(r, result.Changes)
+		return response.SyncResponse(result)
+	}
+
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	a.reporter.Send(by, deploymentID, reporter.ShapeUpdated.Event(ref, nil))
-	a.reporter.ShapeRevised(by, ref, deploymentID, out.Revision, out.Rollout)
-	result := api.DeploymentShapeRollback{Revision: out.Revision, Rollout: out.Rollout}
-	switch {
-	case out.Rollout != 0:
-		result.Message = fmt.Sprintf("rollout %d replaces the running instances (the shape's trigger is config-change)", out.Rollout)
-	default:
-		result.Message = "the template changed for new instances only: start a rollout to replace the running ones"
-	}
-
+	a.reporter.ShapeRevised(by, ref, deploymentID, result.Revision, result.Rollout)
+	result.Changes = changesFor(r, result.Changes)
 	return response.SyncResponse(result)
 }
+
+// errDryRun rolls back the transaction of a dry-run rollback.
+var errDryRun = errors.New("dry run")
 
 // checkLXDHas refuses a rollback to a template whose image or profiles LXD no longer has.
 func (a revisionsAPI) checkLXDHas(project string, t lxdapi.InstancesPost, revision int) error {
@@ -182,15 +190,17 @@ func (a revisionsAPI) checkLXDHas(project string, t lxdapi.InstancesPost, revisi
 	c := client.UseProject(project)
 	source := t.Source
 	if source.Type == "image" && source.Server == "" {
+		// LXD makes instances from the fingerprint when there is one (a pinned image).
+		image := source.Alias
 		switch {
+		case source.Fingerprint != "":
+			image = source.Fingerprint
+			_, _, err = c.GetImage(source.Fingerprint)
 		case source.Alias != "":
 			_, _, err = c.GetImageAlias(source.Alias)
-		case source.Fingerprint != "":
-			_, _, err = c.GetImage(source.Fingerprint)
 		}
 
 		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
-			image := source.Alias + source.Fingerprint
 			return lxdapi.StatusErrorf(http.StatusBadRequest, "revision %d uses image %q, which LXD no longer has: import it again, or roll back to another revision", revision, image)
 		}
 
@@ -243,4 +253,19 @@ func (a revisionsAPI) activity(r *http.Request) response.Response {
 	}
 
 	return response.SyncResponse(activityFor(r, entries))
+}
+
+// dryRunQuery reads ?dry-run=: a value that is not a boolean is a 400, never a real run.
+func dryRunQuery(r *http.Request) (bool, error) {
+	value := r.URL.Query().Get("dry-run")
+	if value == "" {
+		return false, nil
+	}
+
+	dryRun, err := strconv.ParseBool(value)
+	if err != nil {
+		return false, lxdapi.StatusErrorf(http.StatusBadRequest, "dry-run %q must be 1 or 0 (true or false)", value)
+	}
+
+	return dryRun, nil
 }

@@ -137,6 +137,14 @@ func endpoints(a apis) []endpoint {
 			post: with(admin, a.revisions.rollback),
 		},
 		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/triggers/resume",
+			post: with(admin, a.revisions.shapeTriggersResume),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/triggers/{action:suspend|resume}",
+			post: with(admin, a.revisions.deploymentTriggers),
+		},
+		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/rollouts",
 			get:  governor(with(deploymentReader, a.rollouts.list)),
 			post: with(admin, a.rollouts.create),

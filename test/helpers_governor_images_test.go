@@ -27,11 +27,23 @@ func (env *governorEnv) busyboxAlias(t testing.TB) (alias string, busybox string
 // fingerprint differs from busybox's. The container and the image go at the end of the test.
 func (env *governorEnv) publishNewImage(t testing.TB, busybox string) string {
 	t.Helper()
-	source := env.name("imgsrc")
+	return env.publishNewImageFrom(t, busybox, "imgsrc")
+}
+
+// publishNewImageFrom is publishNewImage from a container named for source, so that a test
+// can publish more than one image: a source other than imgsrc gets a file naming it, which
+// makes its image differ from the others.
+func (env *governorEnv) publishNewImageFrom(t testing.TB, busybox string, source string) string {
+	t.Helper()
+	marker := source
+	source = env.name(source)
 	op, err := env.lxdConn.CreateInstance(lxdapi.InstancesPost{Name: source, Source: lxdapi.InstanceSource{Type: "image", Alias: "busybox"}})
 	must(t, err)
 	must(t, op.Wait())
 	t.Cleanup(func() { env.deleteByHand(source) })
+	if marker != "imgsrc" {
+		must(t, env.lxdConn.CreateInstanceFile(source, "/marker", lxdInstanceFile([]byte(marker+"\n"), 0o644)))
+	}
 	publish, err := env.lxdConn.CreateImage(lxdapi.ImagesPost{Source: &lxdapi.ImagesPostSource{Type: "instance", Name: source}}, nil)
 	must(t, err)
 	must(t, publish.Wait())

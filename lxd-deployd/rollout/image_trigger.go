@@ -19,7 +19,8 @@ import (
 )
 
 // imageWatcher is the image-change trigger: when the image alias a shape's template names
-// points to a new image, the shape gets a revision (cause image-change) and a rollout. It
+// points to a new image, the shape gets a revision (cause image-change) and, when the
+// trigger is automatic, a rollout; shapes pinned or suspended by a rollback are skipped. It
 // listens to LXD's image lifecycle events and then resolves each alias in use once (never
 // one call per instance); a slow sweep catches changes made while it was not listening.
 type imageWatcher struct {
@@ -162,13 +163,17 @@ func (w *imageWatcher) check(ctx context.Context) (watching bool, err error) {
 			return err
 		}
 
+		suspended := map[int64]*api.DeploymentTriggersSuspended{}
 		for _, d := range deployments {
 			projects[d.ID] = d.Project
+			suspended[d.ID] = d.TriggersSuspended
 		}
 
+		// A template that names a fingerprint (a rollback pinned it) is not watched: LXD
+		// makes its instances from that image whatever the alias names. Nor is a shape
+		// whose triggers are suspended: once resumed, a moved alias is a change.
 		for _, s := range all {
-			source := s.InstanceTemplate.Source
-			if s.Rollout.Trigger == api.RolloutTriggerImageChange && source.Type == "image" && source.Alias != "" && source.Server == "" {
+			if WatchesAlias(s.Writable()) && !ImageTriggerSuspended(&s, suspended[s.DeploymentID]) {
 				watched = append(watched, s)
 			}
 		}
@@ -214,9 +219,30 @@ func (w *imageWatcher) revise(ctx context.Context, s db.Shape, project string, f
 	var out Revised
 	var deployment string
 	err := w.engine.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		err := db.SetShapeImageFingerprint(ctx, tx, s.ID, s.ImageFingerprint, fingerprint)
-		if err != nil || s.ImageFingerprint == "" {
+		// A rollback (or an edit) since the shapes were read may have pinned, suspended or
+		// moved the alias: the change is then no longer this trigger's to make.
+		current, err := ShapeByID(ctx, tx, s.DeploymentID, s.ID)
+		if err != nil {
 			return err
+		}
+
+		suspended, err := db.GetDeploymentTriggersSuspended(ctx, tx, s.DeploymentID)
+		if err != nil {
+			return err
+		}
+
+		if !WatchesAlias(current.Writable()) || ImageTriggerSuspended(current, suspended) || !sameAlias(current.InstanceTemplate.Source, s.InstanceTemplate.Source) {
+			return db.ErrShapeChanged
+		}
+
+		err = db.SetShapeImageFingerprint(ctx, tx, s.ID, s.ImageFingerprint, fingerprint)
+		if err != nil {
+			return err
+		}
+
+		// The first sighting is the image of the revision that named the alias.
+		if s.ImageFingerprint == "" {
+			return db.SetRevisionImage(ctx, tx, s.ID, current.Revision, fingerprint)
 		}
 
 		d, err := db.GetDeploymentRow(ctx, tx, s.DeploymentID)
@@ -225,7 +251,7 @@ func (w *imageWatcher) revise(ctx context.Context, s db.Shape, project string, f
 		}
 
 		deployment = d.Name
-		out, err = RecordRevision(ctx, tx, s.DeploymentID, s.ID, &s, s.Writable(), RevisionArgs{Cause: CauseImageChange, By: by, Notes: "image " + fingerprint[:min(12, len(fingerprint))], Image: true})
+		out, err = RecordRevision(ctx, tx, s.DeploymentID, s.ID, &s, s.Writable(), RevisionArgs{Cause: CauseImageChange, By: by, Notes: "image " + fingerprint[:min(12, len(fingerprint))], Image: true, ImageFingerprint: fingerprint})
 		return err
 	})
 	if errors.Is(err, db.ErrShapeChanged) {

@@ -53,9 +53,16 @@ type RevisionArgs struct {
 	// trigger): instances are outdated though no field changed.
 	Image bool
 
+	// ImageFingerprint is the image the alias now names, with Image.
+	ImageFingerprint string
+
 	// InPlace says the change reaches the instances in place (a resize and its operation):
 	// no rollout starts, whatever the shape's trigger.
 	InPlace bool
+
+	// NoTrigger says the change fires no trigger (a rollback, which rolls out only when
+	// asked, and the lifting of its pin).
+	NoTrigger bool
 }
 
 // Revised is the outcome of RecordRevision.
@@ -85,7 +92,15 @@ func RecordRevision(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeID
 
 	out.Revision = previous + 1
 	now := time.Now()
-	err = db.CreateRevision(ctx, tx, shapeID, api.DeploymentShapeRevision{Revision: out.Revision, Shape: after, Cause: args.Cause, Requestor: by, Notes: args.Notes, CreatedAt: now})
+	var beforePut *api.DeploymentShapePut
+	beforeImage := ""
+	if before != nil {
+		put := before.Writable()
+		beforePut, beforeImage = &put, before.ImageFingerprint
+	}
+
+	image := revisionImage(beforePut, beforeImage, after, args)
+	err = db.CreateRevision(ctx, tx, shapeID, api.DeploymentShapeRevision{Revision: out.Revision, Shape: after, Cause: args.Cause, Requestor: by, Notes: args.Notes, CreatedAt: now, ImageFingerprint: image})
 	if err != nil {
 		return out, err
 	}
@@ -116,21 +131,32 @@ func RecordRevision(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeID
 	}
 
 	if !args.Image {
-		err = relabelEquivalent(ctx, tx, shapeID, out.Revision, after)
+		err = relabelEquivalent(ctx, tx, shapeID, out.Revision, after, image)
 		if err != nil {
 			return out, err
 		}
 	}
 
 	templateChanged := before == nil || args.Image || shapes.TemplateChanged(before.Writable(), after)
-	trigger := api.RolloutTriggerConfigChange
+	fires, _ := after.Rollout.TriggerOf(api.RolloutTriggerConfigChange)
 	cause := CauseConfig
 	if args.Image {
-		trigger, cause = api.RolloutTriggerImageChange, CauseImageChange
+		// A non-automatic image trigger records the revision only.
+		_, fires = after.Rollout.TriggerOf(api.RolloutTriggerImageChange)
+		cause = CauseImageChange
 	}
 
-	if before == nil || !templateChanged || after.Rollout.Trigger != trigger || args.InPlace {
+	if before == nil || !templateChanged || !fires || args.InPlace {
 		return out, nil
+	}
+
+	if args.NoTrigger {
+		return out, nil
+	}
+
+	suspended, err := deploymentSuspended(ctx, tx, deploymentID)
+	if err != nil || suspended {
+		return out, err
 	}
 
 	out.Rollout, err = Start(ctx, tx, shape, cause, by, args.Notes, false, false)
@@ -155,15 +181,16 @@ func ShapeByID(ctx context.Context, tx *sql.Tx, deploymentID int64, shapeID int6
 
 // relabelEquivalent moves instances made from a revision that makes the same instances as
 // the new one (a bounds or description change, a rollback to what they run) to the new
-// revision: they are not outdated, and a rollout would replace them for nothing.
-func relabelEquivalent(ctx context.Context, tx *sql.Tx, shapeID int64, revision int, after api.DeploymentShapePut) error {
+// revision: they are not outdated, and a rollout would replace them for nothing. The
+// images count: a rollback past an image change leaves the new image's instances outdated.
+func relabelEquivalent(ctx context.Context, tx *sql.Tx, shapeID int64, revision int, after api.DeploymentShapePut, image string) error {
 	revisions, err := db.GetRevisions(ctx, tx, shapeID, 0)
 	if err != nil {
 		return err
 	}
 
 	for _, r := range revisions {
-		if r.Revision == revision || r.Instances == 0 || shapes.TemplateChanged(r.Shape, after) {
+		if r.Revision == revision || r.Instances == 0 || !sameInstances(r.Shape, r.ImageFingerprint, after, image) {
 			continue
 		}
 
@@ -178,7 +205,9 @@ func relabelEquivalent(ctx context.Context, tx *sql.Tx, shapeID int64, revision 
 
 // RollbackShape sets a shape's writable fields back to those of an earlier revision, in the
 // caller's transaction, and records the new revision. template restores everything but the
-// bounds (instance template, config, description, rollout settings), scaling the bounds.
+// bounds (instance template, config, description, rollout settings), with the image the
+// revision recorded pinned (PinnedTemplate), scaling the bounds. It fires no trigger, and
+// a template rollback suspends the shape's image triggers (suspendAfterRollback).
 func RollbackShape(ctx context.Context, tx *sql.Tx, shape *db.Shape, revision int, template bool, scaling bool, args RevisionArgs) (*db.Shape, Revised, error) {
 	old, err := db.GetRevision(ctx, tx, shape.ID, revision)
 	if err != nil {
@@ -187,7 +216,7 @@ func RollbackShape(ctx context.Context, tx *sql.Tx, shape *db.Shape, revision in
 
 	put := shape.Writable()
 	if template {
-		put.Description, put.Config, put.InstanceTemplate, put.Rollout = old.Shape.Description, old.Shape.Config, old.Shape.InstanceTemplate, old.Shape.Rollout
+		put.Description, put.Config, put.InstanceTemplate, put.Rollout = old.Shape.Description, old.Shape.Config, PinnedTemplate(*old), old.Shape.Rollout
 	}
 
 	if scaling {
@@ -204,9 +233,28 @@ func RollbackShape(ctx context.Context, tx *sql.Tx, shape *db.Shape, revision in
 		return nil, Revised{}, err
 	}
 
+	// The shape now runs the pinned image: what its alias last named, as far as the image
+	// trigger is concerned once the pin is lifted (ResumeTriggers), so that an alias still
+	// naming the image rolled back from is an image change again.
+	pinned := put.InstanceTemplate.Source.Fingerprint
+	if template && pinned != "" && pinned != shape.ImageFingerprint && localAlias(old.Shape.InstanceTemplate.Source) {
+		err = db.SetShapeImageFingerprint(ctx, tx, shape.ID, shape.ImageFingerprint, pinned)
+		if err != nil {
+			return nil, Revised{}, err
+		}
+	}
+
+	args.NoTrigger = true
 	out, err := RecordRevision(ctx, tx, shape.DeploymentID, shape.ID, shape, put, args)
 	if err != nil {
 		return nil, out, err
+	}
+
+	if template {
+		err = suspendAfterRollback(ctx, tx, shape, put, revision, args.By)
+		if err != nil {
+			return nil, out, err
+		}
 	}
 
 	after, err := ShapeByID(ctx, tx, shape.DeploymentID, shape.ID)

@@ -65,6 +65,11 @@ type Deployment struct {
 	// Read only: true
 	// Example: ["/1.0/instances/web9"]
 	OrphanedInstances []string `json:"orphaned_instances" yaml:"orphaned_instances"`
+
+	// Set while every trigger of the deployment is suspended (the kill switch: POST
+	// /1.0/deployments/{deployment}/triggers/suspend), with since when, by whom and why
+	// Read only: true
+	TriggersSuspended *DeploymentTriggersSuspended `json:"triggers_suspended,omitempty" yaml:"triggers_suspended,omitempty"`
 }
 
 // Writable returns the modifiable fields of the deployment.

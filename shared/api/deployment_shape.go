@@ -86,6 +86,11 @@ type DeploymentShape struct {
 	// Example: 3 replacements in a row did not become healthy
 	StatusReason string `json:"status_reason,omitempty" yaml:"status_reason,omitempty"`
 
+	// Set while the shape's image triggers are suspended (after a rollback), with since
+	// when, by whom and why; POST .../triggers/resume resumes them
+	// Read only: true
+	TriggersSuspended *DeploymentTriggersSuspended `json:"triggers_suspended,omitempty" yaml:"triggers_suspended,omitempty"`
+
 	// Warm pool instances ready to be taken by a launch
 	// Read only: true
 	// Example: 2

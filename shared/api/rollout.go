@@ -65,6 +65,11 @@ type DeploymentShapeRollout struct {
 	// Example: config-change
 	Trigger string `json:"trigger,omitempty" yaml:"trigger,omitempty"`
 
+	// Several triggers at once (seed 002's trigger policies), instead of trigger: each
+	// config-change or image-change, the latter with its automatic flag
+	// Example: [{"type": "config-change"}, {"type": "image-change", "automatic": false}]
+	Triggers []DeploymentShapeTrigger `json:"triggers,omitempty" yaml:"triggers,omitempty"`
+
 	// The canary strategy's settings
 	Canary *DeploymentShapeRolloutCanary `json:"canary,omitempty" yaml:"canary,omitempty"`
 }
@@ -135,6 +140,12 @@ type DeploymentShapeRevision struct {
 	// Instances of the shape made from this revision
 	// Example: 2
 	Instances int `json:"instances" yaml:"instances"`
+
+	// The image the template resolved to at this revision: the fingerprint its alias named
+	// (seen by the image trigger) or the one it names; empty when not known. A rollback to
+	// this revision makes new instances, and its rollout, from exactly this image.
+	// Example: 8d2a5e4e9f0b
+	ImageFingerprint string `json:"image_fingerprint" yaml:"image_fingerprint"`
 }
 
 // DeploymentShapeRevisionDiff is the answer of GET .../revisions/{n}?diff={m}: the fields
@@ -170,21 +181,41 @@ type DeploymentShapeRollbackPost struct {
 	// Free text recorded with the new revision
 	// Example: 13 broke the login page
 	Notes string `json:"notes" yaml:"notes"`
+
+	// Start a rollout of the rollback (cause "rollback to N") in the same transaction;
+	// default: when the restored trigger is config-change and the deployment's triggers
+	// are not suspended
+	// Example: true
+	Rollout *bool `json:"rollout,omitempty" yaml:"rollout,omitempty"`
 }
 
-// DeploymentShapeRollback is the answer to a rollback.
+// DeploymentShapeRollback is the answer to a rollback, and with ?dry-run=1 its plan.
 type DeploymentShapeRollback struct {
-	// The new revision
+	// The new revision (with dry-run, the one it would make)
 	// Example: 4
 	Revision int `json:"revision" yaml:"revision"`
 
-	// The rollout the rollback started (the shape's trigger is config-change), or 0
+	// The rollout the rollback started (or would start), or 0
 	// Example: 0
 	Rollout int `json:"rollout" yaml:"rollout"`
 
 	// What happens to the running instances
 	// Example: the template changed for new instances only: start a rollout to replace the running ones
 	Message string `json:"message" yaml:"message"`
+
+	// True when nothing was changed (?dry-run=1)
+	// Example: false
+	DryRun bool `json:"dry_run" yaml:"dry_run"`
+
+	// The fields the rollback changes, from the latest revision to the new one
+	Changes []DeploymentFieldChange `json:"changes" yaml:"changes"`
+
+	// The instances the rollback leaves outdated: its rollout (or the next one) replaces them
+	// Example: ["web-r3-9f2c1a"]
+	Outdated []string `json:"outdated" yaml:"outdated"`
+
+	// Set when the shape's image triggers are suspended after the rollback
+	TriggersSuspended *DeploymentTriggersSuspended `json:"triggers_suspended,omitempty" yaml:"triggers_suspended,omitempty"`
 }
 
 // DeploymentRolloutsPost starts a rollout of a shape's latest revision.

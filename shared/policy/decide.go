@@ -19,7 +19,7 @@ const (
 )
 
 // Input is what a decision is made from: the shape's size and bounds, and either a scale
-// request or CPU metrics.
+// request, CPU metrics or the value of the shape's query.
 type Input struct {
 	Kind Kind
 
@@ -35,6 +35,9 @@ type Input struct {
 
 	// CPURates are the cpu_rate (cores) of the shape's Running instances that reported one.
 	CPURates []float64
+
+	// Value is what the shape's query returned (kind Query).
+	Value float64
 }
 
 // MetricsInput turns the metrics of one shape into an input: sizes and bounds as the
@@ -157,6 +160,8 @@ func (s *State) Decide(now time.Time, in Input) Decision {
 		return s.scaleRequest(now, in)
 	case Metrics:
 		return s.metrics(now, in)
+	case Query:
+		return s.query(now, in)
 	}
 
 	return hold(in, fmt.Sprintf("unknown input kind %q", in.Kind))
@@ -251,6 +256,13 @@ func (s *State) metrics(now time.Time, in Input) Decision {
 		raw = int(math.Ceil(float64(in.Current)*ratio - epsilon))
 	}
 
+	return s.settle(now, in, raw, why)
+}
+
+// settle turns the raw recommendation of a target tracking rule (CPU or a query) into the
+// decision: the scale-down stabilization window, the bounds and the cooldowns apply, in
+// that order, the same for every signal.
+func (s *State) settle(now time.Time, in Input, raw int, why string) Decision {
 	// Scale-down stabilization: never below the highest recommendation in the window (nor
 	// above the current size: the window only slows scale downs).
 	window := s.Policy.ScaleDownStabilization

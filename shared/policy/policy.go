@@ -1,10 +1,12 @@
 // Package policy is the decision logic of the example governor (lxd-deploy governor run):
-// how many instances a shape should run, from scale requests and CPU metrics, in the
-// manner of Kubernetes' Horizontal Pod Autoscaler. It is pure: no I/O, no clock of its
+// how many instances a shape should run, from scale requests, CPU metrics (in the manner of
+// Kubernetes' Horizontal Pod Autoscaler) or any Prometheus query (as Nomad Autoscaler's
+// target-value strategy). It is pure: no I/O, no clock of its
 // own (callers pass the time), so every rule is table-tested and any governor can reuse it.
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -40,6 +42,11 @@ type Shape struct {
 	// this window, so a short dip does not shed instances that are needed again a minute later.
 	ScaleDownStabilization time.Duration
 
+	// Query is a PromQL query returning one number for the whole shape, and QueryTarget how
+	// much of it one instance should carry (query.go); an empty Query turns this off.
+	Query       string
+	QueryTarget float64
+
 	// MemoryTarget is the share of its memory limit the hungriest instance should use (the
 	// vertical mode, vertical.go); 0 turns it off.
 	MemoryTarget float64
@@ -64,8 +71,14 @@ func (s Shape) String() string {
 		parts = append(parts, fmt.Sprintf("cpu target %g cores per instance (tolerance %g%%)", s.CPUTarget, s.Tolerance*100))
 		parts = append(parts, fmt.Sprintf("cooldowns up %s down %s", s.ScaleUpCooldown, s.ScaleDownCooldown))
 		parts = append(parts, fmt.Sprintf("scale-down stabilization %s", s.ScaleDownStabilization))
-	} else {
+	} else if s.Query == "" {
 		parts = append(parts, "no cpu target tracking")
+	}
+
+	if s.Query != "" {
+		parts = append(parts, fmt.Sprintf("query %q with a target of %g per instance (tolerance %g%%)", s.Query, s.QueryTarget, s.Tolerance*100))
+		parts = append(parts, fmt.Sprintf("cooldowns up %s down %s", s.ScaleUpCooldown, s.ScaleDownCooldown))
+		parts = append(parts, fmt.Sprintf("scale-down stabilization %s", s.ScaleDownStabilization))
 	}
 
 	if s.MemoryTarget > 0 {
@@ -116,6 +129,8 @@ type fileShape struct {
 	ScaleDownCooldown      duration `yaml:"scale_down_cooldown"`
 	ScaleDownStabilization duration `yaml:"scale_down_stabilization"`
 	MemoryTarget           float64  `yaml:"memory_target"`
+	Query                  string   `yaml:"query"`
+	QueryTarget            float64  `yaml:"query_target"`
 }
 
 // duration reads "30s", "2m" or "1h30m". A bare number is refused: yaml.v2 would read it as
@@ -173,6 +188,8 @@ func Parse(data []byte) (*Policy, error) {
 		s.ScaleDownCooldown = time.Duration(fs.ScaleDownCooldown)
 		s.ScaleDownStabilization = time.Duration(fs.ScaleDownStabilization)
 		s.MemoryTarget = fs.MemoryTarget
+		s.Query = strings.TrimSpace(fs.Query)
+		s.QueryTarget = fs.QueryTarget
 
 		err = s.Validate()
 		if err != nil {
@@ -191,12 +208,27 @@ func (s Shape) Validate() error {
 		return fmt.Errorf("cpu_target must be 0 (off) or a positive number of cores, got %g", s.CPUTarget)
 	}
 
+	if math.IsNaN(s.QueryTarget) || math.IsInf(s.QueryTarget, 0) || s.QueryTarget < 0 {
+		return fmt.Errorf("query_target must be a positive number (how much of the query's value one instance carries), got %g", s.QueryTarget)
+	}
+
+	switch {
+	case s.Query != "" && s.QueryTarget == 0:
+		return errors.New("query needs a query_target: how much of the query's value one instance should carry, such as 100 (requests per second)")
+	case s.Query == "" && s.QueryTarget != 0:
+		return errors.New("query_target needs a query: a PromQL query returning one number for the shape, such as 'sum(rate(http_requests_total{shape=\"web\"}[1m]))'")
+	case s.Query != "" && s.CPUTarget > 0:
+		// Two signals would share one stabilization window and fight: one scales up, the
+		// other scales down once the window has passed.
+		return errors.New("cpu_target and query are exclusive: track one signal per shape (a query can read CPU from Prometheus too)")
+	}
+
 	if math.IsNaN(s.MemoryTarget) || s.MemoryTarget < 0 || s.MemoryTarget > 1 {
 		return fmt.Errorf("memory_target must be 0 (off) or a share of the memory limit up to 1, such as 0.7, got %g", s.MemoryTarget)
 	}
 
 	if math.IsNaN(s.Tolerance) || s.Tolerance < 0 || s.Tolerance >= 1 {
-		return fmt.Errorf("tolerance must be at least 0 and below 1 (a fraction of cpu_target), got %g", s.Tolerance)
+		return fmt.Errorf("tolerance must be at least 0 and below 1 (a fraction of cpu_target or query_target), got %g", s.Tolerance)
 	}
 
 	for _, d := range []struct {

@@ -57,6 +57,11 @@ func Rollout(r api.DeploymentShapeRollout) error {
 		return fmt.Errorf("rollout.trigger %q is not known: use manual, config-change or image-change", r.Trigger)
 	}
 
+	err := triggers(r)
+	if err != nil {
+		return err
+	}
+
 	surge, unavailable := r.MaxSurge, r.MaxUnavailable
 	if surge == "" {
 		surge = DefaultMaxSurge
@@ -101,6 +106,38 @@ func Rollout(r api.DeploymentShapeRollout) error {
 
 		if r.Canary.Count < 0 {
 			return fmt.Errorf("rollout.canary.count %d must not be negative", r.Canary.Count)
+		}
+	}
+
+	return nil
+}
+
+// triggers checks rollout.triggers: known types, each once, automatic only on image-change,
+// and not beside a trigger other than manual (one way to say it).
+func triggers(r api.DeploymentShapeRollout) error {
+	if len(r.Triggers) == 0 {
+		return nil
+	}
+
+	if r.Trigger != "" && r.Trigger != api.RolloutTriggerManual {
+		return fmt.Errorf("rollout.trigger %q and rollout.triggers are both set: list every trigger in triggers and drop trigger", r.Trigger)
+	}
+
+	seen := map[string]bool{}
+	for i, t := range r.Triggers {
+		switch t.Type {
+		case api.RolloutTriggerConfigChange, api.RolloutTriggerImageChange:
+		default:
+			return fmt.Errorf("rollout.triggers[%d].type %q is not known: use config-change or image-change (no triggers is manual)", i, t.Type)
+		}
+
+		if seen[t.Type] {
+			return fmt.Errorf("rollout.triggers lists %s twice: list each type once", t.Type)
+		}
+
+		seen[t.Type] = true
+		if t.Automatic != nil && t.Type != api.RolloutTriggerImageChange {
+			return fmt.Errorf("rollout.triggers[%d]: automatic applies to image-change only: drop it from %s", i, t.Type)
 		}
 	}
 
