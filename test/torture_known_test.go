@@ -155,7 +155,7 @@ func selectTortureOps(spec string) ([]tortureOp, string, error) {
 		spec = "safe"
 	}
 
-	ops := append([]tortureOp{}, baseOps...)
+	ops := append(append([]tortureOp{}, baseOps...), platformOps...)
 	if spec == "all" {
 		return append(ops, knownIssueOps...), spec, nil
 	}

@@ -112,6 +112,7 @@ var baseOps = []tortureOp{
 			return "nothing to delete"
 		}
 
+		tt.release(name)
 		return name + ": " + describe(tt.remove("heal", name))
 	}},
 	{name: "heal-sicken-below-max", weight: 2, run: func(tt *torture) string {
@@ -362,6 +363,7 @@ func (tt *torture) sickenHeal(atMax bool) string {
 		return prefix + "skipped: no healthy instance yet"
 	}
 
+	tt.release(name)
 	err = tt.sicken(name)
 	if err == nil {
 		tt.sick[name] = true

@@ -34,6 +34,7 @@ func (tt *torture) run() {
 			n -= op.weight
 		}
 
+		op = tt.platformDue(op)
 		tt.ops++
 		index := tt.ops
 		tt.opCounts[op.name]++

@@ -100,6 +100,7 @@ func (tt *torture) checkSample(s lxdSample) {
 	}
 
 	tt.rememberRollRunning(s)
+	tt.checkGuarded(s)
 
 	// Shape roll keeps rollSize instances; only fewer running can break the rollout rule.
 	if s.running["roll"] >= rollSize {

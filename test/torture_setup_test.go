@@ -56,7 +56,7 @@ func newTorture(t *testing.T, cfg tortureConfig) *torture {
 		lxd:            private,
 		lxdConn:        private.Client(t),
 		sampleConn:     private.Client(t),
-		daemonArgs:     []string{"--reconcile-interval", "1s"},
+		daemonArgs:     []string{"--reconcile-interval", "1s", "--lxd-poll-interval", "5s"}, // LXD probed at the daemon's default: issue 31's faults
 		shapes:         shapes,
 		violations:     map[string][]string{},
 		violationCount: map[string]int{},
@@ -67,7 +67,10 @@ func newTorture(t *testing.T, cfg tortureConfig) *torture {
 	}
 
 	tt.publishNoInitImage()
-	tt.d = startDaemon(t, daemonOptions{LXDSocket: private.Socket, ExtraArgs: tt.daemonArgs})
+	// The daemon talks to LXD through the slow-LXD proxy, which the platform operations
+	// turn on and off; the run's own connections go to LXD directly.
+	tt.startPlatform()
+	tt.d = startDaemon(t, daemonOptions{LXDSocket: tt.platform.proxy.Socket, ExtraArgs: tt.daemonArgs})
 	waitLXDOnline(t, tt.d)
 	tt.admin = tt.d.Unix(t)
 	tt.watcher = tt.d.Unix(t)

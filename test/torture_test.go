@@ -29,6 +29,7 @@ func TestTorture(t *testing.T) {
 	t.Logf("torture: seed %d (TORTURE_SEED=%d replays it), %s, operations %s", cfg.seed, cfg.seed, cfg.duration, cfg.opsName)
 	tt := newTorture(t, cfg)
 
+	go tt.watchHealth()
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -41,6 +42,8 @@ func TestTorture(t *testing.T) {
 	close(stop)
 	<-sampled
 	tt.checkRevisions()
+	tt.stopWatching()
+	tt.reportPlatform()
 	tt.report()
 }
 
@@ -127,6 +130,7 @@ type torture struct {
 	rollHistory    rollHistory                  // roll's running count in recent samples
 	pendingHook    map[string]*client.Operation // deletes waiting in terminating:wait
 	sick           map[string]bool              // heal instances made unhealthy
+	platform       *platform                    // faults of LXD itself (torture_platform_test.go)
 }
 
 // revisionMarker is an accepted change whose value a revision must hold.
