@@ -174,7 +174,36 @@ func (a instancesAPI) liveStatuses(listing func(want []string) (map[string]lxdap
 		return nil, clientErr
 	}
 
-	return listing(shapes.CreatedNames(rows))
+	return waitListing(listing, shapes.CreatedNames(rows), listingWait)
+}
+
+// listingWait is how long a listing waits for LXD's answer. A frozen or stalled LXD
+// answers nothing, and the listing then shows the records without LXD's status, as when
+// LXD is down, rather than hang its caller (issue 31: 30 s and a client timeout).
+const listingWait = 10 * time.Second
+
+// waitListing runs listing for want, giving up after limit; the listing itself then ends
+// unread when LXD answers.
+func waitListing(listing func(want []string) (map[string]lxdapi.Instance, error), want []string, limit time.Duration) (map[string]lxdapi.Instance, error) {
+	type answer struct {
+		live map[string]lxdapi.Instance
+		err  error
+	}
+
+	answered := make(chan answer, 1)
+	go func() {
+		live, err := listing(want)
+		answered <- answer{live, err}
+	}()
+
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case a := <-answered:
+		return a.live, a.err
+	case <-timer.C:
+		return nil, lxdapi.StatusErrorf(http.StatusServiceUnavailable, "LXD did not answer the listing within %s", limit)
+	}
 }
 
 func (a instancesAPI) get(r *http.Request) response.Response {
