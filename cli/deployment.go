@@ -67,23 +67,6 @@ func deploymentRows(deployments []api.Deployment) [][]string {
 	return rows
 }
 
-func (a *app) deploymentListCommand() *cobra.Command {
-	return a.listCommand(&cobra.Command{
-		Use:     "list [<remote>:]",
-		Aliases: []string{"ls"},
-		Short:   "List deployments",
-		Args:    rangeArgs(0, 1),
-	}, func(args []string) (listing, error) {
-		server, err := a.connectRemoteArg(args)
-		if err != nil {
-			return listing{}, err
-		}
-
-		deployments, err := server.GetDeployments()
-		return newListing([]string{"NAME", "DESCRIPTION", "SHAPES", "WEBHOOK"}, deployments, deploymentRows), err
-	})
-}
-
 // deploymentObject reaches a deployment, "[<remote>:]<deployment>", for show, get, set and unset.
 func (a *app) deploymentObject() object[api.Deployment] {
 	return object[api.Deployment]{
