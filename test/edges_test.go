@@ -1,13 +1,18 @@
 package test
 
 import (
+	"context"
 	"encoding/json"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
+
+	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/client"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -163,4 +168,89 @@ func TestCLIKeyGetProperty(t *testing.T) {
 
 	u.fails([]string{"colour"}, "deployment", "key", "get", "dep1", "k1", "colour", "--property")
 	u.fails([]string{`deployment key "nope" not found`}, "deployment", "key", "get", "dep1", "nope", "role", "--property")
+}
+
+// TestForcedDeploymentDeleteOnLXD checks DELETE /1.0/deployments/{deployment}?force=1 (and
+// "lxd-deploy deployment delete --force") on LXD's own list: the instances of every shape
+// of the deployment are gone from LXD, and nothing else is touched (another deployment's
+// instance, an instance made by hand beside them, both still running). Without force it is
+// a 409 that changes nothing.
+func TestForcedDeploymentDeleteOnLXD(t *testing.T) {
+	env := newGovernorEnv(t, 0, 3)
+	u := newCLIUser(t, env.d)
+	must(t, env.admin.CreateDeploymentShape("dep1", webShape("db", 0, 2)))
+	must(t, env.admin.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep2"}}))
+	must(t, env.admin.CreateDeploymentShape("dep2", webShape("web", 0, 2)))
+	t.Cleanup(func() { _ = env.admin.DeleteDeployment("dep2", true) })
+
+	web1, web2, db1, other, byHand := env.name("web1"), env.name("web2"), env.name("db1"), env.name("other"), env.name("byhand")
+	for _, launch := range []struct{ deployment, shape, name string }{{"dep1", "web", web1}, {"dep1", "web", web2}, {"dep1", "db", db1}, {"dep2", "web", other}} {
+		op, err := env.admin.CreateDeploymentShapeInstance(launch.deployment, launch.shape, launch.name)
+		must(t, err)
+		must(t, op.Wait(context.Background()))
+	}
+
+	must(t, env.launchByHand(byHand))
+	inLXD := func() map[string]string {
+		t.Helper()
+		instances, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
+		must(t, err)
+		states := map[string]string{}
+		for _, instance := range instances {
+			if strings.HasPrefix(instance.Name, env.prefix+"-") {
+				states[instance.Name] = instance.Status
+			}
+		}
+
+		return states
+	}
+
+	before := inLXD()
+	if len(before) != 5 {
+		t.Fatalf("before the delete, LXD holds %v", before)
+	}
+
+	// Without force: a 409 with the count and what to do, and LXD is as it was.
+	err := env.admin.DeleteDeployment("dep1", false)
+	expectCode(t, err, 409, "delete without force")
+	if err == nil || !contains(err.Error(), "still has 3 instances", "force") {
+		t.Errorf("delete without force: %v", err)
+	}
+
+	u.fails([]string{"still has 3 instances", "force"}, "deployment", "delete", "dep1")
+	if after := inLXD(); !maps.Equal(after, before) {
+		t.Fatalf("a refused delete changed LXD: %v, was %v", after, before)
+	}
+
+	// With force, through the CLI.
+	if out := u.ok("deployment", "delete", "dep1", "--force"); !contains(out, "dep1") {
+		t.Errorf("delete --force printed %q", out)
+	}
+
+	after := inLXD()
+	for _, gone := range []string{web1, web2, db1} {
+		if _, ok := after[gone]; ok {
+			t.Errorf("%s of dep1 is still in LXD after a forced delete: %v", gone, after)
+		}
+	}
+
+	for _, kept := range []string{other, byHand} {
+		if after[kept] != "Running" {
+			t.Errorf("%s was touched by dep1's forced delete: %q (LXD holds %v)", kept, after[kept], after)
+		}
+	}
+
+	_, _, err = env.admin.GetDeployment("dep1")
+	expectCode(t, err, 404, "force-deleted deployment")
+	dep2, _, err := env.admin.GetDeployment("dep2")
+	must(t, err)
+	if len(dep2.UsedBy) != 1 || !strings.HasSuffix(dep2.UsedBy[0], "/"+other) {
+		t.Errorf("dep2 after dep1's forced delete: used_by %v", dep2.UsedBy)
+	}
+
+	instance, _, err := env.lxdConn.GetInstance(other)
+	must(t, err)
+	if instance.Config["user.lxd-deployd.deployment"] != "dep2" {
+		t.Errorf("dep2's instance lost its tags: %v", instance.Config)
+	}
 }
