@@ -36,6 +36,7 @@ func (a *app) deploymentCommand() *cobra.Command {
 		a.shapeCommand(),
 		a.webhookCommand(),
 		a.activityCommand(),
+		a.deploymentGovernorCommand(),
 	)
 
 	return cmd
