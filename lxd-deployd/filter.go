@@ -26,7 +26,7 @@ type deploymentFilterView struct {
 	Config             map[string]string `yaml:"config"`
 }
 
-// filterFields lists what deploymentFilterView offers, for the error that names them.
+// deploymentFilterFields lists what deploymentFilterView offers, for the error that names them.
 const deploymentFilterFields = "name, project, description, governor_webhook_url, config.<key>"
 
 // parseFilter reads ?filter= (nil when absent); a malformed one is a 400 that shows the form.
