@@ -25,6 +25,13 @@ const defaultDaemonDir = "/var/lib/lxd-deployd"
 type remoteConfig struct {
 	// Addr is https://host:port, or unix:// (the default socket) or unix:///path.
 	Addr string `yaml:"addr"`
+
+	// Protocol is empty for an lxd-deployd, or "lxd" or "simplestreams" for an image
+	// server that shapes' --from-image name as lxc launch does (remote_images.go).
+	Protocol string `yaml:"protocol,omitempty"`
+
+	// Public is true for an image server, read without credentials (as lxc's --public).
+	Public bool `yaml:"public,omitempty"`
 }
 
 // config is config.yml: the remotes and the default one. dir is where it was read from;

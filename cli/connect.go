@@ -37,6 +37,10 @@ func (a *app) connect(c *config, remote string) (*client.Server, error) {
 		return nil, err
 	}
 
+	if r.Protocol != "" {
+		return nil, fmt.Errorf("remote %q is an image server (%s): it serves images to \"deployment shape create --from-image %s:ALIAS\", not deployments", remote, r.Protocol, remote)
+	}
+
 	args := a.connectionArgs()
 	if strings.HasPrefix(r.Addr, "unix:") {
 		path := socketPath(r.Addr)

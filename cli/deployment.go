@@ -37,6 +37,7 @@ func (a *app) deploymentCommand() *cobra.Command {
 		a.webhookCommand(),
 		a.activityCommand(),
 		a.deploymentTriggersCommand(),
+		a.deploymentGovernorCommand(),
 	)
 
 	return cmd
@@ -66,23 +67,6 @@ func deploymentRows(deployments []api.Deployment) [][]string {
 
 	sort.Slice(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
 	return rows
-}
-
-func (a *app) deploymentListCommand() *cobra.Command {
-	return a.listCommand(&cobra.Command{
-		Use:     "list [<remote>:]",
-		Aliases: []string{"ls"},
-		Short:   "List deployments",
-		Args:    rangeArgs(0, 1),
-	}, func(args []string) (listing, error) {
-		server, err := a.connectRemoteArg(args)
-		if err != nil {
-			return listing{}, err
-		}
-
-		deployments, err := server.GetDeployments()
-		return newListing([]string{"NAME", "DESCRIPTION", "SHAPES", "WEBHOOK"}, deployments, deploymentRows), err
-	})
 }
 
 // deploymentObject reaches a deployment, "[<remote>:]<deployment>", for show, get, set and unset.

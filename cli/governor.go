@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lxd-deployd/lxd-deployd/client"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/policy"
 	"github.com/lxd-deployd/lxd-deployd/shared/prometheus"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -63,6 +64,9 @@ type governorFlags struct {
 
 	prometheusURL string
 	queryInterval time.Duration
+	name          string
+	takeover      bool
+	holdTTL       time.Duration
 }
 
 func (a *app) governorRunCommand() *cobra.Command {
@@ -118,6 +122,9 @@ Example policy file:
 	flags.BoolVar(&f.dryRun, "dry-run", false, "log decisions without launching or deleting anything")
 	flags.StringVar(&f.prometheusURL, "prometheus-url", "", "Prometheus server asked for the policy's queries (http://host:9090; user:password@ for basic auth)")
 	flags.DurationVar(&f.queryInterval, "query-interval", 15*time.Second, "how often each shape's query is asked")
+	flags.StringVar(&f.name, "name", "", "the name this governor registers under as the deployment's active governor (default: the host name)")
+	flags.BoolVar(&f.takeover, "takeover", false, "take the deployment over from the governor that holds it")
+	flags.DurationVar(&f.holdTTL, "hold-ttl", time.Duration(api.DeploymentGovernorTTLDefault)*time.Second, "how long the hold on the deployment lasts without renewal (renewed at a third of it)")
 	_ = cmd.MarkFlagRequired("listen")
 	_ = cmd.MarkFlagRequired("deployment")
 	return cmd
@@ -142,6 +149,11 @@ func (a *app) governorRun(ctx context.Context, f *governorFlags) error {
 	secret, err := f.readSecret()
 	if err != nil {
 		return err
+	}
+
+	minTTL, maxTTL := time.Duration(api.DeploymentGovernorTTLMinimum)*time.Second, time.Duration(api.DeploymentGovernorTTLMaximum)*time.Second
+	if f.holdTTL < minTTL || f.holdTTL > maxTTL || f.holdTTL%time.Second != 0 {
+		return fmt.Errorf("--hold-ttl %s is out of range: give whole seconds from %s to %s", f.holdTTL, minTTL, maxTTL)
 	}
 
 	p, err := readPolicy(f.policyFile)
@@ -189,6 +201,29 @@ func (a *app) governorRun(ctx context.Context, f *governorFlags) error {
 		log.Warn("no shape of the policy has a query: --prometheus-url is not used")
 	}
 
+	// One active governor per deployment: take it (or say who has it) before receiving
+	// anything. A dry run acts on nothing, so it holds nothing (a read-only key may run it).
+	var hold *governorHold
+	if !f.dryRun {
+		name := f.name
+		if name == "" {
+			name = defaultGovernorName()
+		}
+
+		hold = &governorHold{server: server, deployment: f.deployment, name: name, ttl: f.holdTTL, log: log}
+		err = hold.register(f.takeover)
+		if err != nil {
+			return err
+		}
+
+		// Released at the end, unless it was lost: then it is someone else's.
+		defer func() {
+			if hold != nil {
+				hold.release()
+			}
+		}()
+	}
+
 	listener, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", f.listen, err)
@@ -196,6 +231,12 @@ func (a *app) governorRun(ctx context.Context, f *governorFlags) error {
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	lostHold := make(chan error, 1)
+	if hold != nil {
+		keepCtx, stopKeeping := context.WithCancel(ctx)
+		defer stopKeeping()
+		go hold.keep(keepCtx, func(err error) { lostHold <- err })
+	}
 
 	// Work gets its own context, ended only once no more deliveries come in.
 	workCtx, cancelWork := context.WithCancel(context.Background())
@@ -220,9 +261,17 @@ func (a *app) governorRun(ctx context.Context, f *governorFlags) error {
 	go func() { served <- srv.Serve(listener) }()
 	log.Info("governor listening", "listen", listener.Addr().String(), "project", server.Project(), "dry_run", f.dryRun)
 
+	var lost error
 	select {
 	case err = <-served:
+	case lost = <-lostHold:
+		// The hold is someone else's now: not released at the end.
+		log.Error("stopping: another governor holds the deployment now", "err", lost)
+		hold = nil
 	case <-ctx.Done():
+	}
+
+	if err == nil {
 		log.Info("stopping: no new deliveries, in-flight operations are left to lxd-deployd")
 		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err = srv.Shutdown(shutdownCtx)
@@ -235,7 +284,7 @@ func (a *app) governorRun(ctx context.Context, f *governorFlags) error {
 		return err
 	}
 
-	return nil
+	return lost
 }
 
 // readSecret returns the webhook secret from exactly one of --secret and --secret-file.

@@ -30,6 +30,8 @@ const dialTimeout = 5 * time.Second
 func (a *app) remoteAddCommand() *cobra.Command {
 	var token string
 	var acceptCertificate bool
+	var protocol string
+	var public bool
 	cmd := &cobra.Command{
 		Use:   "add <name> [<https://host[:port]>|<token>]",
 		Short: "Add a remote daemon, trusting this client with a trust token",
@@ -38,7 +40,10 @@ func (a *app) remoteAddCommand() *cobra.Command {
 			"  lxd-deploy remote add prod <token>                      (addresses from the token)\n" +
 			"  lxd-deploy remote add prod https://host:8444 --token <token>\n\n" +
 			"The server's certificate must match the fingerprint in the token. Without a token, the server\n" +
-			"must already trust this client's certificate, and --accept-certificate pins the server's.",
+			"must already trust this client's certificate, and --accept-certificate pins the server's.\n\n" +
+			"With --protocol lxd or simplestreams, add an image server instead, as \"lxc remote add\" does, for\n" +
+			"\"deployment shape create --from-image NAME:ALIAS\" (LXD pulls from it at launch):\n\n" +
+			"  lxd-deploy remote add myimages https://images.example:8443 --protocol lxd [--accept-certificate]",
 		Args: rangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			addr := ""
@@ -46,9 +51,16 @@ func (a *app) remoteAddCommand() *cobra.Command {
 				addr = args[1]
 			}
 
+			if protocol != "" {
+				return a.remoteAddImages(args[0], addr, protocol, acceptCertificate)
+			}
+
 			return a.remoteAdd(args[0], addr, token, acceptCertificate)
 		},
 	}
+
+	cmd.Flags().StringVar(&protocol, "protocol", "", "lxd or simplestreams: add an image server for --from-image (default: an lxd-deployd)")
+	cmd.Flags().BoolVar(&public, "public", false, "accepted as lxc takes it: image servers are always read without credentials")
 
 	cmd.Flags().StringVar(&token, "token", "", "trust token from \"lxd-deploy config trust add --name NAME\" on the server")
 	cmd.Flags().BoolVar(&acceptCertificate, "accept-certificate", false, "without a token: pin the server's certificate without checking its fingerprint")

@@ -21,6 +21,10 @@ type shapeCreateFlags struct {
 	maximumSet  bool
 	vm          bool
 	resources   resourceBoundFlags
+
+	// imageServers are the configured image-server remotes a "<remote>:<alias>" image
+	// may name (remote_images.go).
+	imageServers map[string]imageServer
 }
 
 // request builds the creation request from the flags.
@@ -35,12 +39,14 @@ func (f shapeCreateFlags) request(name string) (api.DeploymentShapesPost, error)
 	}
 
 	if f.image != "" {
-		remote, _, found := strings.Cut(f.image, ":")
-		if found {
-			return api.DeploymentShapesPost{}, fmt.Errorf("--from-image %q: images from remote %q are not supported: copy the image into the LXD lxd-deployd uses (lxc image copy %s local: --alias NAME) and give its alias", f.image, remote, f.image)
-		}
-
 		template.Source = imageSource(f.image)
+		if strings.Contains(f.image, ":") {
+			var err error
+			template.Source, err = remoteImageSource(f.image, f.imageServers)
+			if err != nil {
+				return api.DeploymentShapesPost{}, err
+			}
+		}
 	}
 
 	// No --from-profile leaves the profiles unset, so that LXD applies its default profile.
@@ -94,6 +100,18 @@ func (a *app) shapeCreateCommand() *cobra.Command {
 			}
 
 			f.maximumSet = cmd.Flags().Changed("scaling-max")
+			if strings.Contains(f.image, ":") {
+				c, err := a.loadConfig()
+				if err != nil {
+					return err
+				}
+
+				f.imageServers, err = c.imageServers()
+				if err != nil {
+					return err
+				}
+			}
+
 			req, err := f.request(args[1])
 			if err != nil {
 				return err
@@ -115,7 +133,7 @@ func (a *app) shapeCreateCommand() *cobra.Command {
 	}
 
 	flags := cmd.Flags()
-	flags.StringVar(&f.image, "from-image", "", "alias or fingerprint of an image in the LXD lxd-deployd uses")
+	flags.StringVar(&f.image, "from-image", "", "image: an alias or fingerprint in the LXD lxd-deployd uses, or <remote>:<alias> on an image server remote (lxd-deploy remote add NAME URL --protocol lxd|simplestreams)")
 	flags.StringArrayVar(&f.profiles, "from-profile", nil, "LXD profile to apply (repeatable; default: LXD's default profile)")
 	flags.IntVar(&f.minimum, "scaling-min", 0, "minimum number of instances")
 	flags.IntVar(&f.maximum, "scaling-max", 0, "maximum number of instances (default: the minimum, at least 1)")

@@ -31,6 +31,7 @@ var updates = map[int]update{
 	16: updateAddFailSafe,
 	17: updateAddRevisionImages,
 	18: updateAddSchedule,
+	19: updateAddGovernorHolds,
 }
 
 // SchemaVersion is the version a fully updated database has.

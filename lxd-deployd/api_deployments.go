@@ -9,11 +9,9 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/redact"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -34,7 +32,7 @@ type deploymentsAPI struct {
 }
 
 func (a deploymentsAPI) list(r *http.Request) response.Response {
-	project, err := projectParam(r)
+	project, err := projectsParam(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -44,14 +42,27 @@ func (a deploymentsAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	var deployments []db.Deployment
-	var names []string
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		if level == 0 {
+	clauses, err := parseFilter(r)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	// The common case, one project's URLs unfiltered, needs only the names.
+	if level == 0 && clauses == nil && project != "" {
+		var names []string
+		err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 			names, err = db.GetDeploymentNames(ctx, tx, project)
 			return err
+		})
+		if err != nil {
+			return response.SmartError(err)
 		}
 
+		return listResponse(level, names, func(name string) string { return api.DeploymentURL(project, name) }, func(name string) string { return name })
+	}
+
+	var deployments []db.Deployment
+	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		deployments, err = db.GetDeployments(ctx, tx, db.DeploymentFilter{Project: project})
 		return err
 	})
@@ -59,21 +70,18 @@ func (a deploymentsAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	if level == 0 {
-		urls := make([]string, 0, len(names))
-		for _, name := range names {
-			urls = append(urls, api.DeploymentURL(project, name))
-		}
-
-		return response.SyncResponse(urls)
-	}
-
-	result := make([]api.Deployment, 0, len(deployments))
+	visible := make([]api.Deployment, 0, len(deployments))
 	for _, d := range deployments {
-		result = append(result, d.Deployment)
+		visible = append(visible, deploymentFor(r, d.Deployment))
 	}
 
-	return response.SyncResponse(result)
+	visible, err = filterDeployments(visible, clauses)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	// Across projects the URLs carry each deployment's project, as LXD's do.
+	return listResponse(level, visible, func(d api.Deployment) string { return api.DeploymentURL(d.Project, d.Name) }, func(d api.Deployment) api.Deployment { return d })
 }
 
 func (a deploymentsAPI) create(r *http.Request) response.Response {
@@ -171,13 +179,7 @@ func (a deploymentsAPI) get(r *http.Request) response.Response {
 	}
 
 	etag := d.Writable()
-	if !seesSecrets(r) {
-		// Webhook URLs often carry credentials in their query: only admins see them whole.
-		d.GovernorWebhookURL = webhooks.RedactURL(d.GovernorWebhookURL)
-		d.Deployment = redact.Deployment(d.Deployment)
-	}
-
-	return response.SyncResponseETag(d.Deployment, etag)
+	return response.SyncResponseETag(deploymentFor(r, d.Deployment), etag)
 }
 
 func (a deploymentsAPI) put(r *http.Request) response.Response {

@@ -299,6 +299,7 @@ func (d *daemon) apis() apis {
 		resize:       resizeAPI{db: d.db, lxd: d.lxd, ops: d.ops, reporter: l, inPlace: d.fleet.InPlace},
 		ui:           ui.API{DB: d.db, Addresses: d.addresses},
 		access:       access,
+		governorHold: governorHoldAPI{db: d.db},
 	}
 }
 

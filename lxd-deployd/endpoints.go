@@ -27,6 +27,7 @@ type apis struct {
 	schedule     scheduleAPI
 	ui           ui.API
 	access       access
+	governorHold governorHoldAPI
 }
 
 // endpoints is the route table: every path of the API, and for each method its handler and
@@ -39,6 +40,9 @@ func endpoints(a apis) []endpoint {
 	trusted := action{access: allowTrusted}
 	deploymentReader := action{access: a.access.allowDeploymentRead}
 	deploymentAdmin := action{access: a.access.allowDeploymentAdmin}
+	// The governor API's changes: deploymentAdmin, and only the active governor among
+	// deployment keys while one holds the deployment (governor_hold.go).
+	activeGovernor := action{access: a.access.allowActiveGovernor}
 	// The types API reads manifests only (doc/templates.md).
 	types := typesAPI{db: a.deployments.db}
 	with := func(base action, h handlerFunc) action {
@@ -95,6 +99,13 @@ func endpoints(a apis) []endpoint {
 			delete: with(admin, a.deployments.delete),
 		},
 		{
+			// The deployment's one active governor (doc/governors.md#one-active-governor).
+			path:   "/1.0/deployments/{deployment}/governor",
+			get:    governor(with(deploymentReader, a.governorHold.get)),
+			put:    governor(with(deploymentAdmin, a.governorHold.put)),
+			delete: governor(with(deploymentAdmin, a.governorHold.delete)),
+		},
+		{
 			path: "/1.0/deployments/{deployment}/keys",
 			get:  with(secretRead, a.keys.list),
 			post: with(credentialWrite, a.keys.create),
@@ -123,7 +134,7 @@ func endpoints(a apis) []endpoint {
 		{
 			// Vertical scaling: the governor API too, for the roles that may launch and delete.
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/resources",
-			put:  governor(with(deploymentAdmin, a.resize.put)),
+			put:  governor(with(activeGovernor, a.resize.put)),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/revisions",
@@ -225,12 +236,12 @@ func endpoints(a apis) []endpoint {
 		{
 			path:   "/1.0/deployments/{deployment}/shapes/{shape}/instances/{instance}",
 			get:    governor(with(deploymentReader, a.instances.get)),
-			post:   governor(with(deploymentAdmin, a.instances.create)),
-			delete: governor(with(deploymentAdmin, a.instances.delete)),
+			post:   governor(with(activeGovernor, a.instances.create)),
+			delete: governor(with(activeGovernor, a.instances.delete)),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/instances/{instance}/state",
-			put:  governor(with(deploymentAdmin, a.instances.putState)),
+			put:  governor(with(activeGovernor, a.instances.putState)),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/instances/{instance}/lifecycle",
@@ -242,7 +253,7 @@ func endpoints(a apis) []endpoint {
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/rebalance",
-			post: governor(with(deploymentAdmin, a.placement.rebalance)),
+			post: governor(with(activeGovernor, a.placement.rebalance)),
 		},
 		{
 			path: "/1.0/lxd-members/{member}/drain",

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/redact"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -16,6 +17,17 @@ import (
 // read-only web sessions: auth.Caller.SeesSecrets).
 func seesSecrets(r *http.Request) bool {
 	return auth.CallerFromContext(r.Context()).SeesSecrets()
+}
+
+// deploymentFor is a deployment as the caller may see it: webhook URLs often carry
+// credentials in their query, so only admins see them whole.
+func deploymentFor(r *http.Request, d api.Deployment) api.Deployment {
+	if seesSecrets(r) {
+		return d
+	}
+
+	d.GovernorWebhookURL = webhooks.RedactURL(d.GovernorWebhookURL)
+	return redact.Deployment(d)
 }
 
 // shapeFor is a shape as the caller may see it.

@@ -18,6 +18,7 @@ var accessLabels = map[string]string{
 	"allowMetrics":         "metrics",
 	"allowDeploymentRead":  "deployment key (read)",
 	"allowDeploymentAdmin": "deployment key (admin)",
+	"allowActiveGovernor":  "deployment key (admin); the active governor only, if one holds the deployment",
 	"allowInstanceHook":    "deployment key (admin); in-instance: own instance only",
 	"allowInstanceHealth":  "deployment key (admin); in-instance: own instance only",
 	"allowMember":          "member",
