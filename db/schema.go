@@ -29,6 +29,7 @@ var updates = map[int]update{
 	14: updateAddResourceBounds,
 	15: updateAddPlacement,
 	16: updateAddFailSafe,
+	17: updateAddRolloutDeployers,
 }
 
 // SchemaVersion is the version a fully updated database has.

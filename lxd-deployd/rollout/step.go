@@ -93,6 +93,10 @@ func (e *Engine) observe(ctx context.Context, client lxd.InstanceServer, r db.Ro
 
 // step moves one running rollout forward.
 func (e *Engine) step(ctx context.Context, client lxd.InstanceServer, r db.Rollout) error {
+	if UsesDeployer(r) {
+		return e.stepCustom(ctx, client, r)
+	}
+
 	v, err := e.observe(ctx, client, r)
 	if err != nil {
 		return err

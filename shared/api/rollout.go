@@ -11,6 +11,9 @@ const (
 	RolloutRolling  = "rolling"
 	RolloutRecreate = "recreate"
 	RolloutCanary   = "canary"
+
+	// RolloutCustom runs an admin's deployer image (rollout.custom) to carry out the rollout.
+	RolloutCustom = "custom"
 )
 
 // Rollout triggers: what starts a rollout besides POST .../rollouts.
@@ -34,7 +37,7 @@ const (
 // Every field is optional; the zero value is a manual rolling rollout with max_surge 1 and
 // max_unavailable 0.
 type DeploymentShapeRollout struct {
-	// rolling (default), recreate or canary
+	// rolling (default), recreate, canary or custom
 	// Example: rolling
 	Strategy string `json:"strategy,omitempty" yaml:"strategy,omitempty"`
 
@@ -67,6 +70,9 @@ type DeploymentShapeRollout struct {
 
 	// The canary strategy's settings
 	Canary *DeploymentShapeRolloutCanary `json:"canary,omitempty" yaml:"canary,omitempty"`
+
+	// The custom strategy's deployer (doc/rollouts.md#custom)
+	Custom *DeploymentShapeRolloutCustom `json:"custom,omitempty" yaml:"custom,omitempty"`
 }
 
 // DeploymentShapeRolloutCanary configures the canary strategy.
@@ -254,6 +260,9 @@ type DeploymentRollout struct {
 	// Instances still at an older revision
 	// Example: 2
 	Outdated int `json:"outdated" yaml:"outdated"`
+
+	// The deployer of a custom rollout (its output for admins only)
+	Deployer *DeploymentRolloutDeployer `json:"deployer,omitempty" yaml:"deployer,omitempty"`
 
 	// When it started, last changed, and finished
 	CreatedAt  time.Time  `json:"created_at" yaml:"created_at"`
