@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path"
 	"strings"
 	"sync"
@@ -304,13 +305,22 @@ func (e *Engine) startDeployer(ctx context.Context, client lxd.InstanceServer, r
 	env[api.DeployerFileEnv] = api.DeployerFile
 	env["LXD_DEPLOYD_PROJECT"], env["LXD_DEPLOYD_DEPLOYMENT"], env["LXD_DEPLOYD_SHAPE"] = input.Project, input.Deployment, input.Shape
 	env["LXD_DEPLOYD_ROLLOUT"], env["LXD_DEPLOYD_REVISION"] = fmt.Sprint(input.Rollout), fmt.Sprint(input.Revision)
-	exec, err := c.ExecInstance(d.Instance, lxdapi.InstanceExecPost{Command: validate.DeployerCommand(custom), Environment: env, WaitForWS: false, RecordOutput: true}, nil)
+	// Without websockets, with the output recorded in LXD's log files: the command runs
+	// whether or not anyone is attached, and a restarted daemon follows its operation
+	// again. (The client's ExecInstance would also open an event listener per call.)
+	post := lxdapi.InstanceExecPost{Command: validate.DeployerCommand(custom), Environment: env, WaitForWS: false, RecordOutput: true}
+	resp, _, err := c.RawQuery("POST", "/1.0/instances/"+url.PathEscape(d.Instance)+"/exec?project="+url.QueryEscape(d.Project), post, "")
+	if err == nil && resp.Operation == "" {
+		err = fmt.Errorf("LXD started no operation")
+	}
+
 	if err != nil {
 		return fmt.Errorf("run %q in deployer %s: %w", strings.Join(validate.DeployerCommand(custom), " "), d.Instance, err)
 	}
 
+	opURL, _, _ := strings.Cut(resp.Operation, "?")
 	return e.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
-		return db.SetDeployerOperation(ctx, tx, r.ID, exec.Get().ID)
+		return db.SetDeployerOperation(ctx, tx, r.ID, path.Base(opURL))
 	})
 }
 
