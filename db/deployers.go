@@ -11,10 +11,18 @@ import (
 	"time"
 )
 
-// Deployer is a row of deployments_shapes_rollouts_deployers: the transient instance that
-// carries out a custom rollout.
+// Kinds of transient instances a rollout runs.
+const (
+	KindDeployer = "deployer"
+	KindPre      = "pre"
+	KindPost     = "post"
+)
+
+// Deployer is a row of deployments_shapes_rollouts_deployers: a transient instance of a
+// rollout, the deployer that carries out a custom rollout or a pre or post hook.
 type Deployer struct {
 	RolloutID  int64
+	Kind       string
 	Project    string
 	Instance   string
 	Operation  string
@@ -35,10 +43,11 @@ func hashCredential(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// CreateDeployer records a rollout's deployer before it exists in LXD, with its credential.
-func CreateDeployer(ctx context.Context, tx *sql.Tx, rolloutID int64, project string, instance string, secret string, now time.Time) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO deployments_shapes_rollouts_deployers (rollout_id, project, instance, credential_hash, started_at) VALUES (?, ?, ?, ?, ?)`,
-		rolloutID, project, instance, hashCredential(secret), now.UTC())
+// CreateDeployer records a rollout's transient instance of a kind before it exists in LXD,
+// with its credential.
+func CreateDeployer(ctx context.Context, tx *sql.Tx, rolloutID int64, kind string, project string, instance string, secret string, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO deployments_shapes_rollouts_deployers (rollout_id, kind, project, instance, credential_hash, started_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		rolloutID, kind, project, instance, hashCredential(secret), now.UTC())
 	if err != nil {
 		return fmt.Errorf("record deployer %s: %w", instance, err)
 	}
@@ -46,13 +55,13 @@ func CreateDeployer(ctx context.Context, tx *sql.Tx, rolloutID int64, project st
 	return nil
 }
 
-const deployerColumns = `rollout_id, project, instance, operation, exit_code, output, started_at, finished_at, deleted, credential_hash IS NULL`
+const deployerColumns = `rollout_id, kind, project, instance, operation, exit_code, output, started_at, finished_at, deleted, credential_hash IS NULL`
 
 func scanDeployer(row interface{ Scan(...any) error }) (*Deployer, error) {
 	var d Deployer
 	var code sql.NullInt64
 	var finished sql.NullTime
-	err := row.Scan(&d.RolloutID, &d.Project, &d.Instance, &d.Operation, &code, &d.Output, &d.StartedAt, &finished, &d.Deleted, &d.Revoked)
+	err := row.Scan(&d.RolloutID, &d.Kind, &d.Project, &d.Instance, &d.Operation, &code, &d.Output, &d.StartedAt, &finished, &d.Deleted, &d.Revoked)
 	if err != nil {
 		return nil, err
 	}
@@ -69,9 +78,9 @@ func scanDeployer(row interface{ Scan(...any) error }) (*Deployer, error) {
 	return &d, nil
 }
 
-// GetDeployer returns a rollout's deployer, nil when it has none.
-func GetDeployer(ctx context.Context, tx *sql.Tx, rolloutID int64) (*Deployer, error) {
-	d, err := scanDeployer(tx.QueryRowContext(ctx, `SELECT `+deployerColumns+` FROM deployments_shapes_rollouts_deployers WHERE rollout_id = ?`, rolloutID))
+// GetDeployer returns a rollout's transient instance of a kind, nil when it has none.
+func GetDeployer(ctx context.Context, tx *sql.Tx, rolloutID int64, kind string) (*Deployer, error) {
+	d, err := scanDeployer(tx.QueryRowContext(ctx, `SELECT `+deployerColumns+` FROM deployments_shapes_rollouts_deployers WHERE rollout_id = ? AND kind = ?`, rolloutID, kind))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -83,34 +92,44 @@ func GetDeployer(ctx context.Context, tx *sql.Tx, rolloutID int64) (*Deployer, e
 	return d, nil
 }
 
-// CheckDeployerCredential says whether secret is the live credential of rollout rolloutID's
-// deployer (compared in constant time).
-func CheckDeployerCredential(ctx context.Context, tx *sql.Tx, rolloutID int64, secret string) (bool, error) {
-	var stored sql.NullString
-	err := tx.QueryRowContext(ctx, `SELECT credential_hash FROM deployments_shapes_rollouts_deployers WHERE rollout_id = ?`, rolloutID).Scan(&stored)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-
+// CheckDeployerCredential returns the kind of rollout rolloutID's transient instance whose
+// live credential secret is (compared in constant time), "" when none.
+func CheckDeployerCredential(ctx context.Context, tx *sql.Tx, rolloutID int64, secret string) (string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT kind, credential_hash FROM deployments_shapes_rollouts_deployers WHERE rollout_id = ? AND credential_hash IS NOT NULL`, rolloutID)
 	if err != nil {
-		return false, err
+		return "", err
 	}
 
-	return stored.Valid && subtle.ConstantTimeCompare([]byte(stored.String), []byte(hashCredential(secret))) == 1, nil
+	defer func() { _ = rows.Close() }()
+	want := []byte(hashCredential(secret))
+	found := ""
+	for rows.Next() {
+		var kind, stored string
+		err = rows.Scan(&kind, &stored)
+		if err != nil {
+			return "", err
+		}
+
+		if subtle.ConstantTimeCompare([]byte(stored), want) == 1 {
+			found = kind
+		}
+	}
+
+	return found, rows.Err()
 }
 
 // SetDeployerOperation records the LXD operation running the deployer's command, so that
 // a restarted daemon follows it again.
-func SetDeployerOperation(ctx context.Context, tx *sql.Tx, rolloutID int64, operation string) error {
-	_, err := tx.ExecContext(ctx, `UPDATE deployments_shapes_rollouts_deployers SET operation = ? WHERE rollout_id = ?`, operation, rolloutID)
+func SetDeployerOperation(ctx context.Context, tx *sql.Tx, rolloutID int64, kind string, operation string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE deployments_shapes_rollouts_deployers SET operation = ? WHERE rollout_id = ? AND kind = ?`, operation, rolloutID, kind)
 	return err
 }
 
 // EndDeployer records how a deployer ended and revokes its credential; a deployer whose end
 // is recorded already is left as it is (false).
-func EndDeployer(ctx context.Context, tx *sql.Tx, rolloutID int64, exitCode int, output string, now time.Time) (bool, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE deployments_shapes_rollouts_deployers SET exit_code = ?, output = ?, finished_at = ?, credential_hash = NULL WHERE rollout_id = ? AND exit_code IS NULL`,
-		exitCode, output, now.UTC(), rolloutID)
+func EndDeployer(ctx context.Context, tx *sql.Tx, rolloutID int64, kind string, exitCode int, output string, now time.Time) (bool, error) {
+	res, err := tx.ExecContext(ctx, `UPDATE deployments_shapes_rollouts_deployers SET exit_code = ?, output = ?, finished_at = ?, credential_hash = NULL WHERE rollout_id = ? AND kind = ? AND exit_code IS NULL`,
+		exitCode, output, now.UTC(), rolloutID, kind)
 	if err != nil {
 		return false, fmt.Errorf("record the end of deployer of rollout %d: %w", rolloutID, err)
 	}
@@ -147,13 +166,13 @@ SELECT `+deployerColumns+` FROM deployments_shapes_rollouts_deployers d
 
 // MarkDeployerDeleted records that LXD deleted a deployer (and revokes its credential, if
 // its end was never recorded); the row of a rollout that is gone goes with it.
-func MarkDeployerDeleted(ctx context.Context, tx *sql.Tx, rolloutID int64) error {
-	_, err := tx.ExecContext(ctx, `UPDATE deployments_shapes_rollouts_deployers SET deleted = 1, credential_hash = NULL WHERE rollout_id = ?`, rolloutID)
+func MarkDeployerDeleted(ctx context.Context, tx *sql.Tx, rolloutID int64, kind string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE deployments_shapes_rollouts_deployers SET deleted = 1, credential_hash = NULL WHERE rollout_id = ? AND kind = ?`, rolloutID, kind)
 	if err != nil {
 		return err
 	}
 
-	_, err = tx.ExecContext(ctx, `DELETE FROM deployments_shapes_rollouts_deployers WHERE rollout_id = ? AND NOT EXISTS (SELECT 1 FROM deployments_shapes_rollouts r WHERE r.id = rollout_id)`, rolloutID)
+	_, err = tx.ExecContext(ctx, `DELETE FROM deployments_shapes_rollouts_deployers AS x WHERE x.rollout_id = ? AND x.deleted = 1 AND NOT EXISTS (SELECT 1 FROM deployments_shapes_rollouts r WHERE r.id = x.rollout_id)`, rolloutID)
 	return err
 }
 
@@ -170,8 +189,9 @@ type DeployerScope struct {
 	InstanceProj string
 }
 
-// GetDeployerScope returns the scope of rollout rolloutID's deployer, or sql.ErrNoRows.
-func GetDeployerScope(ctx context.Context, tx *sql.Tx, rolloutID int64) (*DeployerScope, error) {
+// GetDeployerScope returns the scope of rollout rolloutID's transient instance of a kind,
+// or sql.ErrNoRows.
+func GetDeployerScope(ctx context.Context, tx *sql.Tx, rolloutID int64, kind string) (*DeployerScope, error) {
 	var s DeployerScope
 	err := tx.QueryRowContext(ctx, `
 SELECT d.project, d.name, d.id, s.name, r.number, r.status, x.instance, x.project
@@ -179,7 +199,7 @@ SELECT d.project, d.name, d.id, s.name, r.number, r.status, x.instance, x.projec
   JOIN deployments_shapes_rollouts r ON r.id = x.rollout_id
   JOIN deployments_shapes s ON s.id = r.deployment_shape_id
   JOIN deployments d ON d.id = s.deployment_id
- WHERE x.rollout_id = ?`, rolloutID).Scan(&s.Project, &s.Deployment, &s.DeploymentID, &s.Shape, &s.Rollout, &s.Status, &s.Instance, &s.InstanceProj)
+ WHERE x.rollout_id = ? AND x.kind = ?`, rolloutID, kind).Scan(&s.Project, &s.Deployment, &s.DeploymentID, &s.Shape, &s.Rollout, &s.Status, &s.Instance, &s.InstanceProj)
 	if err != nil {
 		return nil, err
 	}

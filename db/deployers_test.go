@@ -32,22 +32,29 @@ func TestDeployers(t *testing.T) {
 			return err
 		}
 
-		err = CreateDeployer(ctx, tx, r.ID, "default", "web-d1-abcdef", "secret", now)
+		err = CreateDeployer(ctx, tx, r.ID, KindDeployer, "default", "web-d1-abcdef", "secret", now)
 		if err != nil {
 			return err
 		}
 
-		check := func(secret string, want bool, why string) {
+		// A pre hook of the same rollout has its own credential.
+		err = CreateDeployer(ctx, tx, r.ID, KindPre, "default", "web-pre1-abcdef", "hook", now)
+		if err != nil {
+			return err
+		}
+
+		check := func(secret string, want string, why string) {
 			t.Helper()
-			ok, err := CheckDeployerCredential(ctx, tx, r.ID, secret)
-			if err != nil || ok != want {
-				t.Errorf("%s: credential %v (err %v), want %v", why, ok, err, want)
+			kind, err := CheckDeployerCredential(ctx, tx, r.ID, secret)
+			if err != nil || kind != want {
+				t.Errorf("%s: credential of %q (err %v), want %q", why, kind, err, want)
 			}
 		}
 
-		check("secret", true, "running")
-		check("secreT", false, "wrong secret")
-		scope, err := GetDeployerScope(ctx, tx, r.ID)
+		check("secret", KindDeployer, "running")
+		check("hook", KindPre, "the hook's")
+		check("secreT", "", "wrong secret")
+		scope, err := GetDeployerScope(ctx, tx, r.ID, KindDeployer)
 		if err != nil || scope.Shape != "web" || scope.Instance != "web-d1-abcdef" || scope.Status != api.RolloutRunning {
 			t.Fatalf("scope %+v, err %v", scope, err)
 		}
@@ -57,23 +64,28 @@ func TestDeployers(t *testing.T) {
 			t.Fatalf("a running deployer is not swept: %+v %v", todo, err)
 		}
 
-		err = SetDeployerOperation(ctx, tx, r.ID, "op1")
+		_, err = tx.ExecContext(ctx, "DELETE FROM deployments_shapes_rollouts_deployers WHERE kind = 'pre'")
 		if err != nil {
 			return err
 		}
 
-		ended, err := EndDeployer(ctx, tx, r.ID, 3, "boom", now)
+		err = SetDeployerOperation(ctx, tx, r.ID, KindDeployer, "op1")
+		if err != nil {
+			return err
+		}
+
+		ended, err := EndDeployer(ctx, tx, r.ID, KindDeployer, 3, "boom", now)
 		if err != nil || !ended {
 			t.Fatalf("end: %v %v", ended, err)
 		}
 
-		again, err := EndDeployer(ctx, tx, r.ID, 0, "", now)
+		again, err := EndDeployer(ctx, tx, r.ID, KindDeployer, 0, "", now)
 		if err != nil || again {
 			t.Fatalf("a deployer ends once: %v %v", again, err)
 		}
 
-		check("secret", false, "ended")
-		d, err := GetDeployer(ctx, tx, r.ID)
+		check("secret", "", "ended")
+		d, err := GetDeployer(ctx, tx, r.ID, KindDeployer)
 		if err != nil || d.ExitCode == nil || *d.ExitCode != 3 || d.Output != "boom" || d.Operation != "op1" || !d.Revoked {
 			t.Fatalf("deployer %+v, err %v", d, err)
 		}
@@ -85,7 +97,7 @@ func TestDeployers(t *testing.T) {
 
 		// A deployer whose rollout is gone (a forced shape delete) is swept too, and its
 		// row goes once LXD deleted it.
-		err = CreateDeployer(ctx, tx, 9999, "default", "gone-d1-abcdef", "s2", now)
+		err = CreateDeployer(ctx, tx, 9999, KindPre, "default", "gone-d1-abcdef", "s2", now)
 		if err != nil {
 			return err
 		}
@@ -95,19 +107,27 @@ func TestDeployers(t *testing.T) {
 			t.Fatalf("a deployer of a gone rollout is swept: %+v %v", todo, err)
 		}
 
-		for _, id := range []int64{r.ID, 9999} {
-			err = MarkDeployerDeleted(ctx, tx, id)
-			if err != nil {
-				return err
-			}
+		err = MarkDeployerDeleted(ctx, tx, r.ID, KindDeployer)
+		if err != nil {
+			return err
 		}
 
-		gone, err := GetDeployer(ctx, tx, 9999)
+		err = MarkDeployerDeleted(ctx, tx, 9999, KindPre)
+		if err != nil {
+			return err
+		}
+
+		kept, err := GetDeployer(ctx, tx, r.ID, KindDeployer)
+		if err != nil || kept == nil || !kept.Deleted {
+			t.Fatalf("the row of a kept rollout's deployer stays, deleted: %+v %v", kept, err)
+		}
+
+		gone, err := GetDeployer(ctx, tx, 9999, KindPre)
 		if err != nil || gone != nil {
 			t.Fatalf("the row of a gone rollout's deployer stays: %+v %v", gone, err)
 		}
 
-		_, err = GetDeployerScope(ctx, tx, 9999)
+		_, err = GetDeployerScope(ctx, tx, 9999, KindPre)
 		if !errors.Is(err, sql.ErrNoRows) {
 			t.Fatalf("scope of a gone rollout: %v", err)
 		}

@@ -17,8 +17,8 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
-// A custom rollout's deployer (doc/rollouts.md#custom) holds a credential the daemon made
-// for it: a bearer secret, of which only a hash is kept, read on every request. It is good
+// A custom rollout's deployer, and a rollout's pre or post hook
+// (doc/rollouts.md#custom-deployers, #hooks), holds a credential the daemon made for it: a bearer secret, of which only a hash is kept, read on every request. It is good
 // only through the deployer's own governor socket (the transport names the instance), only
 // while its rollout runs and the deployer has not ended, and only on the governor API of
 // the rollout's shape: the same routes, role checks and bound checks as any governor's.
@@ -35,13 +35,15 @@ func authenticateDeployer(ctx context.Context, cluster *db.Cluster, conn *govern
 	}
 
 	var scope *db.DeployerScope
+	var kind string
 	err := cluster.Read(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		valid, err := db.CheckDeployerCredential(ctx, tx, id, secret)
-		if err != nil || !valid {
+		var err error
+		kind, err = db.CheckDeployerCredential(ctx, tx, id, secret)
+		if err != nil || kind == "" {
 			return errors.Join(err, errDeployerRevoked)
 		}
 
-		scope, err = db.GetDeployerScope(ctx, tx, id)
+		scope, err = db.GetDeployerScope(ctx, tx, id, kind)
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) || errors.Is(err, errDeployerRevoked) {
@@ -62,7 +64,7 @@ func authenticateDeployer(ctx context.Context, cluster *db.Cluster, conn *govern
 
 	return &auth.Caller{
 		Protocol: auth.ProtocolGovernor, Trusted: true, CertificateType: auth.CertificateTypeDeployer,
-		Name:     fmt.Sprintf("deployer of rollout %d of %s", scope.Rollout, scope.Shape),
+		Name:     fmt.Sprintf("%s of rollout %d of %s", transientLabel(kind), scope.Rollout, scope.Shape),
 		Audience: auth.TokenAudience(scope.Project, scope.Deployment), Subject: scope.Instance,
 		Instance: conn.Instance, InstanceProject: conn.Project, Shape: scope.Shape,
 	}, nil
@@ -109,4 +111,13 @@ func deployerDeployment(ctx context.Context, cluster *db.Cluster, caller *auth.C
 // cutAudience splits a token audience into project and deployment.
 func cutAudience(audience string) (string, string, bool) {
 	return strings.Cut(strings.TrimPrefix(audience, auth.TokenAudiencePrefix), "/")
+}
+
+// transientLabel names a rollout's transient instance by its kind.
+func transientLabel(kind string) string {
+	if kind == db.KindDeployer {
+		return "deployer"
+	}
+
+	return kind + " hook"
 }

@@ -11,24 +11,29 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
-// withDeployer adds a custom rollout's deployer (its instance, exit code and output) to the
-// rollout shown; rolloutFor then drops the output for callers who are not admins.
+// withDeployer adds a rollout's transient instances (a custom rollout's deployer, the pre
+// and post hooks: instance, exit code and output) to the rollout shown; rolloutFor then
+// drops their output for callers who are not admins.
 func (a rolloutsAPI) withDeployer(ctx context.Context, r db.Rollout, out api.DeploymentRollout) api.DeploymentRollout {
-	if r.Strategy.Strategy != api.RolloutCustom {
+	if r.Strategy.Strategy != api.RolloutCustom && r.Strategy.Pre == nil && r.Strategy.Post == nil {
 		return out
 	}
 
-	var d *db.Deployer
-	err := a.db.Read(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var err error
-		d, err = db.GetDeployer(ctx, tx, r.ID)
-		return err
+	_ = a.db.Read(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		for kind, into := range map[string]**api.DeploymentRolloutDeployer{db.KindDeployer: &out.Deployer, db.KindPre: &out.Pre, db.KindPost: &out.Post} {
+			d, err := db.GetDeployer(ctx, tx, r.ID, kind)
+			if err != nil {
+				return err
+			}
+
+			if d != nil {
+				*into = &api.DeploymentRolloutDeployer{Instance: d.Instance, ExitCode: d.ExitCode, Output: d.Output, StartedAt: d.StartedAt, FinishedAt: d.FinishedAt, Deleted: d.Deleted}
+			}
+		}
+
+		return nil
 	})
-	if err != nil || d == nil {
-		return out
-	}
 
-	out.Deployer = &api.DeploymentRolloutDeployer{Instance: d.Instance, ExitCode: d.ExitCode, Output: d.Output, StartedAt: d.StartedAt, FinishedAt: d.FinishedAt, Deleted: d.Deleted}
 	return out
 }
 

@@ -33,9 +33,23 @@ func TestUsesDeployerAndNames(t *testing.T) {
 		t.Fatal("the revert of a custom rollout is a built-in rolling one")
 	}
 
-	name := DeployerName(strings.Repeat("w", 70), 12)
+	name := transientName(strings.Repeat("w", 70), 12, db.KindDeployer)
 	if len(name) != 63 || !strings.Contains(name, "-d12-") {
 		t.Fatalf("name %q", name)
+	}
+
+	if name = transientName("web", 3, db.KindPre); !strings.HasPrefix(name, "web-pre3-") || len(name) != len("web-pre3-")+6 {
+		t.Fatalf("hook name %q", name)
+	}
+
+	custom.Cause = CauseAPI
+	if UsesHooks(custom) {
+		t.Fatal("a custom rollout runs no hooks")
+	}
+
+	custom.Strategy.Strategy = api.RolloutCanary
+	if !UsesHooks(custom) {
+		t.Fatal("a canary rollout runs its hooks")
 	}
 
 	if lastLine("a\nb: failed\n\n") != ": b: failed" || lastLine("") != "" {

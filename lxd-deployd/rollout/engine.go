@@ -90,10 +90,11 @@ type Engine struct {
 	// views is what the engine last read of its rollouts' instances in LXD.
 	views liveViews
 
-	// sockets gives deployers of custom rollouts their governor socket; deployers are the
-	// custom rollouts whose deployer a goroutine of this daemon starts or follows.
-	sockets   fleet.Sockets
-	deployers deployerFollows
+	// sockets gives a rollout's transient instances (a custom rollout's deployer, hooks)
+	// their governor socket; transients are those a goroutine of this daemon starts or
+	// follows.
+	sockets    fleet.Sockets
+	transients transientFollows
 
 	// wake ticks the engine, and at once when poked (a rollout started, paused or resumed).
 	wake loop.Loop
@@ -157,7 +158,7 @@ func (e *Engine) tick(ctx context.Context) {
 	}
 
 	e.views.keep(active)
-	e.sweepDeployers(ctx, client)
+	e.sweepTransients(ctx, client)
 	for _, r := range mine {
 		err = e.step(ctx, client, r)
 		if err != nil && ctx.Err() == nil {

@@ -102,6 +102,12 @@ func (e *Engine) step(ctx context.Context, client lxd.InstanceServer, r db.Rollo
 		return err
 	}
 
+	// A pre hook gates the rollout's first replacement (transient.go).
+	ready, err := e.hookGate(ctx, client, r, v, db.KindPre)
+	if !ready {
+		return err
+	}
+
 	// What LXD can apply live goes in place first: same instances, no restart. A step that
 	// updated some in place replaces nothing: the next step takes the next batch, and only
 	// what cannot go in place (or was refused) is replaced once none is left.
@@ -121,6 +127,12 @@ func (e *Engine) step(ctx context.Context, client lxd.InstanceServer, r db.Rollo
 	case p.Refuse != "":
 		return e.fail(ctx, r, p.Refuse)
 	case p.Complete:
+		// A post hook gates the end.
+		ready, err = e.hookGate(ctx, client, r, v, db.KindPost)
+		if !ready {
+			return err
+		}
+
 		return e.finish(ctx, r, api.RolloutComplete, "", reporter.RolloutCompleted)
 	case p.WaitPromote:
 		return e.Transition(ctx, r, api.RolloutRunning, api.RolloutPaused, "wait-promote", "the canaries are ready: promote to continue, or abort to revert them", reporter.RolloutPaused, Requestor)

@@ -71,8 +71,16 @@ type DeploymentShapeRollout struct {
 	// The canary strategy's settings
 	Canary *DeploymentShapeRolloutCanary `json:"canary,omitempty" yaml:"canary,omitempty"`
 
-	// The custom strategy's deployer (doc/rollouts.md#custom)
+	// The custom strategy's deployer (doc/rollouts.md#custom-deployers)
 	Custom *DeploymentShapeRolloutCustom `json:"custom,omitempty" yaml:"custom,omitempty"`
+
+	// A transient instance run before a rolling, recreate or canary rollout replaces
+	// anything, whose exit code gates the rollout (doc/rollouts.md#hooks)
+	Pre *DeploymentShapeRolloutHook `json:"pre,omitempty" yaml:"pre,omitempty"`
+
+	// A transient instance run once every instance is replaced and ready, before the
+	// rollout completes; a failure fails the rollout
+	Post *DeploymentShapeRolloutHook `json:"post,omitempty" yaml:"post,omitempty"`
 }
 
 // DeploymentShapeRolloutCanary configures the canary strategy.
@@ -263,6 +271,10 @@ type DeploymentRollout struct {
 
 	// The deployer of a custom rollout (its output for admins only)
 	Deployer *DeploymentRolloutDeployer `json:"deployer,omitempty" yaml:"deployer,omitempty"`
+
+	// The rollout's pre and post hooks, once started (their output for admins only)
+	Pre  *DeploymentRolloutDeployer `json:"pre,omitempty" yaml:"pre,omitempty"`
+	Post *DeploymentRolloutDeployer `json:"post,omitempty" yaml:"post,omitempty"`
 
 	// When it started, last changed, and finished
 	CreatedAt  time.Time  `json:"created_at" yaml:"created_at"`

@@ -25,7 +25,29 @@ type DeploymentShapeRolloutCustom struct {
 	Timeout string `json:"timeout,omitempty" yaml:"timeout,omitempty"`
 }
 
-// DeploymentRolloutDeployer is the transient instance that carries out a custom rollout.
+// DeploymentShapeRolloutHook is a pre or post hook of a rolling, recreate or canary
+// rollout: a transient instance, as a custom rollout's deployer, whose exit code gates the
+// step (a database migration before new code starts, say).
+type DeploymentShapeRolloutHook struct {
+	// Image of the hook (an alias or fingerprint in the deployment's project)
+	// Example: migrations
+	Image string `json:"image" yaml:"image"`
+
+	// Command run in the hook instance (required)
+	// Example: ["/usr/local/bin/migrate", "up"]
+	Command []string `json:"command" yaml:"command"`
+
+	// Environment given to the command, besides the LXD_DEPLOYD_* variables
+	// Example: {"DB_HOST": "10.0.0.5"}
+	Environment map[string]string `json:"environment,omitempty" yaml:"environment,omitempty"`
+
+	// How long the hook may run (default 10m)
+	// Example: 5m
+	Timeout string `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+}
+
+// DeploymentRolloutDeployer is a transient instance of a rollout: the deployer that carries
+// out a custom rollout, or a pre or post hook.
 type DeploymentRolloutDeployer struct {
 	// Name of the deployer instance in LXD
 	// Example: web-d3-9f2c1a
@@ -81,4 +103,8 @@ type DeployerInput struct {
 	Socket string `json:"socket"`
 	// The bearer credential (Authorization: Bearer ...)
 	Credential string `json:"credential"`
+
+	// pre or post for a hook, empty for a custom rollout's deployer
+	// Example: pre
+	Hook string `json:"hook,omitempty"`
 }

@@ -27,6 +27,11 @@ func TestRolloutCustom(t *testing.T) {
 		{"bad env", custom(api.DeploymentShapeRolloutCustom{Image: "d", Environment: map[string]string{"A=B": "1"}}), "not a variable name"},
 		{"bad timeout", custom(api.DeploymentShapeRolloutCustom{Image: "d", Timeout: "soon"}), "custom.timeout"},
 		{"short timeout", custom(api.DeploymentShapeRolloutCustom{Image: "d", Timeout: "10ms"}), "too short"},
+		{"hooks", api.DeploymentShapeRollout{Strategy: api.RolloutRecreate, Pre: &api.DeploymentShapeRolloutHook{Image: "m", Command: []string{"/m"}}, Post: &api.DeploymentShapeRolloutHook{Image: "m", Command: []string{"/m"}, Timeout: "1m"}}, ""},
+		{"hook on custom", api.DeploymentShapeRollout{Strategy: api.RolloutCustom, Custom: &api.DeploymentShapeRolloutCustom{Image: "d"}, Pre: &api.DeploymentShapeRolloutHook{Image: "m", Command: []string{"/m"}}}, "a custom deployer runs its own steps"},
+		{"hook without command", api.DeploymentShapeRollout{Post: &api.DeploymentShapeRolloutHook{Image: "m"}}, "rollout.post.command is required"},
+		{"hook without image", api.DeploymentShapeRollout{Pre: &api.DeploymentShapeRolloutHook{Command: []string{"/m"}}}, "rollout.pre.image is required"},
+		{"hook env", api.DeploymentShapeRollout{Pre: &api.DeploymentShapeRolloutHook{Image: "m", Command: []string{"/m"}, Environment: map[string]string{"LXD_DEPLOYD_A": "x"}}}, "rollout.pre.environment"},
 		{"surge", api.DeploymentShapeRollout{Strategy: api.RolloutCustom, MaxSurge: "2", Custom: &api.DeploymentShapeRolloutCustom{Image: "d"}}, "built-in strategies"},
 	} {
 		err := Rollout(tc.in)
