@@ -288,17 +288,7 @@ func TestRolloutCustomFailures(t *testing.T) {
 	// Hangs: killed at the progress deadline. Meanwhile its credential works on web only,
 	// and only through its own socket.
 	n = env.customRollout(t, image, "4", []string{"sleep", "600"}, func(r *api.DeploymentShapeRollout) { r.ProgressDeadline = "8s" })
-	var deployer lxdapi.Instance
-	env.waitUntil(t, "the deployer runs", time.Minute, func() bool {
-		found := env.deployers(t)
-		if len(found) == 1 && found[0].StatusCode == lxdapi.Running {
-			deployer = found[0]
-			return true
-		}
-
-		return false
-	})
-
+	deployer := env.waitDeployerRuns(t)
 	var input api.DeployerInput
 	env.waitUntil(t, "the deployer's input", 30*time.Second, func() bool {
 		code, stdout, _ := env.exec(t, deployer.Name, "cat", api.DeployerFile)
@@ -342,6 +332,40 @@ func TestRolloutCustomFailures(t *testing.T) {
 	if err == nil {
 		t.Fatalf("the credential outlived its deployer")
 	}
+
+	// Cancelled while it runs: it is deleted, with its output so far.
+	n = env.customRollout(t, image, "5", []string{"sh", "-c", "echo started; sleep 600"}, nil)
+	env.waitDeployerRuns(t)
+	must(t, env.admin.DeploymentShapeRolloutAction("dep1", "web", n, "cancel"))
+	env.waitNoDeployer(t, "cancel")
+	r, err = env.admin.GetDeploymentShapeRollout("dep1", "web", n)
+	must(t, err)
+	if r.Status != "cancelled" || r.Deployer.ExitCode == nil || *r.Deployer.ExitCode != -1 || !strings.Contains(r.Deployer.Output, "its rollout is no longer running") {
+		t.Fatalf("cancel: %+v %+v", r, r.Deployer)
+	}
+
+	// The shape deleted with force while one runs: it is deleted too.
+	env.customRollout(t, image, "6", []string{"sleep", "600"}, nil)
+	env.waitDeployerRuns(t)
+	must(t, env.admin.DeleteDeploymentShape("dep1", "web", true))
+	env.waitNoDeployer(t, "shape deleted")
+}
+
+// waitDeployerRuns waits until web's one deployer runs in LXD.
+func (env *governorEnv) waitDeployerRuns(t testing.TB) lxdapi.Instance {
+	t.Helper()
+	var deployer lxdapi.Instance
+	env.waitUntil(t, "the deployer runs", time.Minute, func() bool {
+		found := env.deployers(t)
+		if len(found) == 1 && found[0].StatusCode == lxdapi.Running {
+			deployer = found[0]
+			return true
+		}
+
+		return false
+	})
+
+	return deployer
 }
 
 // TestRolloutCustomSurvivesRestart kills the daemon while a deployer runs: the restarted
