@@ -138,14 +138,15 @@ func EndDeployer(ctx context.Context, tx *sql.Tx, rolloutID int64, kind string, 
 	return n == 1, err
 }
 
-// GetDeployersToDelete returns the deployers still in LXD whose work is over: ended, or
-// whose rollout is no longer running (finished, paused by hand, or gone).
+// GetDeployersToDelete returns the transient instances still in LXD whose work is over:
+// ended, or whose rollout is over or gone. A paused rollout's hook keeps running: the
+// rollout judges its end when it resumes.
 func GetDeployersToDelete(ctx context.Context, tx *sql.Tx) ([]Deployer, error) {
 	rows, err := tx.QueryContext(ctx, `
 SELECT `+deployerColumns+` FROM deployments_shapes_rollouts_deployers d
  WHERE d.deleted = 0
    AND (d.exit_code IS NOT NULL
-        OR NOT EXISTS (SELECT 1 FROM deployments_shapes_rollouts r WHERE r.id = d.rollout_id AND r.status = 'running'))`)
+        OR NOT EXISTS (SELECT 1 FROM deployments_shapes_rollouts r WHERE r.id = d.rollout_id AND r.status IN ('running', 'paused')))`)
 	if err != nil {
 		return nil, fmt.Errorf("read deployers to delete: %w", err)
 	}

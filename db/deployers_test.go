@@ -64,6 +64,23 @@ func TestDeployers(t *testing.T) {
 			t.Fatalf("a running deployer is not swept: %+v %v", todo, err)
 		}
 
+		paused := api.RolloutPaused
+		err = UpdateRollout(ctx, tx, r.ID, api.RolloutRunning, RolloutUpdate{Status: &paused}, now)
+		if err != nil {
+			return err
+		}
+
+		todo, err = GetDeployersToDelete(ctx, tx)
+		if err != nil || len(todo) != 0 {
+			t.Fatalf("a paused rollout's hook is not swept: %+v %v", todo, err)
+		}
+
+		running := api.RolloutRunning
+		err = UpdateRollout(ctx, tx, r.ID, api.RolloutPaused, RolloutUpdate{Status: &running}, now)
+		if err != nil {
+			return err
+		}
+
 		_, err = tx.ExecContext(ctx, "DELETE FROM deployments_shapes_rollouts_deployers WHERE kind = 'pre'")
 		if err != nil {
 			return err
