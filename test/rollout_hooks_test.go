@@ -113,4 +113,29 @@ func TestRolloutHooks(t *testing.T) {
 	}
 
 	env.waitNoDeployer(t, "post failed")
+
+	// Paused while its pre hook runs: the hook is not killed, and the rollout judges its
+	// end once resumed.
+	env.updateShape(t, "", func(put *api.DeploymentShapePut) {
+		setVersion("5")(put)
+		put.Rollout = api.DeploymentShapeRollout{Pre: hook("sleep 4; echo migrated")}
+	})
+	_, err = env.admin.CreateDeploymentShapeRollout("dep1", "web", api.DeploymentRolloutsPost{})
+	must(t, err)
+	env.waitUntil(t, "the pre hook runs", time.Minute, func() bool {
+		r, err = env.admin.GetDeploymentShapeRollout("dep1", "web", n+3)
+		return err == nil && r.Phase == "pre-hook" && len(env.deployers(t)) == 1
+	})
+	must(t, env.admin.DeploymentShapeRolloutAction("dep1", "web", n+3, "pause"))
+	env.waitUntil(t, "the hook ends while paused", time.Minute, func() bool {
+		r, err = env.admin.GetDeploymentShapeRollout("dep1", "web", n+3)
+		return err == nil && r.Pre != nil && r.Pre.ExitCode != nil
+	})
+	if r.Status != "paused" || *r.Pre.ExitCode != 0 || !strings.Contains(r.Pre.Output, "migrated") {
+		t.Fatalf("a paused rollout's hook runs to its end: %+v %+v", r, r.Pre)
+	}
+
+	must(t, env.admin.DeploymentShapeRolloutAction("dep1", "web", n+3, "resume"))
+	env.waitRollout(t, n+3, 2*time.Minute, "complete")
+	env.waitNoDeployer(t, "paused hook")
 }
