@@ -32,6 +32,7 @@ var updates = map[int]update{
 	17: updateAddRevisionImages,
 	18: updateAddSchedule,
 	19: updateAddGovernorHolds,
+	20: updateAddRolloutDeployers,
 }
 
 // SchemaVersion is the version a fully updated database has.

@@ -57,6 +57,10 @@ func (a access) deploymentRole(r *http.Request, what string) (string, error) {
 		return "", forbidden("not trusted: use a client certificate, or a deployments certificate bound to a deployment key")
 	}
 
+	if caller.CertificateType == auth.CertificateTypeDeployer {
+		return deployerRole(r, caller)
+	}
+
 	if caller.CertificateType != api.CertificateTypeDeployments {
 		return "", forbidden("a %s certificate may not %s a deployment", caller.CertificateType, what)
 	}
@@ -96,6 +100,11 @@ func (a access) deploymentRole(r *http.Request, what string) (string, error) {
 func (a access) filter(caller *auth.Caller) events.Filter {
 	if caller.IsAdmin() {
 		return func(int64) bool { return true }
+	}
+
+	if caller.Trusted && caller.CertificateType == auth.CertificateTypeDeployer {
+		id := deployerDeployment(context.Background(), a.db, caller)
+		return func(deploymentID int64) bool { return deploymentID != 0 && deploymentID == id }
 	}
 
 	if !caller.Trusted || caller.CertificateType != api.CertificateTypeDeployments {

@@ -127,10 +127,10 @@ func (a rolloutsAPI) list(r *http.Request) response.Response {
 			// Only the active rollout (one at most) gets its counts: finished ones replaced
 			// what they replaced, and reading LXD for each would cost a listing apiece.
 			if ro.Finished() {
-				return rolloutFor(r, ro.DeploymentRollout)
+				return rolloutFor(r, a.withDeployer(r.Context(), ro, ro.DeploymentRollout))
 			}
 
-			return rolloutFor(r, a.withCounts(r.Context(), ro))
+			return rolloutFor(r, a.withDeployer(r.Context(), ro, a.withCounts(r.Context(), ro)))
 		})
 }
 
@@ -140,7 +140,7 @@ func (a rolloutsAPI) get(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	return response.SyncResponse(rolloutFor(r, a.withCounts(r.Context(), *rollout)))
+	return response.SyncResponse(rolloutFor(r, a.withDeployer(r.Context(), *rollout, a.withCounts(r.Context(), *rollout))))
 }
 
 // create starts a rollout of the shape's latest revision, refusing up front what the bounds
@@ -196,6 +196,10 @@ func checkRolloutFeasible(ctx context.Context, tx *sql.Tx, shape *db.Shape) erro
 	settings, err := shapes.ResolveRollout(shape.Rollout, shape.ScalingCurrent)
 	if err != nil {
 		return badRequest(err)
+	}
+
+	if settings.Strategy == api.RolloutCustom {
+		return nil // the deployer decides how instances are replaced; its calls meet the bounds
 	}
 
 	rows, err := db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: shape.ID})
@@ -283,6 +287,11 @@ func (a rolloutsAPI) action(r *http.Request) response.Response {
 	ro := *found
 	switch name {
 	case "pause":
+		if rollout.UsesDeployer(ro) {
+			err = errPauseCustom(ro)
+			break
+		}
+
 		err = e.Transition(r.Context(), ro, api.RolloutRunning, api.RolloutPaused, "paused", "paused by "+by.String(), reporter.RolloutPaused, by)
 	case "resume":
 		if ro.Phase == "wait-promote" {

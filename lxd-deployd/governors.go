@@ -20,6 +20,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 )
 
 // Shape config keys for in-instance governors.
@@ -73,6 +74,10 @@ func authenticateGovernor(r *http.Request, conn *governor.Conn, cluster *db.Clus
 	if !found || raw == "" {
 		// GET /1.0 stays public, as on HTTPS.
 		return &auth.Caller{Protocol: auth.ProtocolGovernor, Instance: conn.Instance, InstanceProject: conn.Project}, nil
+	}
+
+	if strings.HasPrefix(raw, rollout.CredentialPrefix) {
+		return authenticateDeployer(r.Context(), cluster, conn, raw)
 	}
 
 	lookup := func(fingerprint string) (*auth.TokenCertificate, error) {

@@ -65,6 +65,7 @@ func rolloutFor(r *http.Request, ro api.DeploymentRollout) api.DeploymentRollout
 
 	ro.Notes = redact.Text(ro.Notes)
 	ro.Reason = redact.Text(ro.Reason)
+	ro.Deployer, ro.Pre, ro.Post = deployerFor(ro.Deployer), deployerFor(ro.Pre), deployerFor(ro.Post)
 	return ro
 }
 

@@ -22,7 +22,7 @@ func (d *daemon) wire() {
 	d.fleet = fleet.New(fleet.Config{DB: d.db, LXD: d.lxd, Ops: d.ops, Inflight: d.inflight, Sockets: d.governors, Reporter: l, Metrics: d.metrics, Logger: d.logger,
 		RequestLogger: requestLoggerIfAny, Stopping: d.life.stopping, Owner: owner, OfflineAfter: offlineAfter})
 	d.life.checker = &health.Checker{DB: d.db, LXD: d.lxd, Logger: d.logger, Concurrency: healthConcurrency, Metrics: d.metrics, OnChange: d.fleet.Healer.HealthChanged}
-	d.rollouts = rollout.New(d.db, d.lxd, d.fleet, l, d.logger, owner)
+	d.rollouts = rollout.New(d.db, d.lxd, d.fleet, l, d.logger, owner, d.governors)
 	d.scheduler = scheduler.New(d.db, l, d.scheduleClock, d.logger)
 	l.SetWaker(engines{rollouts: d.rollouts, fleet: d.fleet})
 }

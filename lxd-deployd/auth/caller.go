@@ -28,6 +28,11 @@ const (
 // as that person (Via names the member).
 const CertificateTypeMember = "member"
 
+// CertificateTypeDeployer is the type of a caller that presented a custom rollout's
+// deployer credential (doc/rollouts.md#custom), never a trust store entry: it may use the
+// governor API on one shape (Shape) of one deployment (Audience), while its rollout runs.
+const CertificateTypeDeployer = "deployer"
+
 // Caller is the authenticated identity of a request.
 type Caller struct {
 	// Protocol the request came through.
@@ -52,6 +57,9 @@ type Caller struct {
 
 	// Subject of the caller's token: the governor's instance name, as it claims it.
 	Subject string
+
+	// Shape is the one shape a deployer's credential is good for (CertificateTypeDeployer).
+	Shape string
 
 	// Instance the request came from, as the transport established it (the per-instance
 	// socket, or the vsock peer's context id): never what the caller says.

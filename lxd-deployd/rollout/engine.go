@@ -90,14 +90,20 @@ type Engine struct {
 	// views is what the engine last read of its rollouts' instances in LXD.
 	views liveViews
 
+	// sockets gives a rollout's transient instances (a custom rollout's deployer, hooks)
+	// their governor socket; transients are those a goroutine of this daemon starts or
+	// follows.
+	sockets    fleet.Sockets
+	transients transientFollows
+
 	// wake ticks the engine, and at once when poked (a rollout started, paused or resumed).
 	wake loop.Loop
 }
 
 // New builds the rollout engine of a daemon (owner: its database address), which launches
 // and deletes through f and reports through r.
-func New(cluster *db.Cluster, l *backend.LXD, f Fleet, r Reporter, logger *slog.Logger, owner string) *Engine {
-	e := &Engine{db: cluster, lxd: l, fleet: f, reporter: r, logger: logger, claim: columnClaim{owner: owner, ttl: 15 * time.Second}, wake: loop.New()}
+func New(cluster *db.Cluster, l *backend.LXD, f Fleet, r Reporter, logger *slog.Logger, owner string, sockets fleet.Sockets) *Engine {
+	e := &Engine{db: cluster, lxd: l, fleet: f, reporter: r, logger: logger, claim: columnClaim{owner: owner, ttl: 15 * time.Second}, wake: loop.New(), sockets: sockets}
 	e.images = &imageWatcher{engine: e, wake: loop.New()}
 	return e
 }
@@ -152,6 +158,7 @@ func (e *Engine) tick(ctx context.Context) {
 	}
 
 	e.views.keep(active)
+	e.sweepTransients(ctx, client)
 	for _, r := range mine {
 		err = e.step(ctx, client, r)
 		if err != nil && ctx.Err() == nil {

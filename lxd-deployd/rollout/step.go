@@ -93,8 +93,18 @@ func (e *Engine) observe(ctx context.Context, client lxd.InstanceServer, r db.Ro
 
 // step moves one running rollout forward.
 func (e *Engine) step(ctx context.Context, client lxd.InstanceServer, r db.Rollout) error {
+	if UsesDeployer(r) {
+		return e.stepCustom(ctx, client, r)
+	}
+
 	v, err := e.observe(ctx, client, r)
 	if err != nil {
+		return err
+	}
+
+	// A pre hook gates the rollout's first replacement (transient.go).
+	ready, err := e.hookGate(ctx, client, r, v, db.KindPre)
+	if !ready {
 		return err
 	}
 
@@ -117,6 +127,12 @@ func (e *Engine) step(ctx context.Context, client lxd.InstanceServer, r db.Rollo
 	case p.Refuse != "":
 		return e.fail(ctx, r, p.Refuse)
 	case p.Complete:
+		// A post hook gates the end.
+		ready, err = e.hookGate(ctx, client, r, v, db.KindPost)
+		if !ready {
+			return err
+		}
+
 		return e.finish(ctx, r, api.RolloutComplete, "", reporter.RolloutCompleted)
 	case p.WaitPromote:
 		return e.Transition(ctx, r, api.RolloutRunning, api.RolloutPaused, "wait-promote", "the canaries are ready: promote to continue, or abort to revert them", reporter.RolloutPaused, Requestor)

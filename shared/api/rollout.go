@@ -11,6 +11,9 @@ const (
 	RolloutRolling  = "rolling"
 	RolloutRecreate = "recreate"
 	RolloutCanary   = "canary"
+
+	// RolloutCustom runs an admin's deployer image (rollout.custom) to carry out the rollout.
+	RolloutCustom = "custom"
 )
 
 // Rollout triggers: what starts a rollout besides POST .../rollouts.
@@ -34,7 +37,7 @@ const (
 // Every field is optional; the zero value is a manual rolling rollout with max_surge 1 and
 // max_unavailable 0.
 type DeploymentShapeRollout struct {
-	// rolling (default), recreate or canary
+	// rolling (default), recreate, canary or custom
 	// Example: rolling
 	Strategy string `json:"strategy,omitempty" yaml:"strategy,omitempty"`
 
@@ -72,6 +75,17 @@ type DeploymentShapeRollout struct {
 
 	// The canary strategy's settings
 	Canary *DeploymentShapeRolloutCanary `json:"canary,omitempty" yaml:"canary,omitempty"`
+
+	// The custom strategy's deployer (doc/rollouts.md#custom-deployers)
+	Custom *DeploymentShapeRolloutCustom `json:"custom,omitempty" yaml:"custom,omitempty"`
+
+	// A transient instance run before a rolling, recreate or canary rollout replaces
+	// anything, whose exit code gates the rollout (doc/rollouts.md#hooks)
+	Pre *DeploymentShapeRolloutHook `json:"pre,omitempty" yaml:"pre,omitempty"`
+
+	// A transient instance run once every instance is replaced and ready, before the
+	// rollout completes; a failure fails the rollout
+	Post *DeploymentShapeRolloutHook `json:"post,omitempty" yaml:"post,omitempty"`
 }
 
 // DeploymentShapeRolloutCanary configures the canary strategy.
@@ -285,6 +299,13 @@ type DeploymentRollout struct {
 	// Instances still at an older revision
 	// Example: 2
 	Outdated int `json:"outdated" yaml:"outdated"`
+
+	// The deployer of a custom rollout (its output for admins only)
+	Deployer *DeploymentRolloutDeployer `json:"deployer,omitempty" yaml:"deployer,omitempty"`
+
+	// The rollout's pre and post hooks, once started (their output for admins only)
+	Pre  *DeploymentRolloutDeployer `json:"pre,omitempty" yaml:"pre,omitempty"`
+	Post *DeploymentRolloutDeployer `json:"post,omitempty" yaml:"post,omitempty"`
 
 	// When it started, last changed, and finished
 	CreatedAt  time.Time  `json:"created_at" yaml:"created_at"`

@@ -46,9 +46,14 @@ func RolloutDuration(field string, value string, def time.Duration) (time.Durati
 // Rollout checks a shape's rollout settings.
 func Rollout(r api.DeploymentShapeRollout) error {
 	switch r.Strategy {
-	case "", api.RolloutRolling, api.RolloutRecreate, api.RolloutCanary:
+	case "", api.RolloutRolling, api.RolloutRecreate, api.RolloutCanary, api.RolloutCustom:
 	default:
-		return fmt.Errorf("rollout.strategy %q is not known: use rolling, recreate or canary", r.Strategy)
+		return fmt.Errorf("rollout.strategy %q is not known: use rolling, recreate, canary or custom", r.Strategy)
+	}
+
+	err := RolloutCustom(r)
+	if err != nil {
+		return err
 	}
 
 	switch r.Trigger {
@@ -57,7 +62,7 @@ func Rollout(r api.DeploymentShapeRollout) error {
 		return fmt.Errorf("rollout.trigger %q is not known: use manual, config-change or image-change", r.Trigger)
 	}
 
-	err := triggers(r)
+	err = triggers(r)
 	if err != nil {
 		return err
 	}

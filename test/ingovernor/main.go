@@ -27,12 +27,23 @@ func run() error {
 	keyFile := flag.String("key", "/gov.key", "private key of the deployment key")
 	socket := flag.String("socket", client.GovernorSocket, "governor socket")
 	project := flag.String("project", "default", "LXD project")
-	deployment := flag.String("deployment", "", "deployment to govern")
+	deploymentFlag := flag.String("deployment", "", "deployment to govern")
+	deployer := flag.Bool("deployer", false, "act with the credential a custom rollout hands its deployer (client.LoadDeployer) instead of a key pair")
 	flag.Parse()
+	deployment := *deploymentFlag
 
 	args := flag.Args()
 	if len(args) < 2 {
 		return fmt.Errorf("usage: ingovernor -deployment D launch|delete SHAPE NAME | list SHAPE | get PATH")
+	}
+
+	if *deployer {
+		input, conn, err := client.LoadDeployer("")
+		if err != nil {
+			return err
+		}
+
+		return act(conn, input.Deployment, args)
 	}
 
 	certPEM, err := os.ReadFile(*certFile)
@@ -46,7 +57,7 @@ func run() error {
 	}
 
 	hostname, _ := os.Hostname()
-	signer, err := client.NewTokenSigner(string(certPEM), string(keyPEM), *project, *deployment, hostname)
+	signer, err := client.NewTokenSigner(string(certPEM), string(keyPEM), *project, deployment, hostname)
 	if err != nil {
 		return err
 	}
@@ -56,6 +67,11 @@ func run() error {
 		return err
 	}
 
+	return act(c, deployment, args)
+}
+
+// act runs one command against a deployment.
+func act(c *client.Server, deployment string, args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	switch args[0] {
@@ -68,7 +84,7 @@ func run() error {
 		_, err = os.Stdout.Write(resp.Metadata)
 		return err
 	case "list":
-		instances, err := c.GetDeploymentShapeInstances(*deployment, args[1])
+		instances, err := c.GetDeploymentShapeInstances(deployment, args[1])
 		if err != nil {
 			return err
 		}
@@ -79,9 +95,9 @@ func run() error {
 			return fmt.Errorf("%s needs a shape and an instance name", args[0])
 		}
 
-		op, err := c.CreateDeploymentShapeInstance(*deployment, args[1], args[2])
+		op, err := c.CreateDeploymentShapeInstance(deployment, args[1], args[2])
 		if args[0] == "delete" {
-			op, err = c.DeleteDeploymentShapeInstance(*deployment, args[1], args[2])
+			op, err = c.DeleteDeploymentShapeInstance(deployment, args[1], args[2])
 		}
 
 		if err != nil {
