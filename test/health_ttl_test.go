@@ -1,6 +1,7 @@
 package test
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,11 +76,14 @@ func TestTTLHealthChecks(t *testing.T) {
 
 	// y keeps reporting, x goes quiet: x alone turns unhealthy once its ttl passes.
 	phase(t, "a missed report", func(t *testing.T) {
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) && health(x).Health != api.HealthUnhealthy {
+		waitUntil(t, "x unhealthy once its ttl passed, y reporting meanwhile", 30*time.Second, func() bool {
+			if health(x).Health == api.HealthUnhealthy {
+				return true
+			}
+
 			must(t, report(env.gov, "gov", y, "passing", "ok"))
-			time.Sleep(500 * time.Millisecond)
-		}
+			return false
+		}, every(500*time.Millisecond), showing(func() string { return fmt.Sprintf("x %+v", health(x)) }))
 
 		h := health(x)
 		if h.Health != api.HealthUnhealthy || !strings.Contains(h.HealthCheck.Output, "no report within the ttl") {

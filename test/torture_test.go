@@ -29,17 +29,10 @@ func TestTorture(t *testing.T) {
 	t.Logf("torture: seed %d (TORTURE_SEED=%d replays it), %s, operations %s", cfg.seed, cfg.seed, cfg.duration, cfg.opsName)
 	tt := newTorture(t, cfg)
 
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		tt.sampleLXD(stop)
-	}()
-
+	stopSampling := sampleEvery(t, sampleInterval, tt.sampleLXD)
 	tt.run()
 	tt.settle()
-	close(stop)
-	<-sampled
+	stopSampling()
 	tt.checkRevisions()
 	tt.report()
 }
