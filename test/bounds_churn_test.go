@@ -83,6 +83,7 @@ func launchRetried(t *testing.T, c *client.Server, name string) (*client.Operati
 // An instance counts until LXD has deleted it, so LXD never holds more than 3 instances of
 // the shape, and the refusals say why and what to do.
 func TestBoundsHoldInLXDUnderChurn(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 3)
 	var current []string
 	for i := range 3 {
@@ -162,6 +163,7 @@ func TestBoundsHoldInLXDUnderChurn(t *testing.T) {
 // one instance turns unhealthy and is replaced. At the maximum the unhealthy instance goes
 // before its replacement is made, so LXD never holds 3.
 func TestAutohealingAtMaximumDeletesFirst(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 2)
 	env.setShape(t, func(put *api.DeploymentShapePut) {
 		put.Health = sickFileHealth()

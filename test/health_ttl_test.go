@@ -17,6 +17,7 @@ import (
 // that stops reporting turns unhealthy after its ttl; a shape without a ttl check refuses
 // reports. The reports cost LXD nothing: no exec runs in the instances.
 func TestTTLHealthChecks(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 3)
 	gov := webShape("gov", 0, 2)
 	gov.Config = map[string]string{"governor.socket": "true"}

@@ -25,6 +25,7 @@ import (
 // test` runs), TORTURE_SEED replays a run's sequence of operations, TORTURE_OPS chooses the
 // operations (see torture_known_test.go).
 func TestTorture(t *testing.T) {
+	t.Parallel()
 	cfg := tortureConfigFromEnv(t)
 	t.Logf("torture: seed %d (TORTURE_SEED=%d replays it), %s, operations %s", cfg.seed, cfg.seed, cfg.duration, cfg.opsName)
 	tt := newTorture(t, cfg)

@@ -20,6 +20,7 @@ import (
 // new one after (reuse_on_scale_in does not pool the outdated instances the rollout
 // deletes), the bounds hold throughout, and deleting the shape leaves nothing in LXD.
 func TestWarmPoolRollingRollout(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 4)
 	seen := &sync.Map{} // every pool instance name ever listed, for the cleanup
 	t.Cleanup(func() {
@@ -214,6 +215,7 @@ func TestWarmPoolRollingRollout(t *testing.T) {
 // from the new one, and the rollout's replacements run the new image: none is an old pool
 // instance handed out.
 func TestWarmPoolImageChange(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 3)
 	alias, busybox := env.busyboxAlias(t)
 	seen := &sync.Map{}

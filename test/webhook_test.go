@@ -10,6 +10,7 @@ import (
 )
 
 func TestWebhookDeliveries(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 3)
 	hook := newReceiver(t)
 	d, etag, err := env.admin.GetDeployment("dep1")

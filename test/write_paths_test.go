@@ -131,6 +131,7 @@ func (l *lifecycleLog) waitFor(t testing.TB, after int, action string, source st
 // content and cause, the activity entry, the `outdated` flag of an instance running in
 // LXD, and the deployment-shape-updated event.
 func TestEveryWritePathMakesTheSameRevision(t *testing.T) {
+	t.Parallel()
 	private := lxdtest.Shared(t)
 	d := startDaemon(t, daemonOptions{LXDSocket: private.Socket})
 	waitLXDOnline(t, d)
