@@ -27,6 +27,8 @@
 //   - asserts on timing (a state within a second, a stop within 10 s, fixed sleeps between
 //     a kill and a check), which a busy 2-core machine can stretch: the dqlite cluster
 //     tests, the browser suite;
+//   - needs the machine's CPU to itself (the autoscaling suite's instances must burn
+//     enough CPU to cross the governor's target);
 //   - forms a private LXD cluster (lxdtest.StartCluster: three LXDs and member-loss
 //     timings) or otherwise needs most of the machine.
 //

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	lxd "github.com/canonical/lxd/client"
+	"github.com/canonical/lxd/shared/api"
 )
 
 // sharedPoolEnv sets how many shared daemons [Shared] may run at once (default
@@ -48,7 +51,9 @@ func sharedPoolSize() int {
 // test never shares its LXD with a test running at the same time, so tests
 // that call t.Parallel each get their own, and a later test reuses it. When
 // every daemon of the pool (LXDTEST_SHARED_POOL, default [DefaultSharedPool])
-// is leased, Shared waits for one to be returned.
+// is leased, Shared waits for one to be returned. When the test ends (after its
+// own cleanups), every instance left in the daemon is force-deleted, with a log
+// line naming it, so the next test starts without any.
 //
 // The daemons are never stopped by the test framework: call [StopShared] from
 // TestMain after m.Run (see the package documentation). Without that they
@@ -97,6 +102,12 @@ func Shared(t testing.TB) *LXD {
 
 		shared.leases[root] = l
 		t.Cleanup(func() {
+			// The test's own cleanups (its daemons stopped) have run by now: what is left
+			// would be the next test's surprise (an autohealer's late replacement, say).
+			for _, name := range l.sweep() {
+				t.Logf("lxdtest: removed instance %s left in the shared LXD", name)
+			}
+
 			shared.mu.Lock()
 			defer shared.mu.Unlock()
 			delete(shared.leases, root)
@@ -105,6 +116,40 @@ func Shared(t testing.TB) *LXD {
 		})
 		return l
 	}
+}
+
+// sweep force-deletes every instance of the daemon, whatever its protection, as a best
+// effort, and returns the names of those it deleted.
+func (l *LXD) sweep() []string {
+	c, err := lxd.ConnectLXDUnix(l.Socket, nil)
+	if err != nil {
+		return nil
+	}
+	defer c.Disconnect()
+
+	instances, err := c.GetInstances(api.InstanceTypeAny)
+	if err != nil {
+		return nil
+	}
+	var deleted []string
+	for _, instance := range instances {
+		if instance.Config["security.protection.delete"] != "" {
+			put := instance.Writable()
+			delete(put.Config, "security.protection.delete")
+			if op, err := c.UpdateInstance(instance.Name, put, ""); err == nil {
+				_ = op.Wait()
+			}
+		}
+		if instance.StatusCode != api.Stopped {
+			if op, err := c.UpdateInstanceState(instance.Name, api.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, ""); err == nil {
+				_ = op.Wait()
+			}
+		}
+		if op, err := c.DeleteInstance(instance.Name); err == nil && op.Wait() == nil {
+			deleted = append(deleted, instance.Name)
+		}
+	}
+	return deleted
 }
 
 // StopShared tears down the daemons started by [Shared], if any. Call it
