@@ -11,6 +11,7 @@ import (
 )
 
 func TestServerOverBothTransports(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 
 	server, _, err := d.Unix(t).GetServer()
@@ -45,6 +46,7 @@ func TestServerOverBothTransports(t *testing.T) {
 }
 
 func TestManagementAPIOverUnix(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	c := d.Unix(t)
 
@@ -141,6 +143,7 @@ func TestManagementAPIOverUnix(t *testing.T) {
 }
 
 func TestStatePersistsAcrossRestart(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	c := d.Unix(t)
 	must(t, c.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}}))

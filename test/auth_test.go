@@ -79,6 +79,7 @@ func managementRoutes(victim string, gov string) []route {
 }
 
 func TestAuthorizationMatrixOverHTTPS(t *testing.T) {
+	t.Parallel()
 	// Clustered, so that the cluster certificate and the member's own certificate exist:
 	// neither may use the management API (doc/security.md).
 	d := startDaemon(t, daemonOptions{Cluster: true})
@@ -164,6 +165,7 @@ func TestAuthorizationMatrixOverHTTPS(t *testing.T) {
 }
 
 func TestTrustTokens(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	unix := d.Unix(t)
 
@@ -209,6 +211,7 @@ func TestTrustTokens(t *testing.T) {
 }
 
 func TestLXDClientConnects(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	admin := newIdentity(t)
 	trustIdentity(t, d.Unix(t), admin, "admin", "client")
@@ -233,6 +236,7 @@ func TestLXDClientConnects(t *testing.T) {
 // TestTLSChainCannotBorrowTrust sends a trusted admin certificate after the caller's own
 // in the TLS chain: the handshake proves only the first one, so the caller stays untrusted.
 func TestTLSChainCannotBorrowTrust(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	admin, stranger := newIdentity(t), newIdentity(t)
 	trustIdentity(t, d.Unix(t), admin, "admin", "client")
@@ -254,6 +258,7 @@ func TestTLSChainCannotBorrowTrust(t *testing.T) {
 // TestLXCRemoteAddWithOurToken: LXD's own client adds lxd-deployd as a remote with one of
 // our trust tokens, then reads the management API through it.
 func TestLXCRemoteAddWithOurToken(t *testing.T) {
+	t.Parallel()
 	lxcPath, err := exec.LookPath("lxc")
 	if err != nil {
 		t.Skip("lxc is not installed (apt-get install lxd): cannot check LXD's own client")

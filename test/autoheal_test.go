@@ -16,6 +16,7 @@ import (
 // replaced, an instance deleted behind the daemon's back is replaced, the shape's size never
 // changes, and a shape where every replacement fails stops after 3 and is degraded.
 func TestAutohealing(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 3, "--reconcile-interval", "1s")
 	hook := env.hookTo(t)
 

@@ -49,8 +49,7 @@ func BenchmarkHealthChecks(b *testing.B) {
 
 	// A checker that cannot keep up never gets there: the window is measured anyway, and
 	// the instances left without a verdict are counted.
-	deadline := time.Now().Add(time.Duration(n)*time.Second + time.Minute)
-	for time.Now().Before(deadline) {
+	poll(time.Duration(n)*time.Second+time.Minute, func() bool {
 		healthy := 0
 		for _, i := range env.instancesByName(b) {
 			if i.Health == api.HealthHealthy {
@@ -58,12 +57,8 @@ func BenchmarkHealthChecks(b *testing.B) {
 			}
 		}
 
-		if healthy == n {
-			break
-		}
-
-		time.Sleep(time.Second)
-	}
+		return healthy == n
+	}, every(time.Second))
 
 	lxdPid := lxdDaemonPid(b, env.lxd.Dir)
 	for i := 0; i < b.N; i++ {
@@ -358,9 +353,7 @@ func daemonChecks(b *testing.B, env *governorEnv, n int, span time.Duration, pid
 
 	// Every instance's first check records its output (four more requests): the window
 	// starts once they are done, or after a minute.
-	for waited := 0; waited < 60 && checks() < float64(n); waited++ {
-		time.Sleep(time.Second)
-	}
+	poll(time.Minute, func() bool { return checks() >= float64(n) }, every(time.Second))
 
 	errorsBefore := errors(scrape(b, env.admin))
 	before, daemon, lxd := checks(), cpuTime(b, pid), processTreeCPU(b, lxdPid)

@@ -129,7 +129,7 @@ func (s *scaleBench) checkAll(b *testing.B) {
 	start := time.Now()
 	deadline := start.Add(3*s.interval + time.Duration(s.n)*50*time.Millisecond)
 	checked := 0
-	for time.Now().Before(deadline) {
+	poll(time.Until(deadline), func() bool {
 		checked = 0
 		for _, instance := range s.instances(b) {
 			if instance.HealthCheck != nil && instance.HealthCheck.CheckedAt != nil {
@@ -137,12 +137,8 @@ func (s *scaleBench) checkAll(b *testing.B) {
 			}
 		}
 
-		if checked == s.n {
-			break
-		}
-
-		time.Sleep(time.Second)
-	}
+		return checked == s.n
+	}, every(time.Second))
 
 	fmt.Printf("  every instance had a verdict after %v (%d of %d)\n", time.Since(start).Round(time.Second), checked, s.n)
 }

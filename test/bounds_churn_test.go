@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,48 +18,31 @@ import (
 // and keeps the most instances of this test's shape web it ever saw at once: the bounds as
 // LXD itself sees them, not as our records say.
 type lxdSampler struct {
-	stop chan struct{}
-	done chan struct{}
+	stop func()
 
-	mu      sync.Mutex
 	most    int
 	mostAt  string // the names LXD held when it held the most
 	samples int
 }
 
 // sampleLXD starts a sampler; stop it with (*lxdSampler).finish.
-func (env *governorEnv) sampleLXD() *lxdSampler {
-	s := &lxdSampler{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		for {
-			instances, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
-			if err == nil {
-				var names []string
-				for _, i := range instances {
-					// Warm pool instances are not the shape's (they never count).
-					ours := strings.HasPrefix(i.Name, env.prefix+"-") && i.Config["user.lxd-deployd.deployment"] == "dep1" && i.Config["user.lxd-deployd.shape"] == "web"
-					if ours && i.Config["user.lxd-deployd.warm-pool"] == "" {
-						names = append(names, i.Name)
-					}
-				}
-
-				s.mu.Lock()
-				s.samples++
-				if len(names) > s.most {
-					s.most, s.mostAt = len(names), strings.Join(names, " ")
-				}
-
-				s.mu.Unlock()
-			}
-
-			select {
-			case <-s.stop:
-				return
-			case <-time.After(50 * time.Millisecond):
+func (env *governorEnv) sampleLXD(t testing.TB) *lxdSampler {
+	s := &lxdSampler{}
+	s.stop = sampleLXD(t, env.lxdConn, 50*time.Millisecond, func(instances []lxdapi.Instance) {
+		var names []string
+		for _, i := range instances {
+			// Warm pool instances are not the shape's (they never count).
+			ours := strings.HasPrefix(i.Name, env.prefix+"-") && i.Config["user.lxd-deployd.deployment"] == "dep1" && i.Config["user.lxd-deployd.shape"] == "web"
+			if ours && i.Config["user.lxd-deployd.warm-pool"] == "" {
+				names = append(names, i.Name)
 			}
 		}
-	}()
+
+		s.samples++
+		if len(names) > s.most {
+			s.most, s.mostAt = len(names), strings.Join(names, " ")
+		}
+	}, nil)
 
 	return s
 }
@@ -68,10 +50,7 @@ func (env *governorEnv) sampleLXD() *lxdSampler {
 // finish stops the sampler and returns the most instances LXD held at once, which ones,
 // and how many samples it took.
 func (s *lxdSampler) finish() (int, string, int) {
-	close(s.stop)
-	<-s.done
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.stop()
 	return s.most, s.mostAt, s.samples
 }
 
@@ -80,20 +59,23 @@ func (s *lxdSampler) finish() (int, string, int) {
 func launchRetried(t *testing.T, c *client.Server, name string) (*client.Operation, []string) {
 	t.Helper()
 	var refusals []string
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		op, err := c.CreateDeploymentShapeInstance("dep1", "web", name)
+	var op *client.Operation
+	var err error
+	waitUntil(t, "launch "+name+" accepted", 60*time.Second, func() bool {
+		op, err = c.CreateDeploymentShapeInstance("dep1", "web", name)
 		if err == nil {
-			return op, refusals
+			return true
 		}
 
-		if !lxdapi.StatusErrorCheck(err, http.StatusConflict) || time.Now().After(deadline) {
+		if !lxdapi.StatusErrorCheck(err, http.StatusConflict) {
 			t.Fatalf("launch %s: %v (after %d refusals)", name, err, len(refusals))
 		}
 
 		refusals = append(refusals, err.Error())
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	}, every(50*time.Millisecond), showing(func() string { return fmt.Sprintf("%v (after %d refusals)", err, len(refusals)) }))
+
+	return op, refusals
 }
 
 // TestBoundsHoldInLXDUnderChurn: a shape at its maximum of 3; eight times an instance is
@@ -101,6 +83,7 @@ func launchRetried(t *testing.T, c *client.Server, name string) (*client.Operati
 // An instance counts until LXD has deleted it, so LXD never holds more than 3 instances of
 // the shape, and the refusals say why and what to do.
 func TestBoundsHoldInLXDUnderChurn(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 3)
 	var current []string
 	for i := range 3 {
@@ -109,7 +92,7 @@ func TestBoundsHoldInLXDUnderChurn(t *testing.T) {
 		current = append(current, name)
 	}
 
-	sampler := env.sampleLXD()
+	sampler := env.sampleLXD(t)
 	var deletes []*client.Operation
 	var refusals []string
 	launches := map[string]*client.Operation{}
@@ -180,6 +163,7 @@ func TestBoundsHoldInLXDUnderChurn(t *testing.T) {
 // one instance turns unhealthy and is replaced. At the maximum the unhealthy instance goes
 // before its replacement is made, so LXD never holds 3.
 func TestAutohealingAtMaximumDeletesFirst(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 2)
 	env.setShape(t, func(put *api.DeploymentShapePut) {
 		put.Health = sickFileHealth()
@@ -193,7 +177,7 @@ func TestAutohealingAtMaximumDeletesFirst(t *testing.T) {
 		return byName[a].Health == api.HealthHealthy && byName[b].Health == api.HealthHealthy
 	})
 
-	sampler := env.sampleLXD()
+	sampler := env.sampleLXD(t)
 	env.exec(t, a, "touch", "/tmp/sick")
 	var replacement string
 	env.waitUntil(t, "the unhealthy instance replaced by a healthy one", 60*time.Second, func() bool {

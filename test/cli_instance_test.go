@@ -14,6 +14,7 @@ import (
 // remote against the private LXD: launch up to the maximum, list, show, stop and start,
 // delete down to the minimum, with LXD's own view checked after each change.
 func TestCLIInstanceFlow(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 1, 2)
 	u := newCLIUser(t, env.d)
 	web1, web2, web3 := env.name("web1"), env.name("web2"), env.name("web3")

@@ -14,6 +14,7 @@ import (
 // TestCLIRemoteOverHTTPS adds the daemon as a remote of another user with a trust token,
 // in both forms (token alone, address and --token), and uses it over HTTPS.
 func TestCLIRemoteOverHTTPS(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	admin := d.Unix(t)
 	local := newCLIUser(t, d)

@@ -23,6 +23,7 @@ import (
 // deployments, shapes, the trust store and keys, in every output format, then the error
 // cases, with every change checked through the Go client.
 func TestCLIDeploymentFlow(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	admin := d.Unix(t)
 	u := newCLIUser(t, d)
@@ -359,6 +360,7 @@ func testCLIRenameDelete(t *testing.T, d *daemon, u *cliUser, govFingerprint str
 // TestCLIBuildsWithoutCgo checks what doc/cli.md promises: lxd-deploy is a static
 // binary that never links the daemon or the database.
 func TestCLIBuildsWithoutCgo(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command("go", "list", "-deps", "../cli")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()

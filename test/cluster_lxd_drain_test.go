@@ -24,43 +24,27 @@ type boundsSampler struct {
 
 func (e *clusterEnv) sampleBounds(t *testing.T, shape string) (*boundsSampler, func()) {
 	s := &boundsSampler{minReady: 1 << 30}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
 	cl := e.lxd.Client(t)
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			insts, err1 := cl.GetInstances(lxdapi.InstanceTypeAny)
-			listed, err2 := e.admin.GetDeploymentShapeInstances("dep1", shape)
-			if err1 == nil && err2 == nil {
-				inLXD := len(insts) // the cluster is the test's own: one shape
-				ready := 0
-				for _, inst := range listed {
-					if inst.State == "created" && inst.Status == "Running" && inst.Health == api.HealthHealthy {
-						ready++
-					}
+	stop := sampleEvery(t, 200*time.Millisecond, func() {
+		insts, err1 := cl.GetInstances(lxdapi.InstanceTypeAny)
+		listed, err2 := e.admin.GetDeploymentShapeInstances("dep1", shape)
+		if err1 == nil && err2 == nil {
+			inLXD := len(insts) // the cluster is the test's own: one shape
+			ready := 0
+			for _, inst := range listed {
+				if inst.State == "created" && inst.Status == "Running" && inst.Health == api.HealthHealthy {
+					ready++
 				}
-
-				s.mu.Lock()
-				s.samples++
-				s.maxInLXD = max(s.maxInLXD, inLXD)
-				s.minReady = min(s.minReady, ready)
-				s.mu.Unlock()
 			}
 
-			select {
-			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
+			s.mu.Lock()
+			s.samples++
+			s.maxInLXD = max(s.maxInLXD, inLXD)
+			s.minReady = min(s.minReady, ready)
+			s.mu.Unlock()
 		}
-	}()
+	})
 
-	stop := func() {
-		cancel()
-		<-done
-	}
-
-	t.Cleanup(stop)
 	return s, stop
 }
 

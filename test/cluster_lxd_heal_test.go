@@ -1,7 +1,6 @@
 package test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -29,60 +28,49 @@ type clusterSampler struct {
 // sampleLXD samples until the test ends or stop is called.
 func (e *clusterEnv) sampleLXD(t *testing.T, maximum int) (*clusterSampler, func()) {
 	s := &clusterSampler{}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
 	cl := e.lxd.Client(t)
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			members, err1 := cl.GetClusterMembers()
-			insts, err2 := cl.GetInstances(lxdapi.InstanceTypeAny)
-			if err1 == nil && err2 == nil {
-				online := map[string]bool{}
-				for _, m := range members {
-					online[m.ServerName] = m.Status == "Online"
-				}
-
-				reachable, total := 0, 0
-				perMember := map[string]int{}
-				for _, inst := range insts {
-					if !strings.HasPrefix(inst.Name, e.prefix) {
-						continue
-					}
-
-					total++
-					perMember[inst.Location]++
-					if online[inst.Location] {
-						reachable++
-					}
-				}
-
-				s.mu.Lock()
-				s.samples++
-				s.maxReachable = max(s.maxReachable, reachable)
-				s.maxTotal = max(s.maxTotal, total)
-				s.last = describeCounts(perMember)
-				now := time.Now()
-				switch {
-				case reachable > maximum && s.overSince.IsZero():
-					s.overSince = now
-				case reachable <= maximum && !s.overSince.IsZero():
-					s.over += now.Sub(s.overSince)
-					s.overSince = time.Time{}
-				}
-				s.mu.Unlock()
+	stopSampling := sampleEvery(t, 250*time.Millisecond, func() {
+		members, err1 := cl.GetClusterMembers()
+		insts, err2 := cl.GetInstances(lxdapi.InstanceTypeAny)
+		if err1 == nil && err2 == nil {
+			online := map[string]bool{}
+			for _, m := range members {
+				online[m.ServerName] = m.Status == "Online"
 			}
 
-			select {
-			case <-ctx.Done():
-			case <-time.After(250 * time.Millisecond):
+			reachable, total := 0, 0
+			perMember := map[string]int{}
+			for _, inst := range insts {
+				if !strings.HasPrefix(inst.Name, e.prefix) {
+					continue
+				}
+
+				total++
+				perMember[inst.Location]++
+				if online[inst.Location] {
+					reachable++
+				}
 			}
+
+			s.mu.Lock()
+			s.samples++
+			s.maxReachable = max(s.maxReachable, reachable)
+			s.maxTotal = max(s.maxTotal, total)
+			s.last = describeCounts(perMember)
+			now := time.Now()
+			switch {
+			case reachable > maximum && s.overSince.IsZero():
+				s.overSince = now
+			case reachable <= maximum && !s.overSince.IsZero():
+				s.over += now.Sub(s.overSince)
+				s.overSince = time.Time{}
+			}
+			s.mu.Unlock()
 		}
-	}()
+	})
 
 	stop := func() {
-		cancel()
-		<-done
+		stopSampling()
 		s.mu.Lock()
 		if !s.overSince.IsZero() {
 			s.over += time.Since(s.overSince)

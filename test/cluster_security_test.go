@@ -2,6 +2,7 @@ package test
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -100,13 +101,9 @@ func TestMemberCredentials(t *testing.T) {
 		must(t, m1.Unix(t).DeleteClusterMember("m2", false))
 		removed := time.Now()
 		for _, m := range []*daemon{m1, m3} {
-			for statusWith(t, m, m2Cert, events) != http.StatusForbidden {
-				if time.Since(removed) > time.Second {
-					t.Fatalf("m2's certificate still accepted %s after its removal", time.Since(removed))
-				}
-
-				time.Sleep(50 * time.Millisecond)
-			}
+			waitUntil(t, "m2's certificate refused", time.Until(removed.Add(time.Second)), func() bool {
+				return statusWith(t, m, m2Cert, events) == http.StatusForbidden
+			}, every(50*time.Millisecond), showing(func() string { return fmt.Sprintf("still accepted %s after its removal", time.Since(removed)) }))
 		}
 
 		t.Logf("m2's certificate refused on m1 and m3 %s after its removal returned", time.Since(removed).Round(time.Millisecond))
@@ -199,14 +196,9 @@ func TestMemberCredentials(t *testing.T) {
 			}
 
 			// Each member drops a retired certificate at its next beat (a second).
-			deadline := time.Now().Add(3 * time.Second)
-			for !dqliteRefuses(t, m, oldCluster) {
-				if time.Now().After(deadline) {
-					t.Fatalf("the database still accepts the old cluster certificate")
-				}
-
-				time.Sleep(100 * time.Millisecond)
-			}
+			waitUntil(t, "the database refusing the old cluster certificate", 3*time.Second, func() bool {
+				return dqliteRefuses(t, m, oldCluster)
+			}, every(100*time.Millisecond))
 
 			if dqliteRefuses(t, m, newCluster) {
 				t.Errorf("the database refuses the new cluster certificate")

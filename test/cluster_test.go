@@ -17,6 +17,7 @@ import (
 // cluster certificate the first one made: what one writes, the others read, and the cluster
 // outlives the member that started it.
 func TestClusteredDaemons(t *testing.T) {
+	t.Parallel()
 	a := startDaemon(t, daemonOptions{Cluster: true})
 	first := a.ClusterAddress
 

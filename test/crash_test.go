@@ -14,6 +14,7 @@ import (
 // restarts it: after reconcile, the database and LXD must agree, with no instance lost,
 // duplicated, or left without a record.
 func TestCrashDuringLaunches(t *testing.T) {
+	t.Parallel()
 	const max = 5
 	env := newGovernorEnv(t, 0, max, "--reconcile-interval", "1s")
 

@@ -44,6 +44,7 @@ func (env *governorEnv) noInitImage(t *testing.T) string {
 // no instance in LXD's own list (the cleanup waits for LXD's own stop and retries). The
 // shape still launches good instances afterwards.
 func TestFailedStartLeavesNothing(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 2)
 	alias := env.noInitImage(t)
 	env.setShape(t, func(put *api.DeploymentShapePut) { put.InstanceTemplate.Source.Alias = alias })

@@ -15,6 +15,7 @@ import (
 // TestGovernorAuthorizationMatrix runs every governor route over HTTPS for every kind of
 // caller, against real instances in the private LXD.
 func TestGovernorAuthorizationMatrix(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 10)
 	must(t, env.admin.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep2"}}))
 	otherDeployment := env.governor(t, "dep2", "gov", "admin")

@@ -13,6 +13,7 @@ import (
 )
 
 func TestGovernorScalesWithinBounds(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 1, 3)
 	web1, web2, web3, web4 := env.name("web1"), env.name("web2"), env.name("web3"), env.name("web4")
 
@@ -131,6 +132,7 @@ func TestGovernorScalesWithinBounds(t *testing.T) {
 }
 
 func TestLXDClientWaitsOnOurOperations(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 2)
 	admin := newIdentity(t)
 	trustIdentity(t, env.admin, admin, "admin", "client")
@@ -172,6 +174,7 @@ func TestLXDClientWaitsOnOurOperations(t *testing.T) {
 }
 
 func TestConcurrentLaunchesHoldBounds(t *testing.T) {
+	t.Parallel()
 	const max = 3
 	env := newGovernorEnv(t, 0, max)
 	governors := []*client.Server{env.gov, env.governor(t, "dep1", "gov2", "admin"), env.governor(t, "dep1", "gov3", "admin")}
@@ -221,6 +224,7 @@ func TestConcurrentLaunchesHoldBounds(t *testing.T) {
 // TestLaunchNeverTouchesUnmanagedInstances launches over the name of an instance made
 // directly in LXD: the launch is refused and the instance is left exactly as it was.
 func TestLaunchNeverTouchesUnmanagedInstances(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 2)
 	victim := env.name("victim")
 	op, err := env.lxdConn.CreateInstance(lxdapi.InstancesPost{Name: victim, Source: lxdapi.InstanceSource{Type: "image", Alias: "busybox"}})

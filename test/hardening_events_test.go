@@ -13,6 +13,7 @@ import (
 // ends its stream without the daemon growing, a cross-origin upgrade is refused, and one
 // caller cannot hold more than 32 streams.
 func TestEventStreamLimitsOverHTTPS(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	unix := d.Unix(t)
 	admin := newIdentity(t)

@@ -12,6 +12,7 @@ import (
 // is refused with a 400 naming the limit, the daemon stays small and keeps serving. The
 // templates run only in the daemon's expansion children, limited to --template-max-memory.
 func TestHostileTemplatesOverTheAPI(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{ExtraArgs: []string{"--template-max-memory", "256MiB"}})
 	c := d.Unix(t)
 	star := func(body string) map[string]string {

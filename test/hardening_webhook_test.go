@@ -17,6 +17,7 @@ import (
 // log says why, without the URL's query; the default policy delivers to loopback. Only
 // loopback is ever dialled.
 func TestWebhookDestinationPolicy(t *testing.T) {
+	t.Parallel()
 	var heard atomic.Int32
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		heard.Add(1)

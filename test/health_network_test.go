@@ -21,6 +21,7 @@ const netnsChildEnv = "LXD_DEPLOYD_TEST_NETNS"
 // LXD, the daemon and a bridge, so the instances' addresses exist only inside it and no
 // outside address is ever dialled.
 func TestHTTPAndTCPHealthChecks(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(netnsChildEnv) == "" {
 		runInNetns(t)
 		return

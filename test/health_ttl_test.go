@@ -1,6 +1,7 @@
 package test
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 // that stops reporting turns unhealthy after its ttl; a shape without a ttl check refuses
 // reports. The reports cost LXD nothing: no exec runs in the instances.
 func TestTTLHealthChecks(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 3)
 	gov := webShape("gov", 0, 2)
 	gov.Config = map[string]string{"governor.socket": "true"}
@@ -75,11 +77,14 @@ func TestTTLHealthChecks(t *testing.T) {
 
 	// y keeps reporting, x goes quiet: x alone turns unhealthy once its ttl passes.
 	phase(t, "a missed report", func(t *testing.T) {
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) && health(x).Health != api.HealthUnhealthy {
+		waitUntil(t, "x unhealthy once its ttl passed, y reporting meanwhile", 30*time.Second, func() bool {
+			if health(x).Health == api.HealthUnhealthy {
+				return true
+			}
+
 			must(t, report(env.gov, "gov", y, "passing", "ok"))
-			time.Sleep(500 * time.Millisecond)
-		}
+			return false
+		}, every(500*time.Millisecond), showing(func() string { return fmt.Sprintf("x %+v", health(x)) }))
 
 		h := health(x)
 		if h.Health != api.HealthUnhealthy || !strings.Contains(h.HealthCheck.Output, "no report within the ttl") {

@@ -88,68 +88,45 @@ func (env *governorEnv) versions(t testing.TB) map[string]string {
 	return out
 }
 
-// sampleBounds samples the shape's instances until stop is closed and reports the fewest
-// ready (created and Running) and the most counted (creating or created) it saw.
-func (env *governorEnv) sampleBounds(t testing.TB, stop <-chan struct{}) (fewestReady int, most int, samples int) {
-	return sampleInstanceBounds(stop, func() ([]api.DeploymentInstance, error) {
-		return env.admin.GetDeploymentShapeInstances("dep1", "web")
-	})
-}
-
 // boundsSeen is what a bounds sampler saw: the fewest ready instances, the most counted
 // ones and how many samples it took.
 type boundsSeen struct{ fewest, most, samples int }
 
-// startSamplingBounds runs sampleBounds in the background until the function it returns is
-// called; that function returns what it saw.
+// startSamplingBounds samples the shape's instances in the background until the function
+// it returns is called; that function returns what it saw.
 func (env *governorEnv) startSamplingBounds(t testing.TB) (stop func() boundsSeen) {
-	return startSamplingInstanceBounds(func() ([]api.DeploymentInstance, error) {
+	return startSamplingInstanceBounds(t, func() ([]api.DeploymentInstance, error) {
 		return env.admin.GetDeploymentShapeInstances("dep1", "web")
 	})
 }
 
-// startSamplingInstanceBounds runs sampleInstanceBounds over read in the background until
-// the function it returns is called; that function returns what it saw.
-func startSamplingInstanceBounds(read func() ([]api.DeploymentInstance, error)) (stop func() boundsSeen) {
-	done := make(chan struct{})
-	sampled := make(chan boundsSeen)
-	go func() {
-		fewest, most, samples := sampleInstanceBounds(done, read)
-		sampled <- boundsSeen{fewest, most, samples}
-	}()
-
-	return func() boundsSeen {
-		close(done)
-		return <-sampled
-	}
-}
-
-// sampleInstanceBounds reads the instances every 100 ms until stop is closed (a read that
-// fails is no sample) and reports the fewest ready (created and Running) and the most
-// counted (creating or created) it saw.
-func sampleInstanceBounds(stop <-chan struct{}, read func() ([]api.DeploymentInstance, error)) (fewestReady int, most int, samples int) {
-	fewestReady = 1 << 30
-	for {
+// startSamplingInstanceBounds reads the instances every 100 ms (with sampleEvery; a read
+// that fails is no sample) until the function it returns is called; that function returns
+// the fewest ready (created and Running) and the most counted (creating or created) it saw.
+func startSamplingInstanceBounds(t testing.TB, read func() ([]api.DeploymentInstance, error)) (stop func() boundsSeen) {
+	seen := boundsSeen{fewest: 1 << 30}
+	stopSampling := sampleEvery(t, 100*time.Millisecond, func() {
 		instances, err := read()
-		if err == nil {
-			ready, counted := 0, 0
-			for _, i := range instances {
-				if i.State == "created" && i.Status == "Running" {
-					ready++
-				}
+		if err != nil {
+			return
+		}
 
-				if i.State == "created" || i.State == "creating" {
-					counted++
-				}
+		ready, counted := 0, 0
+		for _, i := range instances {
+			if i.State == "created" && i.Status == "Running" {
+				ready++
 			}
 
-			fewestReady, most, samples = min(fewestReady, ready), max(most, counted), samples+1
+			if i.State == "created" || i.State == "creating" {
+				counted++
+			}
 		}
 
-		select {
-		case <-stop:
-			return
-		case <-time.After(100 * time.Millisecond):
-		}
+		seen = boundsSeen{fewest: min(seen.fewest, ready), most: max(seen.most, counted), samples: seen.samples + 1}
+	})
+
+	return func() boundsSeen {
+		stopSampling()
+		return seen
 	}
 }

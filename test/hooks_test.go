@@ -13,6 +13,7 @@ import (
 // the wait; a timeout applies the default action; the wait survives a restart. A launch
 // hook holds a new instance in launching:wait until continue; abandon undoes the launch.
 func TestLifecycleHooks(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 3)
 	hook := env.hookTo(t)
 	a, b, c := env.name("a"), env.name("b"), env.name("c")

@@ -44,6 +44,7 @@ func buildIngovernor(t testing.TB) string {
 // the daemon through /dev/lxd-deployd.sock with nothing but its key pair, and scales shape
 // web of its own deployment.
 func TestInInstanceGovernor(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 2)
 	binary := buildIngovernor(t)
 

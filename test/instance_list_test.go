@@ -11,6 +11,7 @@ import (
 // that misses (a renamed shape, an instance deleted behind the daemon's back) get the
 // project's listing.
 func TestShapeListStatuses(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 3)
 	names := env.scaleTo(t, 2)
 	statuses := func(shape string) map[string]string {

@@ -13,6 +13,7 @@ import (
 // another daemon's): no read comes before the create, so LXD's refusal is all the launch
 // hears, and its cleanup must leave the older instance exactly as it was.
 func TestLaunchNeverTouchesInstancesItDidNotMake(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 2)
 	older := env.name("older")
 	keys := map[string]string{"user.lxd-deployd.deployment": "dep1", "user.lxd-deployd.shape": "web", "user.mark": "older"}

@@ -13,6 +13,7 @@ import (
 // TestDaemonReachesLXD starts the daemon before LXD is reachable, then makes a private LXD
 // appear at the socket path: the daemon must report why LXD is unavailable, then connect.
 func TestDaemonReachesLXD(t *testing.T) {
+	t.Parallel()
 	private := lxdtest.Shared(t)
 
 	server, _, err := private.Client(t).GetServer()

@@ -14,13 +14,34 @@
 //   - shapes, lxd, cli, webhook, metrics, cluster, bench: the rest, by what they serve
 //
 // Tests assert on what LXD itself holds, not only on the daemon's records.
+//
+// Parallel runs: a test opts in with t.Parallel() as its first line, and should, unless a
+// resource below forces it to stay serial. Every daemon has its own data directory and
+// ports; lxdtest.Shared (what newGovernorEnv uses) leases each running test an LXD of its
+// own from a small pool (LXDTEST_SHARED_POOL, default 3), so tests on the shared LXD do not
+// see each other's instances, images or deployments; TestMain runs defaultParallel tests at
+// once unless -parallel says otherwise. Serial tests run first, alone, then the parallel
+// ones together. A test stays serial (no t.Parallel) when it:
+//   - changes process-wide state (umask, environment, working directory: t.Setenv panics
+//     in a parallel test anyway);
+//   - asserts on timing (a state within a second, a stop within 10 s, fixed sleeps between
+//     a kill and a check), which a busy 2-core machine can stretch: the dqlite cluster
+//     tests, the browser suite;
+//   - needs the machine's CPU to itself (the autoscaling suite's instances must burn
+//     enough CPU to cross the governor's target);
+//   - forms a private LXD cluster (lxdtest.StartCluster: three LXDs and member-loss
+//     timings) or otherwise needs most of the machine.
+//
+// Timeouts of waits are never shortened to make a suite faster.
 package test
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/lxd-deployd/lxd-deployd/test/lxdtest"
@@ -32,7 +53,21 @@ var (
 	cliBinary    string
 )
 
+// defaultParallel is how many parallel tests run at once when -parallel is not given
+// (go test's default is GOMAXPROCS, 2 here). The suites mostly wait on LXD and on the
+// daemons' loops, so on 2 cores three tests on their own LXDs and one more (without LXD,
+// or waiting for one) keep the machine busy; each parallel test then takes 1.5-2x its
+// serial time, and the parallel part of ./test about 45% of its serial sum (issue 34).
+const defaultParallel = 4
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		_ = flag.Set("test.parallel", strconv.Itoa(defaultParallel))
+	}
+
 	dir, err := os.MkdirTemp("", "lxd-deployd-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -20,6 +20,7 @@ import (
 // promtool, and its values follow a launch, a launch refused at the maximum and a failing
 // webhook.
 func TestMetricsEndToEnd(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 1)
 
 	// A governor webhook that always fails.
@@ -79,6 +80,7 @@ func TestMetricsEndToEnd(t *testing.T) {
 // TestMetricsCertificate: a metrics certificate reads /1.0/metrics (OpenMetrics when asked)
 // and gets 403 everywhere else; an untrusted client gets 403 on /1.0/metrics.
 func TestMetricsCertificate(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	admin := d.Unix(t)
 	prom := newIdentity(t)
@@ -130,6 +132,7 @@ func TestMetricsCertificate(t *testing.T) {
 // a running rollout with its progress; and, once it completes, no outdated instance and a
 // complete rollout counted.
 func TestMetricsShapeLifecycle(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 2)
 	env.setShape(t, func(put *api.DeploymentShapePut) {
 		put.Health = &api.DeploymentShapeHealth{Command: []string{"true"}, Interval: "1s", Grace: "1s"}

@@ -78,6 +78,7 @@ func (m *monitorProcess) waitFor(t *testing.T, parts ...string) string {
 // and operation, filtered to the deployment, and the daemon's log lines (with the request's
 // id) as logging events.
 func TestMonitorShowsLaunch(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 2)
 	u := newCLIUser(t, env.d)
 	events := startMonitor(t, u, "--pretty", "--deployment", "dep1")
@@ -131,6 +132,7 @@ func TestMonitorShowsLaunch(t *testing.T) {
 
 // TestMonitorErrors: bad flags are refused before connecting.
 func TestMonitorErrors(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	u := newCLIUser(t, d)
 	u.fails([]string{`event type "bogus" is not valid`}, "monitor", "--type", "bogus")

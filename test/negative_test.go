@@ -94,6 +94,7 @@ func snapshot(t *testing.T, c *client.Server) string {
 // an admin over HTTPS: each must get a 4xx in LXD's envelope, and change nothing an admin
 // can read.
 func TestNegativeSuiteOverHTTPS(t *testing.T) {
+	t.Parallel()
 	private := lxdtest.Shared(t)
 	d := startDaemon(t, daemonOptions{LXDSocket: private.Socket})
 	waitLXDOnline(t, d)
@@ -344,6 +345,7 @@ func lineDiff(before string, after string) string {
 // TestWebhookURLHiddenFromKeyHolders: a deployments certificate with a read-only key sees
 // the webhook URL without its query (where tokens live); an admin sees it whole.
 func TestWebhookURLHiddenFromKeyHolders(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	unix := d.Unix(t)
 	gov := newIdentity(t)

@@ -27,6 +27,7 @@ import (
 // frees the memory, the fleet's in-place pass shrinks it without another resize. The
 // issue says `head -c 100M`; busybox head takes no suffix, so dd writes the same 100MiB.
 func TestResizeInPlace(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 5)
 	env.prefix = "rz-inplace" // cleanupLXD removes what carries it
 	var mu sync.Mutex
@@ -316,6 +317,7 @@ func TestResizeInPlace(t *testing.T) {
 // place (issue 22): the rollout completes with the same instance names and the same init
 // PIDs, and LXD holds the new limit.
 func TestRolloutInPlace(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 4)
 	env.prefix = "rz-roll" // cleanupLXD removes what carries it
 	env.setShape(t, func(put *api.DeploymentShapePut) {
@@ -424,6 +426,7 @@ func oomKills(t testing.TB, env *governorEnv, name string) int {
 // TestResizeWarmPool: after a resize, the warm pool is remade at the new size at once, and
 // a launch that takes a pool instance runs with the new limit (issue 22).
 func TestResizeWarmPool(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 3)
 	env.prefix = "rz-pool" // cleanupLXD removes what carries it
 	seen := map[string]bool{}

@@ -52,7 +52,7 @@ func TestRolloutTakenOverAfterKill(t *testing.T) {
 		clients[name] = m.Unix(t)
 	}
 
-	stopSampling := startSamplingInstanceBounds(func() ([]api.DeploymentInstance, error) {
+	stopSampling := startSamplingInstanceBounds(t, func() ([]api.DeploymentInstance, error) {
 		err := errors.New("no member answered")
 		for _, c := range clients {
 			var instances []api.DeploymentInstance

@@ -11,6 +11,7 @@ import (
 // rollout finishes, with exactly the shape's size in instances, all current, and nothing
 // left in LXD that no record names.
 func TestRolloutSurvivesKill(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 4, "--reconcile-interval", "1s")
 	env.scaleTo(t, 3)
 	env.updateShape(t, "", func(put *api.DeploymentShapePut) {
@@ -40,6 +41,7 @@ func TestRolloutSurvivesKill(t *testing.T) {
 // TestImageChangeTrigger imports a new image under the alias a shape names: a revision
 // (cause image-change) and a rollout follow by themselves.
 func TestImageChangeTrigger(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 3)
 	alias, busybox := env.busyboxAlias(t)
 

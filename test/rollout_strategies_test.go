@@ -10,6 +10,7 @@ import (
 )
 
 func TestRolloutRecreateAndCanary(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 3, 4)
 	env.scaleTo(t, 3)
 
@@ -77,6 +78,7 @@ func TestRolloutRecreateAndCanary(t *testing.T) {
 }
 
 func TestRolloutFailureAutoReverts(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 3)
 	env.scaleTo(t, 2)
 
@@ -143,6 +145,7 @@ func TestRolloutFailureAutoReverts(t *testing.T) {
 }
 
 func TestRolloutPauseResumeCancelWithGovernor(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 1, 5)
 	env.scaleTo(t, 3)
 	env.updateShape(t, "", func(put *api.DeploymentShapePut) {

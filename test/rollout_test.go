@@ -16,6 +16,7 @@ import (
 )
 
 func TestShapeRevisionsAndOutdated(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 3)
 	first := env.name("a")
 	env.launch(t, env.gov, first)
@@ -121,6 +122,7 @@ func TestShapeRevisionsAndOutdated(t *testing.T) {
 }
 
 func TestRollingRolloutKeepsReadyAndBounds(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 5)
 	env.scaleTo(t, 4)
 	env.updateShape(t, "", func(put *api.DeploymentShapePut) {

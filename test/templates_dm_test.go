@@ -54,6 +54,7 @@ func readCase(t *testing.T, name string) (string, map[string]string) {
 // warnings; an index-less registry serves short references against the CLI's default
 // registry.
 func TestTemplatesDMCompat(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	u := newCLIUser(t, d)
 	c := d.Unix(t)

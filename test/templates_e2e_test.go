@@ -75,6 +75,7 @@ func manifestNames(t testing.TB, c *client.Server, deployment string) []string {
 }
 
 func TestTemplatesOnPrivateLXD(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 3)
 	admin := env.admin
 	f1, b1 := env.name("f1"), env.name("b1")
@@ -280,6 +281,7 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 }
 
 func TestTemplatesCLI(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	u := newCLIUser(t, d)
 	dir := t.TempDir()

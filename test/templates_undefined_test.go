@@ -54,6 +54,7 @@ func putTemplate(t *testing.T, c *client.Server, deployment string, config strin
 // strict_undefined: true fails where the value is looked up, changing nothing; a template
 // that outputs "resources:" with nothing under it makes nothing.
 func TestTemplatesJinjaUndefinedOnPrivateLXD(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 3)
 	admin := env.admin
 	imports := map[string]string{"optional.jinja": optionalJinja}
@@ -118,6 +119,7 @@ func TestTemplatesJinjaUndefinedOnPrivateLXD(t *testing.T) {
 // The CLI: lxd-deploy expand prints the warning and succeeds; --strict-undefined fails at
 // the lookup, locally and (sending strict_undefined: true) in the daemon.
 func TestTemplatesJinjaUndefinedCLI(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	u := newCLIUser(t, d)
 	c := d.Unix(t)

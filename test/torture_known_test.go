@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lxd-deployd/lxd-deployd/client"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -104,22 +105,18 @@ func churnAtMax(tt *torture) string {
 		tt.checkAnswer("delete "+victim, err)
 		name := tt.nextName("churn")
 		tries := 0
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		poll(10*time.Second, func() bool {
 			tries++
-			op, err := tt.gov.CreateDeploymentShapeInstance("dep1", "churn", name)
+			var op *client.Operation
+			op, err = tt.gov.CreateDeploymentShapeInstance("dep1", "churn", name)
 			tt.checkAnswer("launch "+name, err)
 			if err == nil {
 				err = tt.wait(op, "launch "+name)
 			}
 
-			if !isStatus(err, 409) || time.Now().After(deadline) {
-				out = append(out, fmt.Sprintf("delete %s + launch %s after %d tries: %s", victim, name, tries, describe(err)))
-				break
-			}
-
-			time.Sleep(20 * time.Millisecond)
-		}
+			return !isStatus(err, 409)
+		}, every(20*time.Millisecond))
+		out = append(out, fmt.Sprintf("delete %s + launch %s after %d tries: %s", victim, name, tries, describe(err)))
 	}
 
 	return strings.Join(out, "; ")

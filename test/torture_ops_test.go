@@ -396,19 +396,17 @@ func (tt *torture) endHookWait(action string) string {
 	waited := tt.wait(op, "the delete of "+name)
 	if waited != nil && action == api.LifecycleActionContinue {
 		// The delete's operation may have died with a killed daemon: wait for the record.
-		deadline := time.Now().Add(opTimeout)
-		for time.Now().Before(deadline) {
+		gone := poll(opTimeout, func() bool {
 			instances, _ := tt.records("hooks")
 			gone := true
 			for _, i := range instances {
 				gone = gone && i.Name != name
 			}
 
-			if gone {
-				return fmt.Sprintf("%s: %s; delete: %s; record gone", name, action, describe(waited))
-			}
-
-			time.Sleep(200 * time.Millisecond)
+			return gone
+		}, every(200*time.Millisecond))
+		if gone {
+			return fmt.Sprintf("%s: %s; delete: %s; record gone", name, action, describe(waited))
 		}
 	}
 

@@ -53,28 +53,24 @@ func (tt *torture) settle() {
 		tt.logf("settle: %s", tt.endHookWait(api.LifecycleActionContinue))
 	}
 
-	deadline := time.Now().Add(settleTimeout)
-	for {
-		unsettled := tt.finishRollouts() + tt.unsettledShapes()
-		if unsettled == "" {
-			tt.logf("settled")
-			tt.checkSettled()
-			return
-		}
-
-		if time.Now().After(deadline) {
-			tt.logf("not settled within %s: %s", settleTimeout, unsettled)
-			if rollouts := tt.finishRollouts(); rollouts != "" {
-				tt.violate("after settling, every rollout is over", "%s", rollouts)
-			}
-
-			tt.reportUnsettled()
-			tt.checkSettled()
-			return
-		}
-
-		time.Sleep(500 * time.Millisecond)
+	var unsettled string
+	settled := poll(settleTimeout, func() bool {
+		unsettled = tt.finishRollouts() + tt.unsettledShapes()
+		return unsettled == ""
+	}, every(500*time.Millisecond))
+	if settled {
+		tt.logf("settled")
+		tt.checkSettled()
+		return
 	}
+
+	tt.logf("not settled within %s: %s", settleTimeout, unsettled)
+	if rollouts := tt.finishRollouts(); rollouts != "" {
+		tt.violate("after settling, every rollout is over", "%s", rollouts)
+	}
+
+	tt.reportUnsettled()
+	tt.checkSettled()
 }
 
 // finishRollouts moves roll's latest rollout on (promote a canary, resume a paused one) and

@@ -142,17 +142,13 @@ func (tt *torture) restart() error {
 		return fmt.Errorf("lxd-deployd exited at restart")
 	}
 
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	online := poll(20*time.Second, func() bool {
 		server, _, err := tt.admin.GetServer()
-		if err == nil && server.Environment != nil && server.Environment.LXDStatus == "online" {
-			return nil
-		}
-
-		if time.Now().After(deadline) {
-			return fmt.Errorf("lxd-deployd did not reconnect to LXD within 20s of a restart")
-		}
-
-		time.Sleep(100 * time.Millisecond)
+		return err == nil && server.Environment != nil && server.Environment.LXDStatus == "online"
+	}, every(100*time.Millisecond))
+	if !online {
+		return fmt.Errorf("lxd-deployd did not reconnect to LXD within 20s of a restart")
 	}
+
+	return nil
 }

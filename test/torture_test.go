@@ -25,22 +25,16 @@ import (
 // test` runs), TORTURE_SEED replays a run's sequence of operations, TORTURE_OPS chooses the
 // operations (see torture_known_test.go).
 func TestTorture(t *testing.T) {
+	t.Parallel()
 	cfg := tortureConfigFromEnv(t)
 	t.Logf("torture: seed %d (TORTURE_SEED=%d replays it), %s, operations %s", cfg.seed, cfg.seed, cfg.duration, cfg.opsName)
 	tt := newTorture(t, cfg)
 
 	go tt.watchHealth()
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		tt.sampleLXD(stop)
-	}()
-
+	stopSampling := sampleEvery(t, sampleInterval, tt.sampleLXD)
 	tt.run()
 	tt.settle()
-	close(stop)
-	<-sampled
+	stopSampling()
 	tt.checkRevisions()
 	tt.stopWatching()
 	tt.reportPlatform()

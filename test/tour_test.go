@@ -45,6 +45,7 @@ func readmeTour(t *testing.T) string {
 // daemon and the tour share a network namespace of their own, so the tour's fixed ports
 // (8444, 9000) are free and nothing leaves loopback.
 func TestReadmeTour(t *testing.T) {
+	t.Parallel()
 	if reason, ok := lxdtest.Available(); !ok {
 		if os.Getenv("LXDTEST_REQUIRE") != "" {
 			t.Fatalf("the tour needs a private LXD: %s", reason)

@@ -121,21 +121,18 @@ func (s *session) waitJS(t *testing.T, what string, expr string, timeout time.Du
 	t.Helper()
 	start := time.Now()
 	var err error
-	for time.Since(start) < timeout {
+	waitUntil(t, s.name+": "+what, timeout, func() bool {
 		ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 		var ok bool
 		ok, err = chromedp.Run(ctx, chromedp.Evaluate[bool]("!!("+expr+")"))
 		cancel()
-		if err == nil && ok {
-			return time.Since(start)
-		}
+		return err == nil && ok
+	}, every(20*time.Millisecond), showing(func() string {
+		s.screenshot(t, "failed-"+strings.ReplaceAll(what, " ", "-"))
+		return fmt.Sprintf("last error: %v\npage: %s", err, s.text())
+	}))
 
-		time.Sleep(20 * time.Millisecond)
-	}
-
-	s.screenshot(t, "failed-"+strings.ReplaceAll(what, " ", "-"))
-	t.Fatalf("%s: %s: not within %s (last error: %v)\npage: %s", s.name, what, timeout, err, s.text())
-	return 0
+	return time.Since(start)
 }
 
 // text is the page's visible text, for failure messages.

@@ -20,6 +20,7 @@ import (
 // new one after (reuse_on_scale_in does not pool the outdated instances the rollout
 // deletes), the bounds hold throughout, and deleting the shape leaves nothing in LXD.
 func TestWarmPoolRollingRollout(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 4)
 	seen := &sync.Map{} // every pool instance name ever listed, for the cleanup
 	t.Cleanup(func() {
@@ -108,39 +109,34 @@ func TestWarmPoolRollingRollout(t *testing.T) {
 	phase(t, "the rollout", func(t *testing.T) {
 		stopSampling := env.startSamplingBounds(t)
 
-		stopPool := make(chan struct{})
-		poolErr := make(chan string, 1)
-		go func() {
-			defer close(poolErr)
-			for {
-				list, err := env.readOnly.GetDeploymentShapeWarmPool("dep1", "web")
-				if err == nil {
-					kept := 0
-					for _, p := range list {
-						seen.Store(p.Name, true)
-						if p.State != "taking" {
-							kept++
-						}
+		poolErr := "" // the first thing wrong the pool sampler saw
+		stopPool := sampleEvery(t, 100*time.Millisecond, func() {
+			if poolErr != "" {
+				return
+			}
 
-						if p.TemplateHash != fresh[0].TemplateHash {
-							poolErr <- "an outdated pool instance during the rollout: " + p.Name + " " + p.TemplateHash
-							return
-						}
-					}
+			list, err := env.readOnly.GetDeploymentShapeWarmPool("dep1", "web")
+			if err != nil {
+				return
+			}
 
-					if kept > 2 {
-						poolErr <- "more than 2 pool instances during the rollout"
-						return
-					}
+			kept := 0
+			for _, p := range list {
+				seen.Store(p.Name, true)
+				if p.State != "taking" {
+					kept++
 				}
 
-				select {
-				case <-stopPool:
+				if p.TemplateHash != fresh[0].TemplateHash {
+					poolErr = "an outdated pool instance during the rollout: " + p.Name + " " + p.TemplateHash
 					return
-				case <-time.After(100 * time.Millisecond):
 				}
 			}
-		}()
+
+			if kept > 2 {
+				poolErr = "more than 2 pool instances during the rollout"
+			}
+		})
 
 		started = time.Now()
 		op, err := env.admin.CreateDeploymentShapeRollout("dep1", "web", api.DeploymentRolloutsPost{})
@@ -148,10 +144,10 @@ func TestWarmPoolRollingRollout(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		err = op.Wait(ctx)
-		close(stopPool)
+		stopPool()
 		bounds = stopSampling()
-		if msg := <-poolErr; msg != "" {
-			t.Fatal(msg)
+		if poolErr != "" {
+			t.Fatal(poolErr)
 		}
 
 		must(t, err)
@@ -219,6 +215,7 @@ func TestWarmPoolRollingRollout(t *testing.T) {
 // from the new one, and the rollout's replacements run the new image: none is an old pool
 // instance handed out.
 func TestWarmPoolImageChange(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 3)
 	alias, busybox := env.busyboxAlias(t)
 	seen := &sync.Map{}

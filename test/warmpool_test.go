@@ -15,6 +15,7 @@ import (
 // not an image unpack) and the pool refills; the pool survives a restart, an instance
 // template change replaces it, and deleting the shape removes it.
 func TestWarmPool(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 3)
 	seen := map[string]bool{}
 	t.Cleanup(func() {

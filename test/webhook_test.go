@@ -10,6 +10,7 @@ import (
 )
 
 func TestWebhookDeliveries(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 3)
 	hook := newReceiver(t)
 	d, etag, err := env.admin.GetDeployment("dep1")
@@ -55,13 +56,11 @@ func TestWebhookDeliveries(t *testing.T) {
 	must(t, err)
 	id, err = env.admin.PingWebhook("dep1")
 	must(t, err)
-	time.Sleep(500 * time.Millisecond)
-	hook.mu.Lock()
-	rejected := hook.rejected
-	hook.mu.Unlock()
-	if rejected == 0 {
-		t.Fatal("a delivery signed with the rotated secret must fail the old secret's check")
-	}
+	waitUntil(t, "a delivery signed with the rotated secret failing the old secret's check", 10*time.Second, func() bool {
+		hook.mu.Lock()
+		defer hook.mu.Unlock()
+		return hook.rejected > 0
+	}, every(50*time.Millisecond))
 
 	hook.set(rotated, 0)
 	hook.waitFor("ping with rotated secret", 20*time.Second, byID(id))

@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -113,26 +114,21 @@ func (l *lifecycleLog) len() int {
 // waitFor waits for an event with action and source after the first `after` events.
 func (l *lifecycleLog) waitFor(t testing.TB, after int, action string, source string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var seen []string
+	waitUntil(t, fmt.Sprintf("a %s event for %s", action, source), 10*time.Second, func() bool {
 		l.mu.Lock()
-		var seen []string
+		defer l.mu.Unlock()
+		seen = nil
 		for _, e := range l.events[after:] {
 			if e.Action == action && e.Source == source {
-				l.mu.Unlock()
-				return
+				return true
 			}
 
 			seen = append(seen, e.Action+" "+e.Source)
 		}
 
-		l.mu.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s event for %s; saw %v", action, source, seen)
-		}
-
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false
+	}, every(20*time.Millisecond), showing(func() string { return fmt.Sprintf("saw %v", seen) }))
 }
 
 // TestEveryWritePathMakesTheSameRevision changes every writable field of a shape through
@@ -141,6 +137,7 @@ func (l *lifecycleLog) waitFor(t testing.TB, after int, action string, source st
 // content and cause, the activity entry, the `outdated` flag of an instance running in
 // LXD, and the deployment-shape-updated event.
 func TestEveryWritePathMakesTheSameRevision(t *testing.T) {
+	t.Parallel()
 	private := lxdtest.Shared(t)
 	d := startDaemon(t, daemonOptions{LXDSocket: private.Socket})
 	waitLXDOnline(t, d)

@@ -9,8 +9,10 @@
 // Use [Start] when a test wants a daemon of its own (it changes server-wide
 // state such as profiles, pools or config, or needs a pristine server).
 // Use [Shared] when tests only create their own, uniquely named instances:
-// it starts one daemon per test binary on first use, which saves a daemon
-// start per test. A package that uses [Shared] must stop it from TestMain:
+// it leases a daemon from a small pool started on first use and kept for the
+// test binary, which saves a daemon start per test, and gives tests running
+// in parallel one each. A package that uses [Shared] must stop the pool from
+// TestMain:
 //
 //	func TestMain(m *testing.M) {
 //		code := m.Run()

@@ -120,7 +120,7 @@ func TestCleanup(t *testing.T) {
 	}
 }
 
-// TestShared checks that Shared hands out one daemon per test binary.
+// TestShared checks that Shared hands a test the same daemon each time it asks.
 func TestShared(t *testing.T) {
 	start := time.Now()
 	l := lxdtest.Shared(t)
