@@ -256,6 +256,64 @@ func (e *failsafeEnv) waitFreshHealthy(t testing.TB, what string, since time.Tim
 	return time.Since(since)
 }
 
+// waitThreeVoters waits until, through d, three voters are online and one leads.
+func waitThreeVoters(t testing.TB, d *daemon) {
+	t.Helper()
+	var list []api.ClusterMember
+	var err error
+	waitUntil(t, "three voters online with a leader", 30*time.Second, func() bool {
+		list, err = d.Unix(t).GetClusterMembers()
+		voters := 0
+		for _, m := range list {
+			if m.DatabaseRole == "voter" && m.Status == "Online" {
+				voters++
+			}
+		}
+
+		return err == nil && voters == 3 && databaseLeader(list) != ""
+	}, every(200*time.Millisecond), showing(func() string { return fmt.Sprintf("%+v %v", list, err) }))
+}
+
+// separateLeaseFromLeader restarts (SIGTERM, which hands dqlite leadership over and
+// releases the member's leases) the member that both leads dqlite and holds the instances
+// lease, until two members do, at most 4 times. It returns the leader and the holder.
+func separateLeaseFromLeader(t *testing.T, members map[string]*daemon) (string, string) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		list, err := members["m1"].Unix(t).GetClusterMembers()
+		must(t, err)
+		leader, holder := databaseLeader(list), leaseHolder(members)
+		if leader != "" && leader != holder {
+			t.Logf("dqlite leader %s, instances lease held by %s", leader, holder)
+			return leader, holder
+		}
+
+		if attempt == 4 {
+			t.Fatalf("%s still leads dqlite and holds the instances lease after 4 restarts", leader)
+		}
+
+		t.Logf("%s leads dqlite and holds the instances lease: restarting it", leader)
+		token := 0
+		for _, e := range instancesLease(members) {
+			token = max(token, e.token)
+		}
+
+		members[leader].Stop(t)
+		members[leader].Start(t, "--reconcile-interval", "1s", "--lxd-poll-interval", "5s")
+		waitUntil(t, "another member taking the instances lease over", 30*time.Second, func() bool {
+			for _, e := range instancesLease(members) {
+				if e.token > token {
+					return true
+				}
+			}
+
+			return false
+		})
+		waitThreeVoters(t, members["m1"])
+		waitLXDOnline(t, members[leader])
+	}
+}
+
 // TestFailSafeDaemonPartition: under a steady load of writes through every member, the
 // member holding the instances lease (health checks, autohealing) is cut off from the other
 // two for 15 s, then the dqlite leader if that is another member. Nothing healthy is
@@ -289,10 +347,8 @@ func TestFailSafeDaemonPartition(t *testing.T) {
 	t.Logf("instances lease: %s", leaseTimeline(members, time.Time{}, origin))
 
 	var acked []string
-	cut := map[string]bool{}
 	cutPhase := func(victim string, role string) {
 		phase(t, "cut "+victim+" ("+role+")", func(t *testing.T) {
-			cut[victim] = true
 			// Read and wait through a member that stays connected.
 			for name, d := range members {
 				if name != victim {
@@ -301,6 +357,7 @@ func TestFailSafeDaemonPartition(t *testing.T) {
 				}
 			}
 
+			waitThreeVoters(t, e.d)
 			list, err := e.admin.GetClusterMembers()
 			must(t, err)
 			t.Logf("before: dqlite leader %s, instances lease held by %s; cutting %s", databaseLeader(list), leaseHolder(members), victim)
@@ -330,7 +387,7 @@ func TestFailSafeDaemonPartition(t *testing.T) {
 					sample = sample[:3]
 				}
 
-				t.Logf("writes through m%d: %d acknowledged, %d failed, longest %v; failures e.g. %v", i+1, len(ok), len(failed), worst.Round(time.Millisecond), sample)
+				t.Logf("writes through m%d: %d acknowledged, %d failed, longest %v (sent %+.1fs after the cut); failures e.g. %v", i+1, len(ok), len(failed), worst.Round(time.Millisecond), load.longestBegan().Sub(cutAt).Seconds(), sample)
 			}
 
 			changes, most, samples, errs := watch.finish()
@@ -352,32 +409,21 @@ func TestFailSafeDaemonPartition(t *testing.T) {
 		})
 	}
 
-	first := leaseHolder(members)
+	// First the lease holder as the cluster started (m1, which leads dqlite too), then the
+	// dqlite leader alone, then the lease holder alone.
+	holder := leaseHolder(members)
 	list, err := e.admin.GetClusterMembers()
 	must(t, err)
 	role := "instances lease"
-	if databaseLeader(list) == first {
+	if databaseLeader(list) == holder {
 		role += " and dqlite leader"
 	}
 
-	cutPhase(first, role)
-	list, err = e.admin.GetClusterMembers()
-	must(t, err)
-	leader := databaseLeader(list)
-	switch {
-	case leader == "":
-		t.Fatalf("no dqlite leader after the first cut healed: %+v", list)
-	case cut[leader]:
-		t.Logf("the dqlite leader is %s again, cut already: no second phase", leader)
-	default:
-		role := "dqlite leader"
-		if leaseHolder(members) == leader {
-			role += " and instances lease"
-		}
-
-		cutPhase(leader, role)
-	}
-
+	cutPhase(holder, role)
+	leader, _ := separateLeaseFromLeader(t, members)
+	cutPhase(leader, "dqlite leader, not the lease holder")
+	_, holder = separateLeaseFromLeader(t, members)
+	cutPhase(holder, "instances lease, not the dqlite leader")
 	phase(t, "control", func(t *testing.T) {
 		t.Logf("control: the sick instance replaced by a healthy one in %v", e.control(t))
 		t.Logf("instances lease over the whole test: %s", leaseTimeline(members, time.Time{}, origin))
