@@ -314,6 +314,27 @@ func separateLeaseFromLeader(t *testing.T, members map[string]*daemon) (string, 
 	}
 }
 
+// lastChecks says, through admin, when the latest check of any instance was recorded, and
+// how long the listing took: whether health checks go on.
+func (e *failsafeEnv) lastChecks(t testing.TB) string {
+	t.Helper()
+	began := time.Now()
+	instances, err := e.admin.GetDeploymentShapeInstances("dep1", "web")
+	took := time.Since(began).Round(time.Millisecond)
+	if err != nil {
+		return fmt.Sprintf("the listing failed after %v: %v", took, err)
+	}
+
+	var latest time.Time
+	for _, i := range instances {
+		if c := i.HealthCheck; c != nil && c.CheckedAt != nil && c.CheckedAt.After(latest) {
+			latest = *c.CheckedAt
+		}
+	}
+
+	return fmt.Sprintf("the latest check recorded %v before the listing, which took %v", began.Sub(latest).Round(100*time.Millisecond), took)
+}
+
 // TestFailSafeDaemonPartition: under a steady load of writes through every member, the
 // member holding the instances lease (health checks, autohealing) is cut off from the other
 // two for 15 s, then the dqlite leader if that is another member. Nothing healthy is
@@ -373,6 +394,7 @@ func TestFailSafeDaemonPartition(t *testing.T) {
 			net.Cut(t, victim)
 			cutAt := time.Now()
 			time.Sleep(partitionCut)
+			t.Logf("after %v cut off: %s", partitionCut, e.lastChecks(t))
 			t.Logf("after %v cut off: %s", partitionCut, e.healthState(t))
 			net.Heal(t, victim)
 			healed := time.Now()
