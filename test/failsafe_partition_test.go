@@ -368,7 +368,9 @@ func TestFailSafeDaemonPartition(t *testing.T) {
 	t.Logf("instances lease: %s", leaseTimeline(members, time.Time{}, origin))
 
 	var acked []string
+	phases := 0
 	cutPhase := func(victim string, role string) {
+		phases++
 		phase(t, "cut "+victim+" ("+role+")", func(t *testing.T) {
 			// Read and wait through a member that stays connected.
 			for name, d := range members {
@@ -387,7 +389,7 @@ func TestFailSafeDaemonPartition(t *testing.T) {
 			watch := watchFleet(t, private.Client(t), before, origin)
 			var loads []*writeLoad
 			for _, name := range []string{"m1", "m2", "m3"} {
-				loads = append(loads, startWrites(t, members[name], fmt.Sprintf("%s-%s", victim, name)))
+				loads = append(loads, startWrites(t, members[name], fmt.Sprintf("p%d-%s", phases, name)))
 			}
 
 			time.Sleep(2 * time.Second)
