@@ -397,7 +397,6 @@ func TestFailSafeDaemonPartition(t *testing.T) {
 			cutAt := time.Now()
 			time.Sleep(partitionCut)
 			t.Logf("after %v cut off: %s", partitionCut, e.lastChecks(t))
-			t.Logf("after %v cut off: %s", partitionCut, e.healthState(t))
 			net.Heal(t, victim)
 			healed := time.Now()
 			took := e.waitFreshHealthy(t, "every instance healthy again by a fresh check", healed, partitionHealthyBound)
