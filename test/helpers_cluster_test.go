@@ -58,6 +58,7 @@ type writeLoad struct {
 	acked  []string
 	failed []string
 	worst  time.Duration
+	began  time.Time // when the longest write was sent
 	stop   chan struct{}
 	done   chan struct{}
 }
@@ -83,7 +84,9 @@ func startWrites(t testing.TB, d *daemon, prefix string) *writeLoad {
 			err := server.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: name}})
 			took := time.Since(start)
 			w.mu.Lock()
-			w.worst = max(w.worst, took)
+			if took > w.worst {
+				w.worst, w.began = took, start
+			}
 			if err == nil {
 				w.acked = append(w.acked, name)
 			} else {
@@ -105,6 +108,13 @@ func (w *writeLoad) finish() (time.Duration, []string, []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.worst, w.acked, w.failed
+}
+
+// longestBegan is when the longest write was sent.
+func (w *writeLoad) longestBegan() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.began
 }
 
 // missing returns the acknowledged deployments d does not have.

@@ -42,6 +42,8 @@ type daemon struct {
 	fileLimit int // daemonOptions.FileLimit, kept for restarts
 
 	memoryLimit int64 // daemonOptions.MemoryLimit, kept for restarts
+
+	netNS string // daemonOptions.NetNS, kept for restarts
 }
 
 // daemonOptions tweak how a test daemon starts.
@@ -68,6 +70,14 @@ type daemonOptions struct {
 	// that many bytes, so that a hostile-input test that finds a leak gets the daemon
 	// killed, not the machine short of memory.
 	MemoryLimit int64
+
+	// NetNS, when set, is the path of a network namespace (/run/netns/NAME) the daemon runs
+	// in (nsenter --net, which execs it: the process is the daemon's), and Host an address
+	// of that namespace for its --https-address and --cluster-address: cutting the
+	// namespace's link cuts the member off (test/lxdtest's Partition). Its unix socket and
+	// LXD's are files, reached as usual; its HTTPS address is not reachable from the test.
+	NetNS string
+	Host  string
 }
 
 // bindAttempts is how many fresh ports startDaemon tries. freePort's port is free when it
@@ -101,6 +111,13 @@ func startDaemon(t testing.TB, opts daemonOptions) *daemon {
 			log:          filepath.Join(dir, "daemon.log"),
 			fileLimit:    opts.FileLimit,
 			memoryLimit:  opts.MemoryLimit,
+			netNS:        opts.NetNS,
+		}
+
+		host := "127.0.0.1"
+		if opts.Host != "" {
+			host = opts.Host
+			d.HTTPSAddress = net.JoinHostPort(host, strconv.Itoa(freePort(t)))
 		}
 
 		for name, content := range opts.Files {
@@ -112,7 +129,7 @@ func startDaemon(t testing.TB, opts daemonOptions) *daemon {
 
 		args := opts.ExtraArgs
 		if opts.Cluster {
-			d.ClusterAddress = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			d.ClusterAddress = net.JoinHostPort(host, strconv.Itoa(freePort(t)))
 			args = append([]string{"--cluster-address", d.ClusterAddress}, args...)
 		}
 
@@ -159,6 +176,10 @@ func (d *daemon) tryStart(t testing.TB, extraArgs ...string) bool {
 	if d.fileLimit > 0 {
 		// prlimit sets the limit on itself and execs the daemon: the same process.
 		d.cmd = exec.Command("prlimit", append([]string{fmt.Sprintf("--nofile=%d:%d", d.fileLimit, d.fileLimit), daemonBinary}, args...)...)
+	}
+
+	if d.netNS != "" {
+		d.cmd = exec.Command("nsenter", append([]string{"--net=" + d.netNS, daemonBinary}, args...)...)
 	}
 
 	d.cmd.Stdout = logFile
