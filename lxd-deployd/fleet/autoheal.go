@@ -99,10 +99,14 @@ type Autohealer struct {
 	// starts are when this daemon's recent replacements started, by shape id, for
 	// health.replacement_limit (a member that takes over the lease starts a new count).
 	starts map[int64][]time.Time
+
+	// settle is, by shape id, until when a shape whose hold lifted replaces nothing for a
+	// verdict (autoheal_hold_record.go).
+	settle map[int64]time.Time
 }
 
 func newAutohealer(f *Fleet) *Autohealer {
-	return &Autohealer{db: f.db, fleet: f, budget: replacingBudget{}, logger: f.logger, owner: f.owner, wake: loop.New(), active: map[int64]bool{}, starts: map[int64][]time.Time{}}
+	return &Autohealer{db: f.db, fleet: f, budget: replacingBudget{}, logger: f.logger, owner: f.owner, wake: loop.New(), active: map[int64]bool{}, starts: map[int64][]time.Time{}, settle: map[int64]time.Time{}}
 }
 
 // Poke makes the autohealer look now rather than at its next tick (nil: no autohealing).
@@ -193,8 +197,14 @@ func (h *Autohealer) round(ctx context.Context) error {
 			continue
 		}
 
+		if until, settling := h.settling(step, now); settling {
+			h.logger.Debug("autohealing: settling after a hold", "instance", step.Row.Name, "until", until)
+			continue
+		}
+
+		verdict := !step.Unreachable && step.Row.State == db.InstanceCreated
 		h.start(step.Row, func(ctx context.Context) {
-			_ = h.replace(ctx, step.Shape, step.Row, step.Cause, InternalRequestor("autoheal"))
+			_ = h.replaceFor(ctx, step.Shape, step.Row, step.Cause, InternalRequestor("autoheal"), verdict)
 		})
 	}
 
@@ -298,7 +308,14 @@ func (h *Autohealer) start(row db.Instance, f func(ctx context.Context)) {
 // maximum, old first at it (so that LXD never holds more than the maximum). by is who
 // asked: autohealing itself, or the operator whose drain or rebalance moves the instance.
 func (h *Autohealer) replace(ctx context.Context, shape db.Shape, old db.Instance, cause string, by api.DeploymentRequestor) error {
-	r, err := h.reserveReplacement(ctx, old, cause, by)
+	return h.replaceFor(ctx, shape, old, cause, by, false)
+}
+
+// replaceFor is replace; verdict says the replacement is for the instance's unhealthy
+// verdict, which the reservation reads again: one that recovered since the round read it
+// (the round's view is a moment old) is left alone.
+func (h *Autohealer) replaceFor(ctx context.Context, shape db.Shape, old db.Instance, cause string, by api.DeploymentRequestor, verdict bool) error {
+	r, err := h.reserveReplacement(ctx, old, cause, by, verdict)
 	if errors.Is(err, errGiveUp) {
 		h.fleet.countReplacement(old, metrics.ReplacementGaveUp)
 		h.degrade(ctx, shape, old, maxReplaceFailures, cause)
@@ -359,7 +376,7 @@ type replacement struct {
 
 // reserveReplacement takes the old instance out of the count (state replacing) and
 // reserves its replacement in one transaction, within the shape's budget.
-func (h *Autohealer) reserveReplacement(ctx context.Context, old db.Instance, cause string, by api.DeploymentRequestor) (*replacement, error) {
+func (h *Autohealer) reserveReplacement(ctx context.Context, old db.Instance, cause string, by api.DeploymentRequestor, verdict bool) (*replacement, error) {
 	ref := refs.Instance(old)
 	ref.Instance = healedName(old.Name)
 	r := &replacement{}
@@ -371,6 +388,17 @@ func (h *Autohealer) reserveReplacement(ctx context.Context, old db.Instance, ca
 		before: func(ctx context.Context, tx *sql.Tx, s *db.Shape) error {
 			if s.StatusReason != "" {
 				return lxdapi.StatusErrorf(http.StatusConflict, "shape %s is degraded: autohealing stopped", s.Name)
+			}
+
+			if verdict {
+				fresh, err := db.GetInstance(ctx, tx, s.ID, old.Name)
+				if err != nil {
+					return err
+				}
+
+				if fresh.ID != old.ID || fresh.State != db.InstanceCreated || fresh.Health.Status != api.HealthUnhealthy {
+					return lxdapi.StatusErrorf(http.StatusConflict, "instance %s is no longer unhealthy (%s): not replaced", old.Name, fresh.Health.Status)
+				}
 			}
 
 			err := h.budget.take(ctx, tx, s)

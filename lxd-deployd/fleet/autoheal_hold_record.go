@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -88,6 +89,7 @@ func (h *Autohealer) recordHolds(ctx context.Context, shapes []db.Shape, holds H
 	for _, c := range announced {
 		action, reason := reporter.ShapeAutohealingHeld, c.reason
 		if c.reason == "" {
+			h.settleAfterHold(c.shape, now)
 			action, reason = reporter.ShapeAutohealingResumed, "the cause of the hold went: "+c.shape.HealHold
 			h.logger.Info("autohealing: resumed", "shape", c.shape.Name)
 		} else {
@@ -98,4 +100,43 @@ func (h *Autohealer) recordHolds(ctx context.Context, shapes []db.Shape, holds H
 		h.fleet.reporter.Send(by, c.shape.DeploymentID, action.Event(refsByShape[c.shape.ID], map[string]any{"reason": reason}))
 		h.fleet.reporter.Notify(ctx, c.shape.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(action), Shape: c.shape.Name, Reason: reason})
 	}
+}
+
+// settleAfterHold gives the instances of a shape whose hold just lifted the time of one
+// verdict to show they recovered: a shared fault ends instance by instance, and the hold
+// lifts as soon as no more than hold_share are unhealthy, when the last of them may be a
+// check or two from healthy (TestAutohealingHolds saw one replaced 20 ms before its
+// healthy verdict). An instance still unhealthy after it is replaced.
+func (h *Autohealer) settleAfterHold(shape db.Shape, now time.Time) {
+	settings, ok := healSettings(shape)
+	if !ok {
+		return
+	}
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.settle[shape.ID] = now.Add(settleTime(settings))
+}
+
+// settleTime is one verdict's time: unhealthy_threshold checks, and one more, each at most
+// an interval and a timeout apart (5 s at least).
+func settleTime(s health.Settings) time.Duration {
+	return max(5*time.Second, time.Duration(s.UnhealthyThreshold+1)*(s.Interval+s.Timeout))
+}
+
+// settling says whether a verdict's step waits for its shape to settle after a hold, and
+// until when. The caller holds h.mu.
+func (h *Autohealer) settling(step HealStep, now time.Time) (time.Time, bool) {
+	until, ok := h.settle[step.Shape.ID]
+	if !ok {
+		return time.Time{}, false
+	}
+
+	if !now.Before(until) {
+		delete(h.settle, step.Shape.ID)
+		return time.Time{}, false
+	}
+
+	verdict := !step.Finish && !step.Unreachable && step.Row.State == db.InstanceCreated
+	return until, verdict
 }

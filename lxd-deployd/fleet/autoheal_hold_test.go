@@ -112,3 +112,31 @@ func TestRecentStarts(t *testing.T) {
 		t.Fatalf("%d starts in the last 10 minutes, want 2", n)
 	}
 }
+
+// TestSettleAfterHold: once a hold lifts, a verdict's replacement waits one verdict's time
+// (the last instances of a shared fault recover a check or two later); a lost member's
+// instance and a crash's replacement do not wait, and the wait ends.
+func TestSettleAfterHold(t *testing.T) {
+	h := &Autohealer{settle: map[int64]time.Time{}}
+	shape := db.Shape{ID: 1}
+	shape.Health = &api.DeploymentShapeHealth{Command: []string{"true"}, Interval: "1s", Timeout: "3s", UnhealthyThreshold: 2, Replace: true}
+	now := time.Now()
+	h.settleAfterHold(shape, now)
+	unhealthy := db.Instance{ID: 10, ShapeID: 1, State: db.InstanceCreated}
+	unhealthy.Health.Status = api.HealthUnhealthy
+	if until, ok := h.settling(HealStep{Shape: shape, Row: unhealthy}, now.Add(time.Second)); !ok || until.Sub(now) != 12*time.Second {
+		t.Fatalf("a verdict's replacement right after a hold: settling %v until %v, want 12 s", ok, until.Sub(now))
+	}
+
+	if _, ok := h.settling(HealStep{Shape: shape, Row: unhealthy, Unreachable: true}, now.Add(time.Second)); ok {
+		t.Fatal("a lost member's instance must not wait")
+	}
+
+	if _, ok := h.settling(HealStep{Shape: shape, Row: unhealthy, Finish: true}, now.Add(time.Second)); ok {
+		t.Fatal("a crash's replacement must be finished at once")
+	}
+
+	if _, ok := h.settling(HealStep{Shape: shape, Row: unhealthy}, now.Add(13*time.Second)); ok {
+		t.Fatal("the wait must end")
+	}
+}
