@@ -21,6 +21,7 @@ import (
 // follows ceil(value / 10) up, stays at its maximum above it, holds still while the query
 // errors (a real execution error of Prometheus) or returns no data, and comes back down.
 func TestReferenceGovernorTracksQuery(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 1, 3)
 	// The governor names its instances web-<random>, outside the env's prefix: force-delete
 	// the shape through the daemon so that none outlives a failed run in the shared LXD.

@@ -25,6 +25,7 @@ import (
 // "lxd-deploy deployment list [<remote>:] [<filter>...] [--all-projects]" as "lxc list"
 // takes them; bad filters are 400s that say what to write and change nothing.
 func TestDeploymentListFilters(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	admin := d.Unix(t)
 	u := newCLIUser(t, d)
@@ -138,6 +139,7 @@ func queryURLs(s *client.Server, path string, urls *[]string) (string, error) {
 // names (keys have only properties, so -p is accepted and changes nothing), and an unknown
 // property is an error that lists the known ones.
 func TestCLIKeyGetProperty(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	u := newCLIUser(t, d)
 	gov := newIdentity(t)
@@ -176,6 +178,7 @@ func TestCLIKeyGetProperty(t *testing.T) {
 // instance, an instance made by hand beside them, both still running). Without force it is
 // a 409 that changes nothing.
 func TestForcedDeploymentDeleteOnLXD(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 3)
 	u := newCLIUser(t, env.d)
 	must(t, env.admin.CreateDeploymentShape("dep1", webShape("db", 0, 2)))

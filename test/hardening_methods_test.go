@@ -19,6 +19,7 @@ import (
 // Each is now answered 501 and counted as method="other": the scrape keeps its size. The
 // daemon runs in a memory cgroup of its own.
 func TestRequestMethodsCannotGrowMetrics(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{MemoryLimit: 512 << 20})
 	unix := d.Unix(t)
 	_, _, err := unix.GetServer()

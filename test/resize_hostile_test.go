@@ -98,6 +98,7 @@ func TestResizeHostileCPUSet(t *testing.T) {
 // bound is a 403 that says how to allow it, and LXD keeps its config; an admin may resize
 // it (within LXD's rules and the CPU ceiling).
 func TestResizeUnboundedGovernor(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 2)
 	env.prefix = "rz-unbounded"
 	env.setShape(t, func(put *api.DeploymentShapePut) {
@@ -146,6 +147,7 @@ func TestResizeUnboundedGovernor(t *testing.T) {
 // revisions in place (rollback to revision 2 works, as it did not on main), and with
 // activity.keep 10 the governor's entries do not push the admin's out of the log.
 func TestResizeKeepsAdminHistory(t *testing.T) {
+	t.Parallel()
 	env := newGovernorEnv(t, 0, 2)
 	env.prefix = "rz-history"
 	d, etag, err := env.admin.GetDeployment("dep1")

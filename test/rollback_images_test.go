@@ -41,6 +41,7 @@ func (env *governorEnv) imageShape(t testing.TB, rollout api.DeploymentShapeRoll
 // although the alias still names the bad image. (Before, the rollback restored the alias,
 // marked the bad image's instances current and the rollout replaced nothing.)
 func TestRollbackRestoresExactImage(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 3)
 	_, busybox := env.imageShape(t, api.DeploymentShapeRollout{Trigger: api.RolloutTriggerImageChange})
 	env.scaleTo(t, 2)
@@ -123,6 +124,7 @@ func TestRollbackRestoresExactImage(t *testing.T) {
 // alias changes nothing; resuming the deployment's triggers is one call, after which the
 // alias is followed again. The deployment's kill switch suspends and resumes every trigger.
 func TestRollbackSuspendsTriggers(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 3)
 	alias, busybox := env.imageShape(t, api.DeploymentShapeRollout{Trigger: api.RolloutTriggerImageChange})
 	env.scaleTo(t, 1)
@@ -220,6 +222,7 @@ func TestRollbackSuspendsTriggers(t *testing.T) {
 // makes instances of the new image. The deployment's kill switch stops the config-change
 // trigger too. Bad triggers are refused, changing nothing.
 func TestSeveralTriggersAndManualImageTrigger(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 3)
 	no := false
 	alias, busybox := env.imageShape(t, api.DeploymentShapeRollout{Triggers: []api.DeploymentShapeTrigger{

@@ -134,6 +134,7 @@ func (env *governorEnv) customRollout(t testing.TB, image string, version string
 // full green set beside blue, then blue deleted, within the shape's bounds; the deployer
 // never counts, its output is kept for admins, and it is deleted once it exits 0.
 func TestRolloutCustomBlueGreen(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 4)
 	image := env.publishDeployerImage(t)
 	blue := env.scaleTo(t, 2)
@@ -202,6 +203,7 @@ func TestRolloutCustomBlueGreen(t *testing.T) {
 // TestRolloutCustomBadInput: custom settings that cannot work are a 400 that changes
 // nothing, and a custom rollout cannot be paused.
 func TestRolloutCustomBadInput(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 2)
 	shape, _, err := env.admin.GetDeploymentShape("dep1", "web")
 	must(t, err)

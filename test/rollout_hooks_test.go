@@ -23,6 +23,7 @@ func hook(script string) *api.DeploymentShapeRolloutHook {
 // any instance goes; a failing post hook fails a canary rollout after its promotion. Each
 // hook instance is deleted and never counted.
 func TestRolloutHooks(t *testing.T) {
+	t.Parallel()
 	env := newRolloutEnv(t, 0, 3)
 	env.scaleTo(t, 2)
 

@@ -40,6 +40,7 @@ func (c testClock) args() []string { return []string{"--test-clock-file", string
 // the action) and revisioned; after a stop over two occurrences, only the latest applies,
 // once, at start; a restart fires nothing again.
 func TestScheduledActionsAcrossDSTAndDowntime(t *testing.T) {
+	t.Parallel()
 	clock := newTestClock(t, time.Date(2026, 3, 28, 12, 0, 0, 0, time.UTC))
 	d := startDaemon(t, daemonOptions{ExtraArgs: clock.args()})
 	admin := d.Unix(t)

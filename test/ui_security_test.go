@@ -151,6 +151,7 @@ func identityValidUntil(t *testing.T, notAfter time.Time) *identity {
 // TestUISessionSecurity: issue 32 items 6, 7, 10, 11, 12 and 13, against the real daemon
 // over HTTPS as a browser signed in with a link sends its requests (doc/ui.md).
 func TestUISessionSecurity(t *testing.T) {
+	t.Parallel()
 	d := startDaemon(t, daemonOptions{})
 	unix := d.Unix(t)
 	adminID := newIdentity(t)
