@@ -47,6 +47,10 @@ func SetShapeHealHold(ctx context.Context, tx *sql.Tx, id int64, reason string, 
 type LocationHealth struct {
 	Created   int
 	Unhealthy int
+
+	// Failing counts the created instances outside a hook whose latest checks failed but
+	// that are not unhealthy yet: a shared fault shows on them a check or two later.
+	Failing int
 }
 
 // GetHealthByLocation counts, per shape and LXD member, the created instances of the
@@ -57,13 +61,14 @@ func GetHealthByLocation(ctx context.Context, tx *sql.Tx, shapeIDs []int64) (map
 		return counts, nil
 	}
 
-	args := []any{api.HealthUnhealthy, InstanceCreated}
+	args := []any{api.HealthUnhealthy, api.HealthUnhealthy, InstanceCreated}
 	for _, id := range shapeIDs {
 		args = append(args, id)
 	}
 
 	rows, err := tx.QueryContext(ctx, `
-SELECT i.deployment_shape_id, i.location, COUNT(*), SUM(CASE WHEN i.health = ? AND i.hook = '' THEN 1 ELSE 0 END)
+SELECT i.deployment_shape_id, i.location, COUNT(*), SUM(CASE WHEN i.health = ? AND i.hook = '' THEN 1 ELSE 0 END),
+       SUM(CASE WHEN i.health != ? AND i.hook = '' AND i.health_streak < 0 THEN 1 ELSE 0 END)
   FROM deployments_shapes_instances i
  WHERE i.state = ? AND i.deployment_shape_id IN (`+placeholders(len(shapeIDs))+`)
  GROUP BY i.deployment_shape_id, i.location`, args...)
@@ -76,7 +81,7 @@ SELECT i.deployment_shape_id, i.location, COUNT(*), SUM(CASE WHEN i.health = ? A
 		var id int64
 		var location string
 		var h LocationHealth
-		err = rows.Scan(&id, &location, &h.Created, &h.Unhealthy)
+		err = rows.Scan(&id, &location, &h.Created, &h.Unhealthy, &h.Failing)
 		if err != nil {
 			return nil, fmt.Errorf("count instances' health by member: %w", err)
 		}

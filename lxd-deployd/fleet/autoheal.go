@@ -103,10 +103,14 @@ type Autohealer struct {
 	// settle is, by shape id, until when a shape whose hold lifted replaces nothing for a
 	// verdict (autoheal_hold_record.go).
 	settle map[int64]time.Time
+
+	// unhealthySince is when the rounds first saw each unhealthy instance, by row id
+	// (correlationWindow).
+	unhealthySince map[int64]time.Time
 }
 
 func newAutohealer(f *Fleet) *Autohealer {
-	return &Autohealer{db: f.db, fleet: f, budget: replacingBudget{}, logger: f.logger, owner: f.owner, wake: loop.New(), active: map[int64]bool{}, starts: map[int64][]time.Time{}, settle: map[int64]time.Time{}}
+	return &Autohealer{db: f.db, fleet: f, budget: replacingBudget{}, logger: f.logger, owner: f.owner, wake: loop.New(), active: map[int64]bool{}, starts: map[int64][]time.Time{}, settle: map[int64]time.Time{}, unhealthySince: map[int64]time.Time{}}
 }
 
 // Poke makes the autohealer look now rather than at its next tick (nil: no autohealing).
@@ -177,6 +181,7 @@ func (h *Autohealer) round(ctx context.Context) error {
 	steps := h.freshReachability(PlanHealing(shapes, rows, h.activeRows(), h.owner, now, unreachable))
 	h.mu.Lock()
 	holds := PlanHolds(shapes, counts, rows, h.starts, now)
+	h.noteUnhealthy(rows, now)
 	h.mu.Unlock()
 	h.recordHolds(ctx, shapes, holds, steps)
 
@@ -194,6 +199,11 @@ func (h *Autohealer) round(ctx context.Context) error {
 
 		if reason := holds.Held(step); reason != "" {
 			h.logger.Debug("autohealing: held", "instance", step.Row.Name, "reason", reason)
+			continue
+		}
+
+		if wait, waiting := h.correlating(step, now); waiting {
+			h.logger.Debug("autohealing: waiting to see whether other instances fail too", "instance", step.Row.Name, "for", wait)
 			continue
 		}
 

@@ -17,7 +17,7 @@ import (
 // the fault and lose what the instances held, as Envoy's panic threshold, AWS's fail-open
 // target groups and Kubernetes' zone-wide eviction limits learnt. So autohealing holds:
 //   - for a shape, while more than health.hold_share of its instances (and at least 2) are
-//     unhealthy or missing;
+//     unhealthy, failing their latest checks, or missing;
 //   - for a shape, while its check is broken (it starts on no instance), and for an
 //     instance whose check could not start, until the check has started somewhere;
 //   - for an LXD member, while every instance on it (2 or more) is unhealthy;
@@ -59,7 +59,7 @@ func PlanHolds(shapes []db.Shape, counts map[int64]map[string]db.LocationHealth,
 
 		failing, total := missing[s.ID], missing[s.ID]
 		for location, h := range counts[s.ID] {
-			failing += h.Unhealthy
+			failing += h.Unhealthy + h.Failing
 			total += h.Created
 			if location != "" {
 				m := members[location]
@@ -74,7 +74,7 @@ func PlanHolds(shapes []db.Shape, counts map[int64]map[string]db.LocationHealth,
 		case s.HealthCheck == api.HealthCheckBroken:
 			holds.Shapes[s.ID] = "the health check is broken: " + s.HealthCheckReason
 		case failing >= 2 && float64(failing) > settings.HoldShare*float64(total):
-			holds.Shapes[s.ID] = fmt.Sprintf("%d of %d instances are unhealthy or missing, more than health.hold_share (%g): a fault they share (LXD, the network, a dependency, the check) is likelier than %d broken instances, so none is replaced; the hold lifts by itself when no more than that share are (health.hold_share 1 never holds)", failing, total, settings.HoldShare, failing)
+			holds.Shapes[s.ID] = fmt.Sprintf("%d of %d instances are unhealthy, failing their checks or missing, more than health.hold_share (%g): a fault they share (LXD, the network, a dependency, the check) is likelier than %d broken instances, so none is replaced; the hold lifts by itself when no more than that share are (health.hold_share 1 never holds)", failing, total, settings.HoldShare, failing)
 		case recent >= settings.ReplacementLimit:
 			holds.Shapes[s.ID] = fmt.Sprintf("%d replacements started in the last %s (health.replacement_limit %d): the next waits until the window has room", recent, settings.ReplacementWindow, settings.ReplacementLimit)
 		}

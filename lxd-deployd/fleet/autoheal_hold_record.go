@@ -140,3 +140,50 @@ func (h *Autohealer) settling(step HealStep, now time.Time) (time.Time, bool) {
 	verdict := !step.Finish && !step.Unreachable && step.Row.State == db.InstanceCreated
 	return until, verdict
 }
+
+// correlationWindow is how long an instance is seen unhealthy before it is replaced for
+// that verdict: a fault shared by several instances turns them unhealthy a check or a few
+// apart, and the first must not be replaced before the others show the same (a hold
+// weighs them all). One interval and one timeout, at least 2 s.
+func correlationWindow(s health.Settings) time.Duration {
+	return max(2*time.Second, s.Interval+s.Timeout)
+}
+
+// noteUnhealthy records when the rounds first saw each unhealthy instance among rows, and
+// forgets the others. The caller holds h.mu.
+func (h *Autohealer) noteUnhealthy(rows []db.Instance, now time.Time) {
+	seen := map[int64]bool{}
+	for _, row := range rows {
+		if row.State != db.InstanceCreated || row.Health.Status != api.HealthUnhealthy {
+			continue
+		}
+
+		seen[row.ID] = true
+		if _, ok := h.unhealthySince[row.ID]; !ok {
+			h.unhealthySince[row.ID] = now
+		}
+	}
+
+	for id := range h.unhealthySince {
+		if !seen[id] {
+			delete(h.unhealthySince, id)
+		}
+	}
+}
+
+// correlating says whether a verdict's step waits out its correlation window, and for how
+// much longer. The caller holds h.mu.
+func (h *Autohealer) correlating(step HealStep, now time.Time) (time.Duration, bool) {
+	if step.Finish || step.Unreachable || step.Row.State != db.InstanceCreated {
+		return 0, false
+	}
+
+	settings, ok := healSettings(step.Shape)
+	since, seen := h.unhealthySince[step.Row.ID]
+	if !ok || !seen {
+		return 0, false
+	}
+
+	left := correlationWindow(settings) - now.Sub(since)
+	return left, left > 0
+}

@@ -140,3 +140,46 @@ func TestSettleAfterHold(t *testing.T) {
 		t.Fatal("the wait must end")
 	}
 }
+
+// TestCorrelationWindow: an instance seen unhealthy is replaced for it only once it has
+// been seen so for one interval and one timeout (others sharing its fault then show it
+// and a hold weighs them all); one that recovers is forgotten.
+func TestCorrelationWindow(t *testing.T) {
+	h := &Autohealer{unhealthySince: map[int64]time.Time{}}
+	shape := db.Shape{ID: 1}
+	shape.Health = &api.DeploymentShapeHealth{Command: []string{"true"}, Interval: "1s", Timeout: "3s", Replace: true}
+	sick := db.Instance{ID: 10, ShapeID: 1, State: db.InstanceCreated}
+	sick.Health.Status = api.HealthUnhealthy
+	now := time.Now()
+	h.noteUnhealthy([]db.Instance{sick}, now)
+	h.noteUnhealthy([]db.Instance{sick}, now.Add(time.Second)) // seen again: the first time stays
+	if left, waiting := h.correlating(HealStep{Shape: shape, Row: sick}, now.Add(time.Second)); !waiting || left != 3*time.Second {
+		t.Fatalf("1 s after it was first seen unhealthy: waiting %v, %v left, want 3 s", waiting, left)
+	}
+
+	if _, waiting := h.correlating(HealStep{Shape: shape, Row: sick}, now.Add(4*time.Second)); waiting {
+		t.Fatal("past its window it is replaced")
+	}
+
+	if _, waiting := h.correlating(HealStep{Shape: shape, Row: sick, Unreachable: true}, now); waiting {
+		t.Fatal("a lost member's instance does not wait")
+	}
+
+	h.noteUnhealthy(nil, now.Add(5*time.Second))
+	if len(h.unhealthySince) != 0 {
+		t.Fatalf("a recovered instance must be forgotten: %v", h.unhealthySince)
+	}
+}
+
+// TestPlanHoldsCountsFailing: instances failing their checks, not unhealthy yet, count
+// toward the share: a shared fault shows on them a check later.
+func TestPlanHoldsCountsFailing(t *testing.T) {
+	s := db.Shape{ID: 1, HealthCheck: api.HealthCheckOK}
+	s.Health = &api.DeploymentShapeHealth{Command: []string{"true"}, Replace: true}
+	sick := db.Instance{ID: 10, ShapeID: 1, State: db.InstanceCreated}
+	sick.Health.Status = api.HealthUnhealthy
+	holds := PlanHolds([]db.Shape{s}, map[int64]map[string]db.LocationHealth{1: {"": {Created: 4, Unhealthy: 1, Failing: 2}}}, []db.Instance{sick}, nil, time.Now())
+	if reason := holds.Held(HealStep{Shape: s, Row: sick}); !strings.Contains(reason, "3 of 4 instances") {
+		t.Fatalf("1 unhealthy and 2 failing of 4: %q, want held", reason)
+	}
+}
