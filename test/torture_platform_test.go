@@ -72,7 +72,7 @@ var platformOps = []tortureOp{
 		f := lxdtest.ProxyFaults{Delay: time.Duration(300+tt.rng.Intn(2500)) * time.Millisecond, Jitter: 500 * time.Millisecond}
 		return tt.proxyFault("lxd-slow", f, time.Duration(4000+tt.rng.Intn(8000))*time.Millisecond)
 	}},
-	{name: "platform-lxd-failing", weight: 1, issue: "31", run: func(tt *torture) string {
+	{name: "platform-lxd-failing", weight: 1, issue: "31.b", run: func(tt *torture) string {
 		f := lxdtest.ProxyFaults{FailShare: float64(20+tt.rng.Intn(50)) / 100}
 		return tt.proxyFault("lxd-failing", f, time.Duration(4000+tt.rng.Intn(8000))*time.Millisecond)
 	}},
