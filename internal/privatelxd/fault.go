@@ -2,6 +2,9 @@ package privatelxd
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -74,7 +77,44 @@ func (l *LXD) Freeze() error {
 		return fmt.Errorf("lxd in %s is not running", l.d.dir)
 	}
 
-	return syscall.Kill(l.d.pid, syscall.SIGSTOP)
+	err := syscall.Kill(l.d.pid, syscall.SIGSTOP)
+	if err != nil {
+		return err
+	}
+
+	// The signal is delivered to each thread as it is next scheduled: on a busy machine a
+	// thread can still answer a request just after kill returns (TestFaults saw a frozen
+	// LXD answer). Frozen is when every thread says it is stopped.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if allStopped(l.d.pid) {
+			return nil
+		}
+	}
+
+	return fmt.Errorf("lxd (pid %d) did not stop within 5s of SIGSTOP", l.d.pid)
+}
+
+// allStopped says whether every thread of pid is in state T (stopped) in /proc.
+func allStopped(pid int) bool {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+
+	for _, task := range tasks {
+		stat, err := os.ReadFile(task)
+		if err != nil {
+			return false
+		}
+
+		// The state follows the command's closing parenthesis: "pid (comm) S ...".
+		i := strings.LastIndexByte(string(stat), ')')
+		if i < 0 || i+2 >= len(stat) || (stat[i+2] != 'T' && stat[i+2] != 't') {
+			return false
+		}
+	}
+
+	return true
 }
 
 // Thaw resumes a frozen lxd with SIGCONT (harmless on one that is not frozen).
