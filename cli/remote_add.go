@@ -71,22 +71,9 @@ func (a *app) remoteAddCommand() *cobra.Command {
 // token's fingerprint, pins it, redeems the token for this client's certificate, and
 // saves the remote only once the server says it trusts us.
 func (a *app) remoteAdd(name string, addrArg string, tokenArg string, acceptCertificate bool) error {
-	err := validate.Name("remote", name)
+	c, err := a.configForNewRemote(name)
 	if err != nil {
 		return err
-	}
-
-	c, err := a.loadConfig()
-	if err != nil {
-		return err
-	}
-
-	if name == localRemote {
-		return fmt.Errorf("remote %q is built in (this machine's daemon): choose another name", localRemote)
-	}
-
-	if _, exists := c.Remotes[name]; exists {
-		return fmt.Errorf("remote %q already exists: remove it first (lxd-deploy remote remove %s)", name, name)
 	}
 
 	token, addrArg, err := decodeTokenArg(addrArg, tokenArg)
@@ -285,4 +272,28 @@ func (a *app) pinAndTrust(c *config, name string, addr string, serverCert []byte
 
 	_, err = fmt.Fprintf(a.stdout, "Remote %s added (%s)\n", name, addr)
 	return err
+}
+
+// configForNewRemote loads the CLI's config for adding remote name: a valid name, not the
+// built-in local remote, not one already there.
+func (a *app) configForNewRemote(name string) (*config, error) {
+	err := validate.Name("remote", name)
+	if err != nil {
+		return nil, err
+	}
+
+	c, err := a.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+
+	if name == localRemote {
+		return nil, fmt.Errorf("remote %q is built in (this machine's daemon): choose another name", localRemote)
+	}
+
+	if _, exists := c.Remotes[name]; exists {
+		return nil, fmt.Errorf("remote %q already exists: remove it first (lxd-deploy remote remove %s)", name, name)
+	}
+
+	return c, nil
 }

@@ -18,8 +18,6 @@ import (
 	"time"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
-
-	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
 // Image servers: remotes that serve images to shapes' --from-image, as "lxc remote add
@@ -116,22 +114,9 @@ func normalizeImageServerAddr(raw string, protocol string) (string, error) {
 
 // remoteAddImages checks the name as remoteAdd does, then adds an image server.
 func (a *app) remoteAddImages(name string, addr string, protocol string, acceptCertificate bool) error {
-	err := validate.Name("remote", name)
+	c, err := a.configForNewRemote(name)
 	if err != nil {
 		return err
-	}
-
-	c, err := a.loadConfig()
-	if err != nil {
-		return err
-	}
-
-	if name == localRemote {
-		return fmt.Errorf("remote %q is built in (this machine's daemon): choose another name", localRemote)
-	}
-
-	if _, exists := c.Remotes[name]; exists {
-		return fmt.Errorf("remote %q already exists: remove it first (lxd-deploy remote remove %s)", name, name)
 	}
 
 	return a.remoteAddImageServer(c, name, addr, protocol, acceptCertificate)
