@@ -3,41 +3,19 @@ package test
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/lxd-deployd/lxd-deployd/client"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
-var (
-	ingovernorOnce   sync.Once
-	ingovernorBinary string
-	ingovernorErr    error
-)
+var ingovernorBuild staticBuild
 
 // buildIngovernor builds the in-container test governor as a static binary, once.
 func buildIngovernor(t testing.TB) string {
-	t.Helper()
-	ingovernorOnce.Do(func() {
-		ingovernorBinary = filepath.Join(filepath.Dir(cliBinary), "ingovernor")
-		build := exec.Command("go", "build", "-o", ingovernorBinary, "./ingovernor")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
-		if err != nil {
-			ingovernorErr = err
-			t.Logf("%s", out)
-		}
-	})
-
-	if ingovernorErr != nil {
-		t.Fatal(ingovernorErr)
-	}
-
-	return ingovernorBinary
+	return ingovernorBuild.binary(t, "ingovernor", "./ingovernor")
 }
 
 // TestInInstanceGovernor runs a static governor inside a container of shape gov: it reaches

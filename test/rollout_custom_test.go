@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,31 +21,11 @@ import (
 // at /usr/local/bin/deployer and the test governor at /usr/local/bin/ingov, both static),
 // carries out the rollout through the governor API with a credential scoped to the shape.
 
-var (
-	deployerOnce   sync.Once
-	deployerBinary string
-	deployerErr    error
-)
+var deployerBuild staticBuild
 
 // buildDeployer builds the example blue/green deployer as a static binary, once.
 func buildDeployer(t testing.TB) string {
-	t.Helper()
-	deployerOnce.Do(func() {
-		deployerBinary = filepath.Join(filepath.Dir(cliBinary), "deployer-bluegreen")
-		build := exec.Command("go", "build", "-o", deployerBinary, "../examples/deployer-bluegreen")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
-		if err != nil {
-			deployerErr = err
-			t.Logf("%s", out)
-		}
-	})
-
-	if deployerErr != nil {
-		t.Fatal(deployerErr)
-	}
-
-	return deployerBinary
+	return deployerBuild.binary(t, "deployer-bluegreen", "../examples/deployer-bluegreen")
 }
 
 // publishDeployerImage publishes the deployer image: busybox with the blue/green deployer
