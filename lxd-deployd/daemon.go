@@ -21,6 +21,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/internal/privatelxd"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
@@ -94,7 +95,7 @@ type daemon struct {
 	metrics    *metrics.Metrics
 	privateLXD *privatelxd.LXD
 	member     string
-	identity   *clusterIdentity
+	identity   *cluster.Identity
 	leases     *lease.Manager
 	life       *instanceCare
 	scheduler  *scheduler.Scheduler // scheduled actions (schedule.go)
@@ -133,7 +134,7 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 
-	clusterTLS, err := clusterCertificate(d.config)
+	clusterTLS, err := cluster.Certificate(d.config.dataDir, len(d.config.clusterJoin) > 0, d.config.clusterAddress)
 	if err != nil {
 		return err
 	}
@@ -145,7 +146,7 @@ func (d *daemon) start(ctx context.Context) error {
 	}
 
 	if clusterTLS != nil {
-		d.identity, err = loadClusterIdentity(d.config.dataDir)
+		d.identity, err = cluster.LoadIdentity(d.config.dataDir)
 		if err != nil {
 			return err
 		}
@@ -153,7 +154,7 @@ func (d *daemon) start(ctx context.Context) error {
 
 	options := db.Options{Address: d.config.clusterAddress, Cluster: d.config.clusterJoin, Logger: d.logger}
 	if d.identity != nil {
-		options.Credentials = d.identity // rotatable: cluster_rotate.go
+		options.Credentials = d.identity // rotatable: cluster/rotate.go
 	}
 
 	d.db, err = db.Open(ctx, filepath.Join(d.config.dataDir, "database"), options)
@@ -383,7 +384,7 @@ func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol str
 }
 
 // authenticate turns a request into a caller: the unix socket is an admin, a TLS peer is
-// another member or whoever its certificate is in the trust store (cluster_auth.go).
+// another member or whoever its certificate is in the trust store (cluster.AuthenticateTLS).
 func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 	protocol, _ := r.Context().Value(listenerKey{}).(string)
 	switch protocol {
@@ -401,7 +402,7 @@ func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 			return ui.Authenticate(r, d.db, time.Now())
 		}
 
-		return d.authenticateTLS(r)
+		return cluster.AuthenticateTLS(r, d.db, d.identity != nil)
 	case auth.ProtocolGovernor:
 		conn, _ := r.Context().Value(governorConnKey{}).(*governor.Conn)
 		return authenticateGovernor(r, conn, d.db, d.lxd, d.tokens)
@@ -418,7 +419,7 @@ func (d *daemon) tlsConfig() *tls.Config {
 		ClientAuth:   tls.RequestClientCert,
 		Certificates: []tls.Certificate{d.cert.KeyPair()},
 		// Members and joining daemons ask for the cluster's name and get its certificate.
-		GetCertificate: d.identity.serverCertificate,
+		GetCertificate: d.identity.ServerCertificate,
 	}
 }
 
