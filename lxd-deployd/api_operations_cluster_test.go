@@ -37,7 +37,7 @@ func TestOperationsOfOtherMembers(t *testing.T) {
 	}
 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ops := operations.NewManager(logger, nil, "m1")
+	ops := operations.NewManager(logger, nil, "m1", nil)
 	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}}
 	handlers := apis{operations: operationsAPI{ops: ops, access: access{db: cluster}, cluster: &clusterOperations{db: cluster, member: "m1"}}, access: access{db: cluster}}
 	a.router = newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false)

@@ -37,12 +37,12 @@ const (
 // registerMember records this daemon in the members table under its name, and returns the
 // name. The name comes from --cluster-name (or the join token), then from an earlier
 // start, then from the host name, made unique when several members share a host.
-func (d *daemon) registerMember(ctx context.Context) (string, error) {
+func (o *opened) registerMember(ctx context.Context) (string, error) {
 	var name string
-	err := d.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		name = d.config.clusterName // checked by prepareCluster
+	err := o.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		name = o.config.clusterName // checked by prepareCluster
 		if name == "" {
-			existing, err := db.GetMemberByDatabaseAddress(ctx, tx, d.db.Address())
+			existing, err := db.GetMemberByDatabaseAddress(ctx, tx, o.db.Address())
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
@@ -50,19 +50,19 @@ func (d *daemon) registerMember(ctx context.Context) (string, error) {
 			if existing != nil {
 				name = existing.Name
 			} else {
-				name, err = defaultMemberName(ctx, tx, d.db.Address())
+				name, err = defaultMemberName(ctx, tx, o.db.Address())
 				if err != nil {
 					return err
 				}
 			}
 		}
 
-		member := db.Member{Name: name, Address: strings.Join(d.memberAddresses(), ","), DatabaseAddress: d.db.Address(), StartedAt: time.Now(), HeartbeatAt: time.Now()}
-		if d.identity != nil {
+		member := db.Member{Name: name, Address: strings.Join(o.memberAddresses(), ","), DatabaseAddress: o.db.Address(), StartedAt: time.Now(), HeartbeatAt: time.Now()}
+		if o.identity != nil {
 			// Recorded with the member: other members accept this certificate from it
 			// until the row is deleted (cluster_auth.go).
-			member.Certificate, member.CertificateFingerprint = string(d.identity.memberPEM), d.identity.memberFingerprint
-			_, _, member.ClusterFingerprint = d.identity.clusterPEM()
+			member.Certificate, member.CertificateFingerprint = string(o.identity.memberPEM), o.identity.memberFingerprint
+			_, _, member.ClusterFingerprint = o.identity.clusterPEM()
 		}
 
 		return db.SaveMember(ctx, tx, member)
@@ -78,20 +78,20 @@ func (d *daemon) registerMember(ctx context.Context) (string, error) {
 // this one, first the one to try. A wildcard --https-address is reached on the host of
 // --cluster-address, which the other members reach already for the database; a loopback
 // address (of a wildcard's expansion) would make them talk to themselves.
-func (d *daemon) memberAddresses() []string {
-	host, port, err := net.SplitHostPort(d.config.httpsAddress)
-	if err != nil || d.config.httpsAddress == "" {
-		return d.addresses()
+func (o *opened) memberAddresses() []string {
+	host, port, err := net.SplitHostPort(o.config.httpsAddress)
+	if err != nil || o.config.httpsAddress == "" {
+		return o.addresses()
 	}
 
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	if host != "" && (ip == nil || !ip.IsUnspecified()) {
-		return []string{d.config.httpsAddress}
+		return []string{o.config.httpsAddress}
 	}
 
-	databaseHost, _, err := net.SplitHostPort(d.db.Address())
+	databaseHost, _, err := net.SplitHostPort(o.db.Address())
 	if err != nil {
-		return d.addresses() // a single node on a unix socket: nobody dials it
+		return o.addresses() // a single node on a unix socket: nobody dials it
 	}
 
 	return []string{net.JoinHostPort(databaseHost, port)}
@@ -171,26 +171,21 @@ func (d *daemon) heartbeat(ctx context.Context) {
 	}
 }
 
-// startLeasedWork runs the cluster-wide background tasks, each under its lease: whichever
+// addLeasedWork declares the cluster-wide background tasks, each under its lease: whichever
 // member holds it does the work, another takes it over within lease.DefaultTTL when the
 // holder dies, and at once when it stops cleanly (the lease is released).
-func (d *daemon) startLeasedWork(ctx context.Context, metrics *webhooks.Collector) {
-	d.goBackground(func() { d.heartbeat(ctx) })
-	if d.identity != nil {
-		d.goBackground(func() { d.relayEvents(ctx) })
-	}
-
-	d.goBackground(func() {
+func (d *daemon) addLeasedWork(metrics *webhooks.Collector) {
+	d.tasks.Add("webhooks", func(ctx context.Context) {
 		d.leases.Run(ctx, leaseWebhooks, func(ctx context.Context, _ lease.Lease) { d.webhooks.Run(ctx) })
 	})
 
-	d.goBackground(func() {
+	d.tasks.Add("governor metrics", func(ctx context.Context) {
 		d.leases.Run(ctx, leaseMetrics, func(ctx context.Context, held lease.Lease) {
 			metrics.RunFenced(ctx, time.Second, func(ctx context.Context, tx *sql.Tx) error { return lease.Check(ctx, tx, held) })
 		})
 	})
 
-	d.goBackground(func() {
+	d.tasks.Add("reconcile", func(ctx context.Context) {
 		d.leases.Run(ctx, leaseReconcile, func(ctx context.Context, held lease.Lease) {
 			// The reconcile holder also settles lost members' operations
 			// (cluster_lost_operations.go), so one member judges both their records.
@@ -209,10 +204,9 @@ func (d *daemon) clusterAPI() clusterAPI {
 	return clusterAPI{db: d.db, member: d.member, identity: d.identity, tokenExpiry: d.config.joinTokenExpiry, events: d.events, syncCertificate: d.syncClusterCertificate}
 }
 
-// shareOperations records this member's operations in dqlite and settles the ones it left
-// running before a restart.
+// shareOperations settles the operations this member left running before a restart; its
+// manager records every new one in dqlite (newDaemon).
 func (d *daemon) shareOperations(ctx context.Context) error {
-	d.ops.SetRecorder(newOperationRecorder(d.db, d.member))
 	return d.clusterOps().settle(ctx)
 }
 

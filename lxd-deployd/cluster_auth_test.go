@@ -72,7 +72,7 @@ func TestMemberAuthentication(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d := &daemon{db: cluster, identity: identity, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	d := &daemon{opened: &opened{db: cluster, identity: identity}, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	request := func(peer *x509.Certificate, forwarded *auth.Caller) *auth.Caller {
 		t.Helper()
 		r := httptest.NewRequest("GET", "/1.0/deployments", nil)
