@@ -54,7 +54,7 @@ func (d *daemon) stop(ctx context.Context) error {
 	if err != nil {
 		// A member without quorum cannot release its leases in time, and must still exit
 		// promptly and cleanly (doc/clustering.md, "Stopping a member").
-		d.logger.Warn("exiting without the background work still running", "err", err)
+		d.logger.Warn("background work still running at shutdown: exiting without it", "waited", backgroundWait, "err", err)
 	}
 
 	return d.opened.close(ctx, d.logger)
