@@ -136,46 +136,51 @@ type unixPeerKey struct{}
 
 // open prepares the data directory and opens what the daemon is built on. On failure it
 // closes what it opened.
-func open(ctx context.Context, cfg config, logger *slog.Logger) (o *opened, err error) {
-	o = &opened{config: cfg}
-	defer func() {
-		if err != nil {
-			closeCtx, cancel := context.WithTimeout(context.Background(), startFailureWait)
-			defer cancel()
-			err = errors.Join(err, o.close(closeCtx, logger))
-		}
-	}()
-
-	err = prepareDataDir(o.config.dataDir)
+func open(ctx context.Context, cfg config, logger *slog.Logger) (*opened, error) {
+	o := &opened{config: cfg}
+	err := o.openAll(ctx, logger)
 	if err != nil {
+		closeCtx, cancel := context.WithTimeout(context.Background(), startFailureWait)
+		defer cancel()
+		_ = o.close(closeCtx, logger)
 		return nil, err
+	}
+
+	return o, nil
+}
+
+// openAll opens each part in turn, stopping at the first that fails.
+func (o *opened) openAll(ctx context.Context, logger *slog.Logger) error {
+	err := prepareDataDir(o.config.dataDir)
+	if err != nil {
+		return err
 	}
 
 	o.cert, err = serverCertificate(o.config.dataDir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	err = prepareCluster(ctx, &o.config)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	clusterTLS, err := clusterCertificate(o.config)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	// Files just generated get their modes too, whatever the library wrote them with.
 	err = fixFileModes(o.config.dataDir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	if clusterTLS != nil {
 		o.identity, err = loadClusterIdentity(o.config.dataDir)
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
 
@@ -186,25 +191,21 @@ func open(ctx context.Context, cfg config, logger *slog.Logger) (o *opened, err 
 
 	o.db, err = db.Open(ctx, filepath.Join(o.config.dataDir, "database"), options)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	err = o.choosePrivateLXD(ctx, logger)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	o.member, err = o.registerMember(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	o.governors, err = governor.NewListener(filepath.Join(o.config.dataDir, "governor"))
-	if err != nil {
-		return nil, err
-	}
-
-	return o, nil
+	return err
 }
 
 // close closes what open opened, in the order stop needs: the governor sockets, then the
