@@ -86,6 +86,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 func (d *daemon) addTasks() {
 	d.tasks.Add("lxd connection", func(ctx context.Context) { d.lxd.Run(ctx, d.config.lxdPollInterval, d.metrics) })
 	d.tasks.Add("rollouts", func(ctx context.Context) { d.rollouts.Run(ctx, time.Second) })
+	d.tasks.Add("image trigger", d.rollouts.RunImageTrigger)
 	d.tasks.Add("heartbeat", d.heartbeat)
 	if d.identity != nil {
 		d.tasks.Add("member events", d.relayEvents)

@@ -124,14 +124,18 @@ func New(cluster *db.Cluster, l *backend.LXD, f Fleet, r Reporter, logger *slog.
 	return e
 }
 
-// Run ticks every interval, or when poked, until ctx ends; the image-change trigger runs
-// beside it.
+// Run ticks every interval, or when poked, until ctx ends. The image-change trigger runs
+// beside it (RunImageTrigger), in the daemon's task group as its own loop.
 func (e *Engine) Run(ctx context.Context, interval time.Duration) {
-	go e.images.run(ctx)
 	e.wake.Run(ctx, interval, e.logger, "rollouts", func(ctx context.Context) error {
 		e.tick(ctx)
 		return nil
 	})
+}
+
+// RunImageTrigger runs the image-change trigger until ctx ends (image_trigger.go).
+func (e *Engine) RunImageTrigger(ctx context.Context) {
+	e.images.run(ctx)
 }
 
 // tick claims the active rollouts it can and moves each running one a step.
