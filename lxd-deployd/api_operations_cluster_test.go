@@ -38,7 +38,7 @@ func TestOperationsOfOtherMembers(t *testing.T) {
 	}
 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ops := operations.NewManager(logger, nil, "m1")
+	ops := operations.NewManager(logger, nil, "m1", nil)
 	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}}
 	handlers := apis{operations: operationsAPI{ops: ops, access: access{db: store}, cluster: cluster.NewOperations(store, "m1", nil)}, access: access{db: store}}
 	a.router = newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false)

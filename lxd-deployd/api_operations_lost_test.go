@@ -64,7 +64,7 @@ func TestLostMemberOperations(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	m1 := cluster.NewOperations(one, "m1", nil)
 	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}}
-	handlers := apis{operations: operationsAPI{ops: operations.NewManager(logger, nil, "m1"), access: access{db: one}, cluster: m1}, access: access{db: one}}
+	handlers := apis{operations: operationsAPI{ops: operations.NewManager(logger, nil, "m1", nil), access: access{db: one}, cluster: m1}, access: access{db: one}}
 	a.router = newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false)
 
 	// A waiter on m1, as LXD's Operation.Wait() would through a member that did not start

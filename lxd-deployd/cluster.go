@@ -49,9 +49,9 @@ func prepareCluster(ctx context.Context, cfg *config) error {
 
 // registerMember records this daemon in the members table and returns its name
 // (cluster.Register).
-func (d *daemon) registerMember(ctx context.Context) (string, error) {
-	addresses := cluster.MemberAddresses(d.config.httpsAddress, d.db.Address(), d.addresses)
-	return cluster.Register(ctx, d.db, d.identity, d.config.clusterName, addresses)
+func (o *opened) registerMember(ctx context.Context) (string, error) {
+	addresses := cluster.MemberAddresses(o.config.httpsAddress, o.db.Address(), o.addresses)
+	return cluster.Register(ctx, o.db, o.identity, o.config.clusterName, addresses)
 }
 
 // clusterMember is this daemon as a member of its cluster, once registered.
@@ -59,27 +59,22 @@ func (d *daemon) clusterMember() *cluster.Member {
 	return cluster.New(cluster.Config{DB: d.db, Nodes: d.db, Identity: d.identity, Name: d.member, TokenExpiry: d.config.joinTokenExpiry, Logger: d.logger})
 }
 
-// startLeasedWork runs the cluster-wide background tasks, each under its lease: whichever
+// addLeasedWork declares the cluster-wide background tasks, each under its lease: whichever
 // member holds it does the work, another takes it over within lease.DefaultTTL when the
 // holder dies, and at once when it stops cleanly (the lease is released).
-func (d *daemon) startLeasedWork(ctx context.Context, metrics *webhooks.Collector) {
+func (d *daemon) addLeasedWork(metrics *webhooks.Collector) {
 	member := d.clusterMember()
-	d.goBackground(func() { member.Heartbeat(ctx, d.quit) })
-	if d.identity != nil {
-		d.goBackground(func() { member.RelayEvents(ctx, d.events) })
-	}
-
-	d.goBackground(func() {
+	d.tasks.Add("webhooks", func(ctx context.Context) {
 		d.leases.Run(ctx, leaseWebhooks, func(ctx context.Context, _ lease.Lease) { d.webhooks.Run(ctx) })
 	})
 
-	d.goBackground(func() {
+	d.tasks.Add("governor metrics", func(ctx context.Context) {
 		d.leases.Run(ctx, leaseMetrics, func(ctx context.Context, held lease.Lease) {
 			metrics.RunFenced(ctx, time.Second, func(ctx context.Context, tx *sql.Tx) error { return lease.Check(ctx, tx, held) })
 		})
 	})
 
-	d.goBackground(func() {
+	d.tasks.Add("reconcile", func(ctx context.Context) {
 		d.leases.Run(ctx, leaseReconcile, func(ctx context.Context, held lease.Lease) {
 			// The reconcile holder also settles lost members' operations
 			// (cluster.SettleLostOperations), so one member judges both their records.
@@ -98,10 +93,9 @@ func (d *daemon) clusterAPI() clusterAPI {
 	return clusterAPI{member: d.clusterMember(), events: d.events}
 }
 
-// shareOperations records this member's operations in dqlite and settles the ones it left
-// running before a restart.
+// shareOperations settles the operations this member left running before a restart; its
+// manager records every new one in dqlite (newDaemon).
 func (d *daemon) shareOperations(ctx context.Context) error {
-	d.ops.SetRecorder(cluster.NewOperationRecorder(d.db.Writes(), d.member))
 	return d.clusterOps().Settle(ctx)
 }
 

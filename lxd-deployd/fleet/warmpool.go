@@ -48,8 +48,8 @@ type WarmPool struct {
 // LXD and the daemon more than their health checks (issue 20).
 const idleListEvery = time.Minute
 
-func newWarmPool(f *Fleet) *WarmPool {
-	return &WarmPool{db: f.db, lxd: f.lxd, inflight: f.inflight, logger: f.logger, owner: f.owner, wake: loop.New()}
+func newWarmPool(f *Fleet, wake loop.Loop) *WarmPool {
+	return &WarmPool{db: f.db, lxd: f.lxd, inflight: f.inflight, logger: f.logger, owner: f.owner, wake: wake}
 }
 
 // Poke makes the pool look at the shapes now rather than at its next round.
