@@ -15,6 +15,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 )
 
 // CheckGrow refuses one more instance when it would take the shape above its maximum as
@@ -23,11 +24,11 @@ import (
 // in the transaction that records the new instance, so that concurrent launches cannot
 // both pass it.
 func CheckGrow(shape *db.Shape) error {
-	if shape.ScalingCurrent+1 > shape.ScalingMaximum {
+	if rules.Room(shape.ScalingMaximum, shape.ScalingCurrent, 0) == 0 {
 		return lxdapi.StatusErrorf(http.StatusConflict, "shape %s is at its scaling maximum (%d): raise scaling_maximum or delete an instance first", shape.Name, shape.ScalingMaximum)
 	}
 
-	if shape.ScalingCurrent+shape.Going+1 > shape.ScalingMaximum {
+	if rules.Room(shape.ScalingMaximum, shape.ScalingCurrent, shape.Going) == 0 {
 		return lxdapi.StatusErrorf(http.StatusConflict, "shape %s is at its scaling maximum (%d): %s still being deleted: retry when it is gone", shape.Name, shape.ScalingMaximum, instancesAre(shape.Going))
 	}
 
