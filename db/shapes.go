@@ -60,7 +60,7 @@ type ShapeFilter struct {
 }
 
 // GetShapes returns the matching shapes with their config and scaling_current, which is
-// derived from the instance rows that count (rules.Counted, instance_states.go).
+// derived from the instance rows that count (rules.Counted).
 func GetShapes(ctx context.Context, tx *sql.Tx, filter ShapeFilter) ([]Shape, error) {
 	var where []string
 	var args []any

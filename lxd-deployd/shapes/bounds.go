@@ -3,9 +3,9 @@
 // is clamped (instances.go), how a rollout moves (rollout.go), and what changed between two
 // versions of a shape (changes.go). The governor API, templated configs, reconcile,
 // rollouts, autohealing and the metrics all ask here, so that none of them carries a copy
-// of a rule that could drift; the SQL that counts instances is built from the same list
-// (db/instance_states.go) and a table test over every instance state holds the two to one
-// answer.
+// of a rule that could drift. The rules over instance states themselves (counted, going,
+// outdated, settled, ready, clamp, room) live below the cgo line in shared/rules, with the
+// SQL that counts instances built from the same lists.
 package shapes
 
 import (
