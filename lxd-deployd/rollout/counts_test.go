@@ -91,7 +91,7 @@ func TestCountsFollowTheLatestRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	e := New(cluster, nil, nil, silent{}, slog.New(slog.NewTextHandler(io.Discard, nil)), "m1", nil)
+	e := New(cluster, nil, nil, silent{}, slog.New(slog.NewTextHandler(io.Discard, nil)), "m1", nil, Wakes{})
 	updated, ready, outdated, err := e.Counts(ctx, nil, r)
 	if err != nil {
 		t.Fatal(err)
