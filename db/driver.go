@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,12 +111,14 @@ func (s *fileNodeStore) Set(context.Context, []client.NodeInfo) error {
 	return nil
 }
 
-// watchedDial wraps dial's connections in watchedConn.
+// watchedDial wraps dial's connections to other members in watchedConn. The local node's
+// abstract unix socket (a single daemon's) cannot be cut off, and a machine slow enough to
+// keep it silent for answerWithin is better waited for than retried.
 func watchedDial(dial client.DialFunc, within time.Duration) client.DialFunc {
 	return func(ctx context.Context, address string) (net.Conn, error) {
 		conn, err := dial(ctx, address)
-		if err != nil {
-			return nil, err
+		if err != nil || strings.HasPrefix(address, "@") {
+			return conn, err
 		}
 
 		return &watchedConn{Conn: conn, within: within}, nil
