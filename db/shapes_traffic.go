@@ -157,3 +157,18 @@ func GetInstanceDrains(ctx context.Context, tx *sql.Tx) (map[int64]time.Time, er
 
 	return drains, rows.Err()
 }
+
+// GetInstanceDrain returns until when one instance drains, nil when it does not.
+func GetInstanceDrain(ctx context.Context, tx *sql.Tx, id int64) (*time.Time, error) {
+	var until sql.NullTime
+	err := tx.QueryRowContext(ctx, "SELECT drain_until FROM deployments_shapes_instances WHERE id = ?", id).Scan(&until)
+	if err != nil {
+		return nil, fmt.Errorf("read instance drain: %w", err)
+	}
+
+	if !until.Valid {
+		return nil, nil
+	}
+
+	return &until.Time, nil
+}

@@ -121,6 +121,11 @@ func TestInstanceDrain(t *testing.T) {
 			t.Fatalf("drain read back as %v (%v), want %v", drains, err, until)
 		}
 
+		one, err := GetInstanceDrain(ctx, tx, id)
+		if err != nil || one == nil || !one.Equal(until) {
+			t.Fatalf("one drain read back as %v (%v), want %v", one, err, until)
+		}
+
 		err = SetInstanceDrain(ctx, tx, id, nil)
 		if err != nil {
 			return err
@@ -129,6 +134,11 @@ func TestInstanceDrain(t *testing.T) {
 		drains, err = GetInstanceDrains(ctx, tx)
 		if err != nil || len(drains) != 0 {
 			t.Fatalf("a cleared drain: %v %v", drains, err)
+		}
+
+		one, err = GetInstanceDrain(ctx, tx, id)
+		if err != nil || one != nil {
+			t.Fatalf("one cleared drain: %v %v", one, err)
 		}
 
 		return nil
