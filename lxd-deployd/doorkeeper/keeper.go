@@ -152,8 +152,11 @@ func (k *Keeper) Round(ctx context.Context) error {
 
 	k.endpoints, k.shapes = current, shapesByKey
 	due := changed || now.Sub(k.appliedAt) >= k.applyEvery
+	// No door until a shape has traffic: a private door's driver starts its load balancer
+	// at the first Apply that names a frontend.
+	idle := len(frontends) == 0 && k.appliedAt.IsZero()
 	k.mu.Unlock()
-	if k.door == nil {
+	if k.door == nil || idle {
 		return nil
 	}
 

@@ -147,6 +147,11 @@ func TestKeeperAppliesAndDrains(t *testing.T) {
 	if len(stats) != 1 || stats[0].Shape != "web" || stats[0].Deployment != "shop" || len(stats[0].Servers) != 2 {
 		t.Fatalf("stats: %+v", stats)
 	}
+
+	flat := k.TrafficStats()
+	if len(flat) != 3 || flat[0].Instance != "" || flat[1].Instance != "web1" || flat[2].Instance != "web2" {
+		t.Fatalf("metrics: %+v", flat)
+	}
 }
 
 // Without a door the keeper still computes endpoints and sends their events, and never
