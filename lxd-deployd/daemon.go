@@ -224,7 +224,7 @@ func (d *daemon) start(ctx context.Context) error {
 	d.goBackground(func() { d.doors.Run(runCtx, doorInterval) })
 	// Every member runs the rollout engine; each rollout is claimed by one of them at a time.
 	d.goBackground(func() { d.rollouts.Run(runCtx, time.Second) })
-	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
+	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger).WithTraffic(d.doors.FrontendStats)
 	d.goBackground(func() { d.lxd.Run(runCtx, d.config.lxdPollInterval) })
 	d.startLeasedWork(runCtx, metrics)
 	d.startSchedule(runCtx)

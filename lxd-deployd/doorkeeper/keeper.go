@@ -243,6 +243,23 @@ func (k *Keeper) Endpoints(key string) []api.DeploymentShapeEndpoint {
 	return k.endpoints[key]
 }
 
+// FrontendStats returns the door's last figures by frontdoor key (a copy; none without a
+// door), for the webhook's metrics events.
+func (k *Keeper) FrontendStats() map[string]frontdoor.FrontendStats {
+	out := map[string]frontdoor.FrontendStats{}
+	if k == nil {
+		return out
+	}
+
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for key, s := range k.stats {
+		out[key] = s
+	}
+
+	return out
+}
+
 // ShapeStats is one shape's figures for the metrics.
 type ShapeStats struct {
 	Project    string
