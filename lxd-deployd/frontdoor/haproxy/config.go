@@ -198,3 +198,14 @@ func layoutOf(cfg string) string {
 	}
 	return strings.TrimPrefix(line, layoutLine)
 }
+
+// backendsOf lists the backends a rendered file declares.
+func backendsOf(cfg string) []string {
+	var out []string
+	for _, line := range strings.Split(cfg, "\n") {
+		if name, ok := strings.CutPrefix(line, "backend "); ok {
+			out = append(out, strings.TrimSpace(name))
+		}
+	}
+	return out
+}

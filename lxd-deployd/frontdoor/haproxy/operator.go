@@ -17,10 +17,10 @@ import (
 // servers in the same backends are left alone. Servers added at run time do not survive
 // the operator reloading HAProxy; the daemon's next Apply adds them again.
 type Operator struct {
-	mu     sync.Mutex
-	admin  string
-	log    *slog.Logger
-	keyOf  map[string]string // backend -> frontend key, from the last Apply
+	mu    sync.Mutex
+	admin string
+	log   *slog.Logger
+	keyOf map[string]string // backend -> frontend key, from the last Apply
 }
 
 var _ frontdoor.Door = (*Operator)(nil)

@@ -197,8 +197,10 @@ func (d *Private) Apply(ctx context.Context, fs []frontdoor.Frontend) error {
 	// Before the reload, bring the backends that stay to the new picture so the state
 	// file the new worker loads holds it.
 	stay := map[string]bool{}
-	for _, f := range fs {
-		stay[backendName(f.Key)] = true
+	for _, be := range backendsOf(string(running)) {
+		if _, ok := want[be]; ok {
+			stay[be] = true
+		}
 	}
 	if err := reconcile(ctx, d.log, d.p.Admin, want, stay); err != nil {
 		return err

@@ -76,6 +76,9 @@ func TestRender(t *testing.T) {
 	if render(p, rev) != cfg {
 		t.Error("rendering depends on the frontends' order")
 	}
+	if got := backendsOf(cfg); !reflect.DeepEqual(got, []string{"be_default_2fdb_2fmain", "be_default_2fweb_2ffront"}) {
+		t.Errorf("backendsOf = %v", got)
+	}
 	if layoutOf(cfg) != layout(testFrontends()) || layoutOf("global\n") != "" {
 		t.Error("the layout line does not read back")
 	}
