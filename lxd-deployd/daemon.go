@@ -213,7 +213,7 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 
-	d.door, err = openFrontDoor(d.config)
+	d.door, err = openFrontDoor(d.config, d.logger)
 	if err != nil {
 		return err
 	}

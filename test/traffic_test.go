@@ -42,7 +42,7 @@ func TestTrafficEndpointsAndDrain(t *testing.T) {
 	}
 
 	const drain = 8 * time.Second
-	env := newGovernorEnv(t, 0, 3)
+	env := newGovernorEnv(t, 0, 3, "--front-door", "none")
 	env.lxd.Lxc(t, "profile", "device", "add", "default", "eth0", "nic", "nictype=bridged", "parent=br0", "name=eth0")
 	env.setShape(t, func(put *api.DeploymentShapePut) {
 		put.Traffic = &api.DeploymentShapeTraffic{Port: 8080, Protocol: "http", Listen: "127.0.0.1:18080", DrainTimeout: drain.String()}
