@@ -55,8 +55,15 @@ func TestTrafficFrontDoor(t *testing.T) {
 	}
 
 	const drain = 2 * time.Minute
-	env := newRolloutEnv(t, 0, 7)
-	t.Cleanup(func() { stopPrivateDoor(env) })
+	// Registered first, so it runs last: after the daemon stopped (a running daemon starts
+	// its door again).
+	var env *governorEnv
+	t.Cleanup(func() {
+		if env != nil {
+			stopPrivateDoor(env.d.DataDir)
+		}
+	})
+	env = newRolloutEnv(t, 0, 7)
 	env.lxd.Lxc(t, "profile", "device", "add", "default", "eth0", "nic", "nictype=bridged", "parent=br0", "name=eth0")
 	env.setShape(t, func(put *api.DeploymentShapePut) {
 		put.Traffic = &api.DeploymentShapeTraffic{Port: 8080, Protocol: "http", Listen: doorAddress, DrainTimeout: drain.String()}
@@ -99,6 +106,7 @@ func TestTrafficFrontDoor(t *testing.T) {
 	env.waitUntil(t, "the door answering", time.Minute, func() bool { return get(t, "/") == nil })
 
 	load := startLoad(20 * time.Millisecond)
+	load.explain = func() string { return doorDiagnostics(env) }
 	phase(t, "scale 2 -> 6 -> 2", func(t *testing.T) {
 		var ops []interface{ Wait(context.Context) error }
 		var more []string
@@ -260,6 +268,7 @@ type loadGenerator struct {
 	mu           sync.Mutex
 	errors       []string
 	cancel       context.CancelFunc
+	explain      func() string
 	done         sync.WaitGroup
 }
 
@@ -323,7 +332,7 @@ func (l *loadGenerator) check(t *testing.T, during string) {
 	l.mu.Unlock()
 	t.Logf("%s: %d requests through the front door, %d failed", during, sent, failed)
 	if failed > 0 {
-		t.Fatalf("%d of %d requests failed during %s: %v", failed, sent, during, errs)
+		t.Fatalf("%d of %d requests failed during %s: %v\n%s", failed, sent, during, errs, l.explain())
 	}
 
 	if sent == 0 {
@@ -336,16 +345,37 @@ func (l *loadGenerator) stop() {
 	l.done.Wait()
 }
 
-// stopPrivateDoor stops the private HAProxy the daemon left running (it outlives the
-// daemon by design).
-func stopPrivateDoor(env *governorEnv) {
-	data, err := os.ReadFile(filepath.Join(env.d.DataDir, "frontdoor", "haproxy.pid"))
-	if err != nil {
-		return
+// stopPrivateDoor stops the private HAProxy a daemon with this data directory left
+// running (it outlives the daemon by design), found by its master socket's path on its
+// command line (the pid file goes with the data directory).
+func stopPrivateDoor(dataDir string) {
+	master := filepath.Join(dataDir, "frontdoor", "master.sock")
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		cmdline, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(cmdline, []byte(master)) {
+			continue
+		}
+
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err == nil && pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+		}
+	}
+}
+
+// doorDiagnostics is what explains a failed request: the daemon's lines about drains and
+// the door, and the private HAProxy's own log.
+func doorDiagnostics(env *governorEnv) string {
+	var b strings.Builder
+	b.WriteString("daemon (drains and the door):\n")
+	for _, line := range strings.Split(env.d.Log(), "\n") {
+		if strings.Contains(line, "drain") || strings.Contains(line, "front door") || strings.Contains(line, "Deleting") || strings.Contains(line, "instance-deleted") {
+			b.WriteString(line + "\n")
+		}
 	}
 
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err == nil && pid > 0 {
-		_ = syscall.Kill(pid, syscall.SIGTERM)
-	}
+	haproxyLog, _ := os.ReadFile(filepath.Join(env.d.DataDir, "frontdoor", "haproxy.log"))
+	b.WriteString("haproxy.log:\n" + string(haproxyLog))
+	return b.String()
 }
