@@ -277,7 +277,11 @@ type loadGenerator struct {
 func startLoad(pause time.Duration) *loadGenerator {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &loadGenerator{cancel: cancel}
-	client := &http.Client{Timeout: 30 * time.Second}
+	// A connection idle in the client's pool longer than HAProxy's http-keep-alive timeout
+	// (10 s) is closed by HAProxy, and a request written onto it as it closes fails with EOF
+	// whatever is behind the door: the client drops its idle connections sooner, and keeps
+	// one per worker so that none sits idle under a busier one.
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 5 * time.Second}}
 	for w := 0; w < 8; w++ {
 		l.done.Add(1)
 		go func() {
