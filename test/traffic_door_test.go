@@ -201,7 +201,7 @@ func TestTrafficFrontDoor(t *testing.T) {
 			t.Fatalf("%s was deleted only at its drain timeout (%v): the door's sessions were not waited on", busy, gone.Sub(asked))
 		}
 
-		t.Logf("%s deleted %v after the delete was asked, %v after its slow request was sent (drain timeout %v)",
+		t.Logf("measured: %s deleted %v after the delete was asked, %v after its slow request was sent (drain timeout %v)",
 			busy, gone.Sub(asked).Round(100*time.Millisecond), gone.Sub(sent).Round(100*time.Millisecond), drain)
 	})
 }
@@ -334,7 +334,7 @@ func (l *loadGenerator) check(t *testing.T, during string) {
 	errs := l.errors
 	l.errors = nil
 	l.mu.Unlock()
-	t.Logf("%s: %d requests through the front door, %d failed", during, sent, failed)
+	t.Logf("measured: %s: %d requests through the front door, %d failed", during, sent, failed)
 	if failed > 0 {
 		t.Fatalf("%d of %d requests failed during %s: %v\n%s", failed, sent, during, errs, l.explain())
 	}
