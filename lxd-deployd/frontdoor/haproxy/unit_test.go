@@ -302,6 +302,9 @@ func TestParseShowProc(t *testing.T) {
 	if err != nil || w != 18443 || failed != 1 {
 		t.Errorf("got worker %d failed %d err %v", w, failed, err)
 	}
+	if got := parseWorkers(out); !reflect.DeepEqual(got, []int{18443, 18091}) {
+		t.Errorf("parseWorkers = %v", got)
+	}
 	if _, _, err := parseShowProc("#<PID> <type>\n1 master 0 [failed: 0] x y\n# workers\n"); err == nil {
 		t.Error("a master without workers parsed")
 	}
