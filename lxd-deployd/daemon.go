@@ -21,8 +21,10 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/internal/privatelxd"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/doorkeeper"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/frontdoor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
@@ -72,6 +74,11 @@ type config struct {
 	// testClockFile, for tests only, holds the time the scheduler reads instead of the
 	// clock's (schedule.go).
 	testClockFile string
+
+	// frontDoor is the front door mode (front_door.go), haproxySocket the operator's
+	// HAProxy admin socket in haproxy mode.
+	frontDoor     string
+	haproxySocket string
 }
 
 // daemon wires the database, the LXD connection and the API listeners together.
@@ -98,6 +105,8 @@ type daemon struct {
 	leases     *lease.Manager
 	life       *instanceCare
 	scheduler  *scheduler.Scheduler // scheduled actions (schedule.go)
+	door       frontdoor.Door       // the front door (front_door.go; nil: none)
+	doors      *doorkeeper.Keeper   // keeps the door in step with the endpoints
 	servers    []*http.Server
 	conns      *connLimits // the HTTPS connection budgets (conn_limits.go)
 	cancel     context.CancelFunc
@@ -204,11 +213,18 @@ func (d *daemon) start(ctx context.Context) error {
 		return err
 	}
 
+	d.door, err = openFrontDoor(d.config, d.logger)
+	if err != nil {
+		return err
+	}
+
 	d.wire()
 	d.startInstanceCare(runCtx)
+	// Every member keeps its own front door (doc/traffic.md).
+	d.goBackground(func() { d.doors.Run(runCtx, doorInterval) })
 	// Every member runs the rollout engine; each rollout is claimed by one of them at a time.
 	d.goBackground(func() { d.rollouts.Run(runCtx, time.Second) })
-	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
+	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger).WithTraffic(d.doors.FrontendStats)
 	d.goBackground(func() { d.lxd.Run(runCtx, d.config.lxdPollInterval) })
 	d.startLeasedWork(runCtx, metrics)
 	d.startSchedule(runCtx)
@@ -290,6 +306,7 @@ func (d *daemon) apis() apis {
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l, usage: newUsageCache(d.usageFetched)},
 		placement:    placementAPI{db: d.db, fleet: d.fleet},
 		schedule:     scheduleAPI{db: d.db, scheduler: d.scheduler},
+		endpoints:    endpointsAPI{db: d.db, lxd: d.lxd},
 		health:       newInstanceHealthAPI(d.db, d.life.checker, d.metrics),
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},

@@ -19,6 +19,8 @@ func (d *daemon) startMetrics() {
 		Members:            d.db.Members,
 		TransactionRetries: d.db.Retries,
 		Placement:          placementSnapshot(d.db, d.lxd),
+		// The doorkeeper is built after the metrics (wire); a scrape before reads none.
+		Traffic: func() []metrics.TrafficStat { return d.doors.TrafficStats() },
 	})
 	d.lxd.OnProbe = func(took time.Duration, err error) { d.metrics.LXDCall("probe", took, err) }
 	d.webhooks.OnAttempt = func(delivery db.Delivery, took time.Duration, err error) {

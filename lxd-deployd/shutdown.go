@@ -67,6 +67,12 @@ func (d *daemon) stop(ctx context.Context) error {
 		_ = d.governors.Close()
 	}
 
+	// The door's load balancer outlives the daemon: the data path never passes through it,
+	// and a restarted daemon adopts it (doc/traffic.md).
+	if d.door != nil {
+		_ = d.door.Close()
+	}
+
 	if d.db != nil {
 		err := d.db.Handover(ctx)
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/doorkeeper"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
@@ -19,8 +20,9 @@ func (d *daemon) wire() {
 	l := d.reporter
 	owner := d.db.Address()
 	d.life = &instanceCare{stopping: make(chan struct{})}
+	d.doors = doorkeeper.New(doorkeeper.Config{Observer: doorkeeper.NewObserver(d.db, d.lxd), Door: d.door, Notify: d.endpointsChanged, Logger: d.logger})
 	d.fleet = fleet.New(fleet.Config{DB: d.db, LXD: d.lxd, Ops: d.ops, Inflight: d.inflight, Sockets: d.governors, Reporter: l, Metrics: d.metrics, Logger: d.logger,
-		RequestLogger: requestLoggerIfAny, Stopping: d.life.stopping, Owner: owner, OfflineAfter: offlineAfter})
+		RequestLogger: requestLoggerIfAny, Stopping: d.life.stopping, Owner: owner, OfflineAfter: offlineAfter, Drains: d.doors})
 	d.life.checker = &health.Checker{DB: d.db, LXD: d.lxd, Logger: d.logger, Concurrency: healthConcurrency, Metrics: d.metrics, OnChange: d.fleet.Healer.HealthChanged}
 	d.rollouts = rollout.New(d.db, d.lxd, d.fleet, l, d.logger, owner, d.governors)
 	d.scheduler = scheduler.New(d.db, l, d.scheduleClock, d.logger)

@@ -45,6 +45,10 @@ type Fleet struct {
 	// owner names this daemon on the instance records it changes.
 	owner string
 
+	// drains tells when a leaving instance's connections have ended (nil: no front door,
+	// a drain lasts its timeout; traffic_drain.go).
+	drains Drains
+
 	// Pool hands out warm pool instances to launches and keeps the pools at their size.
 	Pool *WarmPool
 
@@ -94,6 +98,10 @@ type Config struct {
 
 	// OfflineAfter is how long without a heartbeat before a member counts as offline.
 	OfflineAfter time.Duration
+
+	// Drains is the front door's word on leaving instances (nil: no door; a drain lasts
+	// the shape's drain timeout).
+	Drains Drains
 }
 
 // New builds the one fleet of a daemon, with its warm pool, hook keeper, autohealer and
@@ -116,7 +124,7 @@ func New(c Config) *Fleet {
 	}
 
 	f := &Fleet{db: c.DB, lxd: c.LXD, ops: c.Ops, inflight: c.Inflight, sockets: c.Sockets, reporter: c.Reporter, metrics: c.Metrics, logger: c.Logger,
-		requestLogger: c.RequestLogger, stopping: c.Stopping, owner: c.Owner, writes: c.DB.Writes()}
+		requestLogger: c.RequestLogger, stopping: c.Stopping, owner: c.Owner, writes: c.DB.Writes(), drains: c.Drains}
 	f.Pool = newWarmPool(f)
 	f.Hooks = newHookKeeper(f)
 	f.Healer = newAutohealer(f)
