@@ -136,7 +136,7 @@ func (k *Keeper) Round(ctx context.Context) error {
 		endpoints := Endpoints(s.Shape, o.Rows, o.Live[s.Project], o.Drains, now)
 		current[key] = endpoints
 		shapesByKey[key] = s
-		frontends = append(frontends, Frontend(s.Project, s.Deployment, s.Shape.Name, *s.Shape.Traffic, endpoints))
+		frontends = append(frontends, Frontend(s.Project, s.Deployment, s.Shape.Name, *s.Shape.Traffic, s.Shape.Health, endpoints))
 	}
 
 	sort.Slice(frontends, func(i, j int) bool { return frontends[i].Key < frontends[j].Key })
