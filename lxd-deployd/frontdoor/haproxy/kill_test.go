@@ -46,7 +46,9 @@ func TestPrivateSurvivesKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	// Registered first, so it runs after the cleanup that stops haproxy (which needs the
+	// pid file).
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	a, b := startBackend(t, "a"), startBackend(t, "b")
 	listen := freePort(t)
 	fs := []frontdoor.Frontend{{Key: "default/web/front", Listen: listen, Protocol: "http",
