@@ -38,6 +38,7 @@ func (a *app) shapeCommand() *cobra.Command {
 		a.instanceCommand(),
 		a.shapeScaleRequestCommand(),
 		a.shapeScheduleCommand(),
+		a.shapeEndpointsCommand(),
 		a.shapeRevisionCommand(), a.shapeRollbackCommand(), a.shapeRolloutCommand(), a.shapeTriggersCommand(),
 		a.shapeHealthCommand(),
 		a.shapeWarmPoolCommand(),

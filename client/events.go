@@ -17,7 +17,7 @@ import (
 
 // EventsArgs says which events GetEvents streams.
 type EventsArgs struct {
-	// Types of events: operation, lifecycle, logging (admins only). Empty: operation and
+	// Types of events: operation, lifecycle, endpoints, logging (admins only). Empty: operation and
 	// lifecycle.
 	Types []string
 

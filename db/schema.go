@@ -33,6 +33,7 @@ var updates = map[int]update{
 	18: updateAddSchedule,
 	19: updateAddGovernorHolds,
 	20: updateAddRolloutDeployers,
+	21: updateAddTraffic,
 }
 
 // SchemaVersion is the version a fully updated database has.

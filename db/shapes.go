@@ -161,6 +161,11 @@ SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scal
 		return nil, err
 	}
 
+	err = loadShapeTraffic(ctx, tx, shapes)
+	if err != nil {
+		return nil, err
+	}
+
 	err = loadShapeSchedules(ctx, tx, shapes)
 	if err != nil {
 		return nil, err
@@ -270,6 +275,13 @@ func CreateShape(ctx context.Context, tx *sql.Tx, deploymentID int64, req api.De
 		}
 	}
 
+	if req.Traffic != nil {
+		err = setShapeTraffic(ctx, tx, id, req.Traffic)
+		if err != nil {
+			return 0, err
+		}
+	}
+
 	if len(req.Schedule) > 0 {
 		err = setShapeSchedule(ctx, tx, id, req.Schedule)
 		if err != nil {
@@ -318,6 +330,11 @@ UPDATE deployments_shapes
 	}
 
 	err = setShapePlacement(ctx, tx, id, put.Placement)
+	if err != nil {
+		return err
+	}
+
+	err = setShapeTraffic(ctx, tx, id, put.Traffic)
 	if err != nil {
 		return err
 	}

@@ -206,13 +206,13 @@ func relayed(resp *http.Response) response.Response {
 	})
 }
 
-// streamEvents serves the /1.0/events websocket (?type=operation,lifecycle,logging).
+// streamEvents serves the /1.0/events websocket (?type=operation,lifecycle,logging,endpoints).
 func (a operationsAPI) streamEvents(r *http.Request) response.Response {
 	var types []string
 	for _, t := range strings.Split(r.URL.Query().Get("type"), ",") {
 		switch t {
 		case "":
-		case lxdapi.EventTypeOperation, lxdapi.EventTypeLifecycle:
+		case lxdapi.EventTypeOperation, lxdapi.EventTypeLifecycle, api.EventTypeEndpoints:
 			types = append(types, t)
 		case lxdapi.EventTypeLogging:
 			// The daemon's own log is for admins only, as LXD's.
@@ -222,7 +222,7 @@ func (a operationsAPI) streamEvents(r *http.Request) response.Response {
 
 			types = append(types, t)
 		default:
-			return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "event type %q is not served: use operation, lifecycle or logging", t))
+			return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "event type %q is not served: use operation, lifecycle, endpoints or logging", t))
 		}
 	}
 

@@ -21,8 +21,10 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/doorkeeper"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/frontdoor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
@@ -74,6 +76,11 @@ type config struct {
 	// testClockFile, for tests only, holds the time the scheduler reads instead of the
 	// clock's (schedule.go).
 	testClockFile string
+
+	// frontDoor is the front door mode (front_door.go), haproxySocket the operator's
+	// HAProxy admin socket in haproxy mode.
+	frontDoor     string
+	haproxySocket string
 }
 
 // opened is what the daemon opens before it builds anything (open): its certificates, the
@@ -91,6 +98,7 @@ type opened struct {
 	member     string
 	governors  *governor.Listener
 	privateLXD *privatelxd.LXD // nil: none runs
+	door       frontdoor.Door  // the front door (front_door.go; nil: none)
 }
 
 // daemon wires the database, the LXD connection and the API listeners together. newDaemon
@@ -115,6 +123,7 @@ type daemon struct {
 	leases    *lease.Manager
 	scheduler *scheduler.Scheduler // scheduled actions (schedule.go)
 	conns     *connLimits          // the HTTPS connection budgets (conn_limits.go)
+	doors     *doorkeeper.Keeper   // keeps the door in step with the endpoints
 
 	// tasks are the background loops (wire.go), started by start and stopped by stop.
 	tasks task.Group
@@ -206,6 +215,11 @@ func (o *opened) openAll(ctx context.Context, logger *slog.Logger) error {
 	}
 
 	o.governors, err = governor.NewListener(filepath.Join(o.config.dataDir, "governor"))
+	if err != nil {
+		return err
+	}
+
+	o.door, err = openFrontDoor(o.config, logger)
 	return err
 }
 
@@ -216,6 +230,12 @@ func (o *opened) close(ctx context.Context, logger *slog.Logger) error {
 	var errs []error
 	if o.governors != nil {
 		_ = o.governors.Close()
+	}
+
+	// The door's load balancer outlives the daemon: the data path never passes through it,
+	// and a restarted daemon adopts it (doc/traffic.md).
+	if o.door != nil {
+		_ = o.door.Close()
 	}
 
 	if o.db != nil {
@@ -309,6 +329,7 @@ func (d *daemon) apis() apis {
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l, usage: newUsageCache(d.usageFetched)},
 		placement:    placementAPI{db: d.db, fleet: d.fleet},
 		schedule:     scheduleAPI{db: d.db, scheduler: d.scheduler},
+		endpoints:    endpointsAPI{db: d.db, lxd: d.lxd},
 		health:       newInstanceHealthAPI(d.db, d.checker, d.metrics),
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},

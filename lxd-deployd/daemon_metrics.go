@@ -6,6 +6,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/doorkeeper"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 )
@@ -13,7 +14,7 @@ import (
 // newMetrics builds the daemon's metrics with the live values a scrape reads. The parts
 // that count into them get them when they are made (webhook attempts), or when they run
 // (LXD probes, whose status the metrics read); the rest count through the reporter.
-func newMetrics(cluster *db.Cluster, lxd *backend.LXD, ops *operations.Manager) *metrics.Metrics {
+func newMetrics(cluster *db.Cluster, lxd *backend.LXD, ops *operations.Manager, doors *doorkeeper.Keeper) *metrics.Metrics {
 	return metrics.New(metrics.Sources{
 		Snapshot:           metricsSnapshot(cluster),
 		LXDReachable:       func() bool { return lxd.Status().Online },
@@ -22,6 +23,7 @@ func newMetrics(cluster *db.Cluster, lxd *backend.LXD, ops *operations.Manager) 
 		Members:            cluster.Members,
 		TransactionRetries: cluster.Retries,
 		Placement:          placementSnapshot(cluster, lxd),
+		Traffic:            doors.TrafficStats,
 	})
 }
 

@@ -25,6 +25,7 @@ type apis struct {
 	resize       resizeAPI
 	placement    placementAPI
 	schedule     scheduleAPI
+	endpoints    endpointsAPI
 	ui           ui.API
 	access       access
 	governorHold governorHoldAPI
@@ -201,6 +202,10 @@ func endpoints(a apis) []endpoint {
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/schedule",
 			get:  governor(with(deploymentReader, a.schedule.get)),
+		},
+		{
+			path: "/1.0/deployments/{deployment}/shapes/{shape}/endpoints",
+			get:  governor(with(deploymentReader, a.endpoints.get)),
 		},
 		{
 			path: "/1.0/deployments/{deployment}/shapes/{shape}/scale-request",

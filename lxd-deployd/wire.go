@@ -9,6 +9,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/doorkeeper"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
@@ -19,6 +20,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/scheduler"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
+	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // newDaemon builds the daemon on what was opened, every part once and in an order where
@@ -45,7 +47,13 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 	logger = withLoggingEvents(logger, eventServer)
 	lxd := backend.NewLXD(o.config.lxdSocket, logger)
 	ops := operations.NewManager(logger, eventServer, o.member, cluster.NewOperationRecorder(o.db.Writes(), o.member))
-	m := newMetrics(o.db, lxd, ops)
+	// Every member keeps its own front door (doc/traffic.md); endpoint changes go out as
+	// events of this member.
+	doors := doorkeeper.New(doorkeeper.Config{Observer: doorkeeper.NewObserver(o.db, lxd), Door: o.door, Logger: logger,
+		Notify: func(project string, deploymentID int64, event api.DeploymentShapeEndpointsEvent) {
+			eventServer.Send(api.EventTypeEndpoints, project, deploymentID, event)
+		}})
+	m := newMetrics(o.db, lxd, ops, doors)
 	dispatcher := webhooks.NewDispatcher(webhooks.DispatcherConfig{DB: o.db, Owner: o.db.Address(), Logger: logger, Policy: webhooks.DestinationPolicy{Allowed: allowed}, Attempts: m})
 	wake := wakeups{rollouts: loop.New(), images: loop.New(), pools: loop.New()}
 	l := reporter.New(reporter.Config{Events: eventServer, Webhooks: dispatcher, Metrics: m, Logger: logger, Waker: wake})
@@ -53,7 +61,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 	stopping := make(chan struct{})
 	inflight := fleet.NewInflight()
 	f := fleet.New(fleet.Config{DB: o.db, LXD: lxd, Ops: ops, Inflight: inflight, Sockets: o.governors, Reporter: l, Metrics: m, Logger: logger,
-		RequestLogger: requestLoggerIfAny, Stopping: stopping, Owner: owner, OfflineAfter: cluster.OfflineAfter, PoolWake: wake.pools})
+		RequestLogger: requestLoggerIfAny, Stopping: stopping, Owner: owner, OfflineAfter: cluster.OfflineAfter, PoolWake: wake.pools, Drains: doors})
 
 	d := &daemon{
 		opened:    o,
@@ -72,6 +80,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		leases:    lease.NewManager(o.db, o.member, lease.DefaultTTL, logger),
 		scheduler: scheduler.New(o.db, l, clock, logger),
 		conns:     newConnLimitsWith(defaultConnBudgets, logger),
+		doors:     doors,
 		stopping:  stopping,
 		quit:      quit,
 	}
@@ -86,6 +95,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 // schedule.go).
 func (d *daemon) addTasks() {
 	d.tasks.Add("lxd connection", func(ctx context.Context) { d.lxd.Run(ctx, d.config.lxdPollInterval, d.metrics) })
+	d.tasks.Add("front door", func(ctx context.Context) { d.doors.Run(ctx, doorInterval) })
 	d.tasks.Add("rollouts", func(ctx context.Context) { d.rollouts.Run(ctx, time.Second) })
 	d.tasks.Add("image trigger", d.rollouts.RunImageTrigger)
 	member := d.clusterMember()
@@ -94,7 +104,7 @@ func (d *daemon) addTasks() {
 		d.tasks.Add("member events", func(ctx context.Context) { member.RelayEvents(ctx, d.events) })
 	}
 
-	d.addLeasedWork(webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger))
+	d.addLeasedWork(webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger).WithTraffic(d.doors.FrontendStats))
 	d.tasks.Add("instance care", d.instanceCare)
 	d.tasks.Add("schedule", d.runSchedule)
 }

@@ -88,35 +88,45 @@ func ListInstanceAddresses(ctx context.Context, c DoHTTPer, project string) (map
 
 	addresses := make(map[string]netip.Addr, len(listed))
 	for _, i := range listed {
-		if i.State == nil {
-			continue
-		}
-
-		var v6 netip.Addr
-		for name, nic := range i.State.Network {
-			if name == "lo" || !i.attached(name, nic.Hwaddr) {
-				continue
-			}
-
-			for _, a := range nic.Addresses {
-				addr, err := netip.ParseAddr(a.Address)
-				if err != nil || a.Scope != "global" {
-					continue
-				}
-
-				addr = addr.Unmap()
-				if addr.Is4() && !addresses[i.Name].IsValid() {
-					addresses[i.Name] = addr
-				} else if addr.Is6() && !v6.IsValid() {
-					v6 = addr
-				}
-			}
-		}
-
-		if !addresses[i.Name].IsValid() && v6.IsValid() {
-			addresses[i.Name] = v6
+		if addr := i.address(); addr.IsValid() {
+			addresses[i.Name] = addr
 		}
 	}
 
 	return addresses, nil
+}
+
+// address picks an instance's address as ListInstanceAddresses documents: the first global
+// IPv4 address of a NIC LXD attached, else the first global IPv6 one (invalid: none).
+func (i instanceNetwork) address() netip.Addr {
+	if i.State == nil {
+		return netip.Addr{}
+	}
+
+	var v4, v6 netip.Addr
+	for name, nic := range i.State.Network {
+		if name == "lo" || !i.attached(name, nic.Hwaddr) {
+			continue
+		}
+
+		for _, a := range nic.Addresses {
+			addr, err := netip.ParseAddr(a.Address)
+			if err != nil || a.Scope != "global" {
+				continue
+			}
+
+			addr = addr.Unmap()
+			if addr.Is4() && !v4.IsValid() {
+				v4 = addr
+			} else if addr.Is6() && !v6.IsValid() {
+				v6 = addr
+			}
+		}
+	}
+
+	if v4.IsValid() {
+		return v4
+	}
+
+	return v6
 }

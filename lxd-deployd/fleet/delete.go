@@ -29,6 +29,10 @@ type pendingDelete struct {
 
 	// reuse, when set, returns the instance to the shape's warm pool instead of deleting it.
 	reuse *PoolReturn
+
+	// drainUntil, when set, is until when the instance may finish its connections before
+	// LXD deletes it (traffic_drain.go).
+	drainUntil *time.Time
 }
 
 // StartDelete marks an instance as going and deletes it as a background operation (after
@@ -104,6 +108,11 @@ func (f *Fleet) recordDelete(ctx context.Context, tx *sql.Tx, p *pendingDelete, 
 
 	p.row = *row
 	p.reuse = Reusable(shape, row)
+	p.drainUntil, err = markDrain(ctx, tx, shape, *row, time.Now())
+	if err != nil {
+		return err
+	}
+
 	err = db.SetInstanceState(ctx, tx, row.ID, row.State, db.InstanceDeleting, f.owner, time.Now())
 	if err != nil {
 		return err
@@ -140,18 +149,30 @@ func deletable(row db.Instance, c Change) error {
 	return nil
 }
 
-// finishDelete deletes the instance in LXD and then its record. If LXD refuses, the
-// instance is still there and counts again.
+// finishDelete drains the instance (when its shape has traffic), deletes it in LXD and
+// then its record. If LXD refuses, the instance is still there and counts again.
 func (f *Fleet) finishDelete(ctx context.Context, p *pendingDelete) (err error) {
 	ref, row := p.ref, p.row
 	defer f.inflight.Remove(ref.Project, ref.Instance)
 	defer func() { f.deleteFinished(p, err) }()
+	// A drain cut short by a stop leaves the record deleting, for reconcile to finish.
+	err = f.waitDrain(ctx, p)
+	if err != nil {
+		return err
+	}
+
 	callStart := time.Now()
 	err = f.remove(ctx, p)
 	f.metrics.LXDCall("delete", time.Since(callStart), err)
 	if err != nil {
 		_ = f.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
-			return db.SetInstanceState(ctx, tx, row.ID, db.InstanceDeleting, row.State, f.owner, time.Now())
+			err := db.SetInstanceState(ctx, tx, row.ID, db.InstanceDeleting, row.State, f.owner, time.Now())
+			if err != nil || p.drainUntil == nil {
+				return err
+			}
+
+			// The instance stays: it serves again.
+			return db.SetInstanceDrain(ctx, tx, row.ID, nil)
 		})
 
 		return err

@@ -46,6 +46,10 @@ type Fleet struct {
 	// owner names this daemon on the instance records it changes.
 	owner string
 
+	// drains tells when a leaving instance's connections have ended (nil: no front door,
+	// a drain lasts its timeout; traffic_drain.go).
+	drains Drains
+
 	// Pool hands out warm pool instances to launches and keeps the pools at their size.
 	Pool *WarmPool
 
@@ -100,6 +104,10 @@ type Config struct {
 	// reporter that pokes it and hands the same one here, as the fleet reports through
 	// that reporter; a zero one is made here.
 	PoolWake loop.Loop
+
+	// Drains is the front door's word on leaving instances (nil: no door; a drain lasts
+	// the shape's drain timeout).
+	Drains Drains
 }
 
 // New builds the one fleet of a daemon, with its warm pool, hook keeper, autohealer and
@@ -126,7 +134,7 @@ func New(c Config) *Fleet {
 	}
 
 	f := &Fleet{db: c.DB, lxd: c.LXD, ops: c.Ops, inflight: c.Inflight, sockets: c.Sockets, reporter: c.Reporter, metrics: c.Metrics, logger: c.Logger,
-		requestLogger: c.RequestLogger, stopping: c.Stopping, owner: c.Owner, writes: c.DB.Writes()}
+		requestLogger: c.RequestLogger, stopping: c.Stopping, owner: c.Owner, writes: c.DB.Writes(), drains: c.Drains}
 	f.Pool = newWarmPool(f, c.PoolWake)
 	f.Hooks = newHookKeeper(f)
 	f.Healer = newAutohealer(f)

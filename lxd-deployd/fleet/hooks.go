@@ -116,6 +116,14 @@ func (f *Fleet) startDrain(ctx context.Context, ref refs.InstanceRef, c Change) 
 			return err
 		}
 
+		// Drain, then the hook: the front door takes the instance out of rotation as the
+		// wait begins (traffic_drain.go), and the delete after the wait waits for what is
+		// left of the drain.
+		_, err = markDrain(ctx, tx, shape, *row, time.Now())
+		if err != nil {
+			return err
+		}
+
 		draining = true
 		deadline = time.Now().Add(*timeout).UTC()
 		return db.SetInstanceHook(ctx, tx, row.ID, api.LifecycleTerminatingWait, &deadline)
@@ -261,7 +269,13 @@ func (k *HookKeeper) end(ctx context.Context, row db.Instance, action string) {
 	by := InternalRequestor("lifecycle-hooks")
 	clear := func() error {
 		return k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-			return db.SetInstanceHook(ctx, tx, row.ID, "", nil)
+			err := db.SetInstanceHook(ctx, tx, row.ID, "", nil)
+			if err != nil || row.Hook.Hook != api.LifecycleTerminatingWait {
+				return err
+			}
+
+			// A kept instance serves again (traffic_drain.go).
+			return db.SetInstanceDrain(ctx, tx, row.ID, nil)
 		})
 	}
 

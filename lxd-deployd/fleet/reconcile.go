@@ -39,6 +39,9 @@ type Reconciler struct {
 	// healer replaces missing instances of shapes with health.replace (nil: none).
 	healer *Autohealer
 
+	// drainOver says whether a cut-short delete's traffic drain is over (Fleet.drainOver).
+	drainOver func(ctx context.Context, row db.Instance) bool
+
 	// offlineAfter is how long without a heartbeat before a member counts as offline.
 	offlineAfter time.Duration
 
@@ -53,7 +56,7 @@ type Reconciler struct {
 
 func newReconciler(f *Fleet, offlineAfter time.Duration) *Reconciler {
 	return &Reconciler{db: f.db, lxd: f.lxd, inflight: f.inflight, sockets: f.sockets, reporter: f.reporter, metrics: f.metrics, logger: f.logger, healer: f.Healer,
-		offlineAfter: offlineAfter, owner: f.owner}
+		offlineAfter: offlineAfter, owner: f.owner, drainOver: f.drainOver}
 }
 
 // Fenced returns a copy of the reconciler whose writes commit only while held is.
@@ -201,7 +204,12 @@ func (rc *Reconciler) Repair(ctx context.Context, client lxd.InstanceServer, ste
 		rc.logger.Info("reconcile: removing row of an instance whose creation never finished", "instance", row.Name)
 		rc.removeRecord(ctx, row, StaleLaunchDropped(row))
 	case RepairFinishDelete:
-		// The bound check passed before the crash: finish the delete.
+		// The bound check passed before the crash: finish the delete, once the instance's
+		// traffic drain is over (a later pass looks again).
+		if !rc.drainOver(ctx, row) {
+			return
+		}
+
 		rc.deleteThenRemove(ctx, client, row, "finish interrupted delete")
 	case RepairRemoveRecord:
 		rc.removeRecord(ctx, row)

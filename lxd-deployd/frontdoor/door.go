@@ -46,6 +46,10 @@ type Frontend struct {
 	Backend string
 	// Protocol is "http" or "tcp".
 	Protocol string
+	// CheckPath is the path the load balancer's own health check asks of each server
+	// (http only; "/" when empty). Any answer below 500 counts as up: the check asks
+	// whether the instance serves, the daemon's health checks ask whether it is well.
+	CheckPath string
 	// Servers is every instance the shape has, whatever its state.
 	Servers []Server
 }
@@ -83,6 +87,20 @@ type Door interface {
 	// Stats reports every frontend's figures by Frontend.Key.
 	Stats(ctx context.Context) (map[string]FrontendStats, error)
 	// Close lets go of the load balancer without stopping it (a restarted daemon adopts
-	// it); Stop stops a private one.
+	// it). A private door's driver also has a Stop(ctx) that stops its load balancer.
 	Close() error
+}
+
+// Sessions is how many connections the door's stats say server name of frontend key
+// still has open, and whether the stats know that server at all (a drain waits for 0).
+func Sessions(stats map[string]FrontendStats, key, name string) (int, bool) {
+	fs, ok := stats[key]
+	if !ok {
+		return 0, false
+	}
+	s, ok := fs.Servers[name]
+	if !ok {
+		return 0, false
+	}
+	return s.Sessions, true
 }

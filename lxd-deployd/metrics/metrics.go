@@ -117,6 +117,9 @@ type Sources struct {
 
 	// Placement reads instances per shape and LXD member, and the members (placement.go).
 	Placement func(ctx context.Context) ([]PlacementStat, []ClusterMemberStat, error)
+
+	// Traffic returns the front door's last figures per shape and instance (traffic.go).
+	Traffic func() []TrafficStat
 }
 
 // Metrics holds every family of the daemon. A nil *Metrics records nothing, so code paths
@@ -195,6 +198,10 @@ func New(sources Sources) *Metrics {
 	m.registry.MustRegister(newStateCollector(sources))
 	if sources.Placement != nil {
 		m.registry.MustRegister(newPlacementCollector(sources.Placement))
+	}
+
+	if sources.Traffic != nil {
+		m.registry.MustRegister(newTrafficCollector(sources.Traffic))
 	}
 	return m
 }

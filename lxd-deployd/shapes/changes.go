@@ -32,8 +32,8 @@ func Changes(before api.DeploymentShapePut, after api.DeploymentShapePut) []api.
 // TemplateChanged reports whether two versions of a shape make different instances: any
 // change but the description, the scaling bounds, the rollout settings, how instances are
 // looked after (health checks, hooks, warm pool size, resource bounds), where they go
-// (placement: a rebalance moves them, doc/placement.md) and when the bounds change (the
-// schedule), which leave instances as they are.
+// (placement: a rebalance moves them, doc/placement.md), when the bounds change (the
+// schedule) and the front door in front of them (traffic), which leave instances as they are.
 func TemplateChanged(before api.DeploymentShapePut, after api.DeploymentShapePut) bool {
 	for _, c := range Changes(before, after) {
 		if !boundsOrDescription[topField(c.Field)] {
@@ -44,7 +44,7 @@ func TemplateChanged(before api.DeploymentShapePut, after api.DeploymentShapePut
 	return false
 }
 
-var boundsOrDescription = map[string]bool{"description": true, "scaling_minimum": true, "scaling_maximum": true, "rollout": true, "health": true, "hooks": true, "warm_pool": true, "resource_bounds": true, "placement": true, "schedule": true}
+var boundsOrDescription = map[string]bool{"description": true, "scaling_minimum": true, "scaling_maximum": true, "rollout": true, "health": true, "hooks": true, "warm_pool": true, "resource_bounds": true, "placement": true, "schedule": true, "traffic": true}
 
 func topField(path string) string {
 	top, _, _ := strings.Cut(path, ".")

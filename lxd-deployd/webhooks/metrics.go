@@ -13,6 +13,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/frontdoor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -208,6 +209,9 @@ type Collector struct {
 	dispatcher *Dispatcher
 	logger     *slog.Logger
 
+	// traffic returns the front door's last figures by frontdoor key (nil: none).
+	traffic func() map[string]frontdoor.FrontendStats
+
 	mu          sync.Mutex
 	lastSent    map[int64]time.Time
 	previous    map[string]timedSample
@@ -393,6 +397,18 @@ func (c *Collector) updateRates(samples map[string]Sample, now time.Time) {
 	}
 }
 
+// WithTraffic has the metrics events carry the front door's figures per shape and
+// instance (doc/traffic.md); call it where the collector is built.
+func (c *Collector) WithTraffic(traffic func() map[string]frontdoor.FrontendStats) *Collector {
+	c.traffic = traffic
+	return c
+}
+
+// trafficMetrics is one door figure set as a metrics event carries it.
+func trafficMetrics(rate float64, sessions int, queue int, response time.Duration) *api.WebhookTrafficMetrics {
+	return &api.WebhookTrafficMetrics{RequestRate: rate, Sessions: sessions, Queue: queue, ResponseTimeSeconds: response.Seconds()}
+}
+
 // metadata builds one deployment's metrics event; the caller holds c.mu.
 func (c *Collector) metadata(d db.Deployment, rows []db.Instance, samples map[string]Sample) api.WebhookMetricsMetadata {
 	metadata := api.WebhookMetricsMetadata{
@@ -400,13 +416,24 @@ func (c *Collector) metadata(d db.Deployment, rows []db.Instance, samples map[st
 		Shapes:          map[string]api.WebhookShapeMetrics{},
 	}
 
+	var traffic map[string]frontdoor.FrontendStats
+	if c.traffic != nil {
+		traffic = c.traffic()
+	}
+
 	for name, shape := range d.DeploymentShapes {
-		metadata.Shapes[name] = api.WebhookShapeMetrics{
+		m := api.WebhookShapeMetrics{
 			ScalingCurrent: shape.ScalingCurrent,
 			ScalingMinimum: shape.ScalingMinimum,
 			ScalingMaximum: shape.ScalingMaximum,
 			Instances:      map[string]api.WebhookInstanceMetrics{},
 		}
+
+		if t, ok := traffic[frontdoor.Key(d.Project, d.Name, name)]; ok {
+			m.Traffic = trafficMetrics(t.RequestRate, t.Sessions, t.Queue, t.ResponseTime)
+		}
+
+		metadata.Shapes[name] = m
 	}
 
 	for _, row := range rows {
@@ -423,6 +450,10 @@ func (c *Collector) metadata(d db.Deployment, rows []db.Instance, samples map[st
 		if running {
 			instance.Status = "Running"
 			instance.CPURate = c.previous[key].rate
+		}
+
+		if t, ok := traffic[frontdoor.Key(d.Project, d.Name, row.Shape)].Servers[row.Name]; ok {
+			instance.Traffic = trafficMetrics(t.RequestRate, t.Sessions, t.Queue, t.ResponseTime)
 		}
 
 		shape.Instances[row.Name] = instance

@@ -58,6 +58,11 @@ type DeploymentShapePut struct {
 	// Where the instances go in an LXD cluster (doc/placement.md; LXD decides when absent)
 	Placement *DeploymentShapePlacement `json:"placement,omitempty" yaml:"placement,omitempty"`
 
+	// The traffic the instances serve and the front door in front of them (doc/traffic.md;
+	// none when absent)
+	// Example: {"port": 80, "protocol": "http", "listen": "127.0.0.1:8080", "drain_timeout": "30s"}
+	Traffic *DeploymentShapeTraffic `json:"traffic,omitempty" yaml:"traffic,omitempty"`
+
 	// Scheduled actions: bounds set at cron times in a time zone (doc/governors.md; none
 	// when absent)
 	// Example: [{"name": "business-hours", "cron": "0 8 * * 1-5", "time_zone": "Europe/Paris", "scaling_minimum": 4, "scaling_maximum": 20}]

@@ -92,6 +92,29 @@ type WebhookShapeMetrics struct {
 
 	// Instances by name
 	Instances map[string]WebhookInstanceMetrics `json:"instances" yaml:"instances"`
+
+	// What the front door measured for the shape (with traffic and a door only;
+	// doc/traffic.md)
+	Traffic *WebhookTrafficMetrics `json:"traffic,omitempty" yaml:"traffic,omitempty"`
+}
+
+// WebhookTrafficMetrics is what the front door measured for a shape or an instance.
+type WebhookTrafficMetrics struct {
+	// Requests (http) or connections (tcp) per second over the last second
+	// Example: 212.5
+	RequestRate float64 `json:"request_rate" yaml:"request_rate"`
+
+	// Connections open now
+	// Example: 14
+	Sessions int `json:"sessions" yaml:"sessions"`
+
+	// Requests waiting for an instance
+	// Example: 0
+	Queue int `json:"queue" yaml:"queue"`
+
+	// Average response time over the last 1024 requests, in seconds
+	// Example: 0.004
+	ResponseTimeSeconds float64 `json:"response_time_seconds" yaml:"response_time_seconds"`
 }
 
 // WebhookInstanceMetrics is the usage of one instance, from LXD's /1.0/metrics.
@@ -117,6 +140,9 @@ type WebhookInstanceMetrics struct {
 	// Memory limit in bytes (0: no limit known)
 	// Example: 536870912
 	MemoryLimitBytes int64 `json:"memory_limit_bytes" yaml:"memory_limit_bytes"`
+
+	// What the front door measured for the instance (with traffic and a door only)
+	Traffic *WebhookTrafficMetrics `json:"traffic,omitempty" yaml:"traffic,omitempty"`
 }
 
 // WebhookLifecycleMetadata reports something that happened to an instance or shape.

@@ -227,6 +227,11 @@ func Shape(put api.DeploymentShapePut) error {
 		return err
 	}
 
+	err = ShapeTraffic(put.Traffic)
+	if err != nil {
+		return err
+	}
+
 	return InstanceTemplate(put.InstanceTemplate)
 }
 
