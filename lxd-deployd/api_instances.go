@@ -120,27 +120,38 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		return response.SyncResponse(urls)
 	}
 
-	// Usage comes from LXD's /1.0/metrics, one call beside the listing (doc/api.md), and
+	// Usage comes from LXD's /1.0/metrics, read in the background (usageCache.run) for
+	// every project listed lately: a listing shows that snapshot, which says when it was
+	// fetched (usage.sampled_at), and adds no call to LXD's. Only a listing with no snapshot
+	// (the project's first, or LXD's metrics failed) fetches one beside the listing, and
 	// never holds the listing up long (usageCache.forListing).
-	usageFetched := make(chan usageAnswer, 1)
-	joined := a.usage.fetching(ref.Project)
-	go func() {
-		client, err := a.lxd.Client()
-		if err == nil && len(rows) > 0 {
-			usageFetched <- a.usage.get(client, ref.Project)
-			return
-		}
+	a.usage.watch(ref.Project)
+	usage := a.usage.last(ref.Project)
+	var usageFetched chan usageAnswer
+	joined := false
+	if usage.usage == nil {
+		usageFetched = make(chan usageAnswer, 1)
+		joined = a.usage.fetching(ref.Project)
+		go func() {
+			if len(rows) > 0 && a.lxd.Status().Online {
+				usageFetched <- a.usage.get(a.lxd, ref.Project)
+				return
+			}
 
-		usageFetched <- usageAnswer{}
-	}()
-
-	live, err := a.liveStatuses(listing, clientErr, rows)
-	grace := usageGrace(time.Since(callStart))
-	if joined {
-		grace = 0 // the listing that started the fetch waited for it
+			usageFetched <- usageAnswer{}
+		}()
 	}
 
-	usage := a.usage.forListing(ref.Project, usageFetched, grace)
+	live, err := a.liveStatuses(listing, clientErr, rows)
+	if usageFetched != nil {
+		grace := usageGrace(time.Since(callStart))
+		if joined {
+			grace = 0 // the listing that started the fetch waited for it
+		}
+
+		usage = a.usage.forListing(ref.Project, usageFetched, grace)
+	}
+
 	online := err == nil
 	result := make([]api.DeploymentInstance, 0, len(rows))
 	for _, row := range rows {

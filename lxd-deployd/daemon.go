@@ -97,6 +97,7 @@ type daemon struct {
 	identity   *clusterIdentity
 	leases     *lease.Manager
 	life       *instanceCare
+	usage      *usageCache          // LXD's usage of the instances, kept fresh in the background (instance_usage*.go)
 	scheduler  *scheduler.Scheduler // scheduled actions (schedule.go)
 	servers    []*http.Server
 	conns      *connLimits // the HTTPS connection budgets (conn_limits.go)
@@ -210,6 +211,8 @@ func (d *daemon) start(ctx context.Context) error {
 	d.goBackground(func() { d.rollouts.Run(runCtx, time.Second) })
 	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
 	d.goBackground(func() { d.lxd.Run(runCtx, d.config.lxdPollInterval) })
+	d.usage = newUsageCache(d.usageFetched)
+	d.goBackground(func() { d.usage.run(runCtx, d.lxd, func() bool { return d.lxd.Status().Online }, usageRefreshEvery) })
 	d.startLeasedWork(runCtx, metrics)
 	d.startSchedule(runCtx)
 
@@ -287,7 +290,7 @@ func (d *daemon) apis() apis {
 		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, reporter: l, fetcher: d.templateFetcher(), engine: d.templateEngine()},
 		keys:         keysAPI{db: d.db, reporter: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, reporter: l},
-		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l, usage: newUsageCache(d.usageFetched)},
+		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l, usage: d.usage},
 		placement:    placementAPI{db: d.db, fleet: d.fleet},
 		schedule:     scheduleAPI{db: d.db, scheduler: d.scheduler},
 		health:       newInstanceHealthAPI(d.db, d.life.checker, d.metrics),
