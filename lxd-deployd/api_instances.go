@@ -83,15 +83,18 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 
 	// LXD renders the shape's instances while the rows are read.
 	var listing func(want []string) (map[string]lxdapi.Instance, error)
-	client, clientErr := a.lxd.Client()
+	var clientErr error
 	callStart := time.Now()
-	if level > 0 && clientErr == nil {
+	if level > 0 {
 		// A request that fails before it waits for the listing leaves it to end unread.
-		listed := backend.StartShapeInstanceStatuses(client, ref.Project, ref.Name, ref.Shape)
-		listing = func(want []string) (map[string]lxdapi.Instance, error) {
-			live, err := listed(want)
-			a.reporter.Metrics().LXDCall("list", time.Since(callStart), err)
-			return live, err
+		var listed func(want []string) (map[string]lxdapi.Instance, error)
+		listed, clientErr = a.lxd.StartShapeListing(ref.Project, ref.Name, ref.Shape)
+		if clientErr == nil {
+			listing = func(want []string) (map[string]lxdapi.Instance, error) {
+				live, err := listed(want)
+				a.reporter.Metrics().LXDCall("list", time.Since(callStart), err)
+				return live, err
+			}
 		}
 	}
 
@@ -239,13 +242,12 @@ func (a instancesAPI) get(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	client, err := a.lxd.Client()
+	err = a.lxd.Available()
 	if err != nil {
 		return response.SyncResponse(instanceFor(r, instanceAPI(*row, latest, nil, false)))
 	}
 
-	c := client.UseProject(ref.Project)
-	lxdInstance, _, err := c.GetInstance(row.Name)
+	lxdInstance, state, err := a.lxd.InstanceWithState(ref.Project, row.Name)
 	if err != nil {
 		result := instanceAPI(*row, latest, nil, !lxdapi.StatusErrorCheck(err, http.StatusServiceUnavailable))
 		withLocation(&result, *row, nil, a.lxd.Cluster())
@@ -254,8 +256,7 @@ func (a instancesAPI) get(r *http.Request) response.Response {
 
 	result := instanceAPI(*row, latest, lxdInstance, true)
 	withLocation(&result, *row, lxdInstance, a.lxd.Cluster())
-	state, _, err := c.GetInstanceState(row.Name)
-	if err == nil {
+	if state != nil {
 		result.LiveState = state
 	}
 
@@ -331,7 +332,7 @@ func (a instancesAPI) putState(r *http.Request) response.Response {
 		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "action %q is not valid: use start, stop, restart, freeze or unfreeze", req.Action))
 	}
 
-	client, err := a.lxd.Client()
+	err = a.lxd.Available()
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -367,7 +368,7 @@ func (a instancesAPI) putState(r *http.Request) response.Response {
 		Resources:    fleet.InstanceResources(ref),
 		Run: func(ctx context.Context, op *operations.Operation) error {
 			callStart := time.Now()
-			err := backend.UpdateInstanceState(ctx, client, ref.Project, ref.Instance, req)
+			err := a.lxd.SetInstanceState(ctx, ref.Project, ref.Instance, req)
 			a.reporter.Metrics().LXDCall("state", time.Since(callStart), err)
 			if err == nil {
 				a.reporter.Send(by, deploymentID, reporter.InstanceUpdated.Event(ref, nil))

@@ -89,7 +89,7 @@ func (a rolloutsAPI) withCounts(ctx context.Context, r db.Rollout) api.Deploymen
 	}
 
 	var live map[string]lxdapi.Instance
-	client, err := a.lxd.Client()
+	client, err := a.lxd.Conn()
 	if err == nil {
 		live, _ = a.engine.LiveInstances(client, r, rows)
 	}

@@ -147,3 +147,15 @@ func (l *LXD) Client() (lxd.InstanceServer, error) {
 
 	return l.client, nil
 }
+
+// SocketAnswers reports whether an LXD answers on the unix socket before ctx ends (the
+// connection reads GET /1.0), without keeping the connection.
+func SocketAnswers(ctx context.Context, socket string) bool {
+	c, err := lxd.ConnectLXDUnixWithContext(ctx, socket, nil)
+	if err != nil {
+		return false
+	}
+
+	c.Disconnect()
+	return true
+}

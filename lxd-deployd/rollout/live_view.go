@@ -4,7 +4,6 @@ import (
 	"sync"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -122,7 +121,7 @@ func (v *liveView) instances() map[string]lxdapi.Instance {
 // them, brought up to what rows need as a step's would be: the operation following a
 // rollout reads its counts every second, and a listing of the project each time cost LXD,
 // at 1,000 instances, as much CPU as the rollout's own work.
-func (e *Engine) LiveInstances(client lxd.InstanceServer, r db.Rollout, rows []db.Instance) (map[string]lxdapi.Instance, error) {
+func (e *Engine) LiveInstances(client *backend.Conn, r db.Rollout, rows []db.Instance) (map[string]lxdapi.Instance, error) {
 	return e.views.refresh(client, r, rows)
 }
 
@@ -176,7 +175,7 @@ func (l *liveViews) setNoneInPlace(id int64, revision int) {
 
 // refresh brings r's view up to what rows need (toRead) and returns LXD's instances of the
 // shape as it now stands.
-func (l *liveViews) refresh(client lxd.InstanceServer, r db.Rollout, rows []db.Instance) (map[string]lxdapi.Instance, error) {
+func (l *liveViews) refresh(client *backend.Conn, r db.Rollout, rows []db.Instance) (map[string]lxdapi.Instance, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	v := l.view(r.ID)
