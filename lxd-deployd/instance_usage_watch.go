@@ -5,15 +5,17 @@ import (
 	"time"
 )
 
-// usageRefreshEvery is how often run reads the usage of the projects listed lately: half
-// LXD's own metrics lifetime, so a listing shows an answer at most about one lifetime
-// older than LXD's newest, and LXD reads its metrics at most as often as it would anyway.
-const usageRefreshEvery = lxdMetricsLifetime / 2
+// usageRefreshEvery is how often run reads the usage of the projects listed lately: LXD's
+// own metrics lifetime, so a listing shows an answer at most about two lifetimes old (and
+// usageMaxAge at worst), while LXD builds its metrics for the daemon at most once a
+// lifetime, as often as for one governor that lists its shape every few seconds.
+const usageRefreshEvery = lxdMetricsLifetime
 
 // usageWatchFor is how long after its last listing a project's usage is kept fresh: the
-// background reads cost LXD a metrics pass each, so a project nobody lists is left alone
-// (its next listing fetches as the first one did).
-const usageWatchFor = 10 * time.Minute
+// background reads cost LXD a metrics build each (seconds of its CPU with hundreds of
+// instances), so a project nobody lists is left alone (its next listing fetches as the
+// first one did).
+const usageWatchFor = 5 * time.Minute
 
 // watch says a listing of the project came now: run keeps its usage fresh from here on.
 func (c *usageCache) watch(project string) {
