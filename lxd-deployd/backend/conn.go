@@ -21,7 +21,7 @@ func NewConn(c lxd.InstanceServer) *Conn {
 // Conn returns the connection of the moment, or a 503 error saying why LXD is
 // unavailable.
 func (l *LXD) Conn() (*Conn, error) {
-	c, err := l.Client()
+	c, err := l.connected()
 	if err != nil {
 		return nil, err
 	}

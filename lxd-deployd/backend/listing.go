@@ -180,7 +180,7 @@ func list[T any](c lxd.InstanceServer, query url.Values, keep func(T) lxdapi.Ins
 // Metrics returns LXD's /1.0/metrics of a project, in the Prometheus text format (LXD
 // caches it for a few seconds), or a 503 error when LXD is unavailable.
 func (l *LXD) Metrics(project string) (string, error) {
-	c, err := l.Client()
+	c, err := l.connected()
 	if err != nil {
 		return "", err
 	}

@@ -15,14 +15,14 @@ import (
 // Available returns nil while LXD is connected, else the 503 error saying why not: a
 // request that needs LXD later is refused before anything is stored.
 func (l *LXD) Available() error {
-	_, err := l.Client()
+	_, err := l.connected()
 	return err
 }
 
 // Requests returns the connection as the one method raw requests need (ListInstanceAddresses,
 // ExecCheck), or a 503 error saying why LXD is unavailable.
 func (l *LXD) Requests() (DoHTTPer, error) {
-	c, err := l.Client()
+	c, err := l.connected()
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +32,7 @@ func (l *LXD) Requests() (DoHTTPer, error) {
 
 // Image reads one image of a project by fingerprint (LXD's 404 when it has none).
 func (l *LXD) Image(project string, fingerprint string) (*lxdapi.Image, error) {
-	c, err := l.Client()
+	c, err := l.connected()
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func (l *LXD) Image(project string, fingerprint string) (*lxdapi.Image, error) {
 
 // ImageAlias reads one image alias of a project (LXD's 404 when it has none).
 func (l *LXD) ImageAlias(project string, alias string) (*lxdapi.ImageAliasesEntry, error) {
-	c, err := l.Client()
+	c, err := l.connected()
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (l *LXD) ImageAlias(project string, alias string) (*lxdapi.ImageAliasesEntr
 
 // Profile reads one profile of a project (LXD's 404 when it has none).
 func (l *LXD) Profile(project string, name string) (*lxdapi.Profile, error) {
-	c, err := l.Client()
+	c, err := l.connected()
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (l *LXD) Profile(project string, name string) (*lxdapi.Profile, error) {
 // InstanceWithState reads one instance of a project, and its state when LXD gives it (nil
 // otherwise: the instance is shown without it).
 func (l *LXD) InstanceWithState(project string, name string) (*lxdapi.Instance, *lxdapi.InstanceState, error) {
-	c, err := l.Client()
+	c, err := l.connected()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -88,7 +88,7 @@ func (l *LXD) InstanceWithState(project string, name string) (*lxdapi.Instance, 
 // VMs lists the virtual machines of every project, or of the default project where LXD
 // cannot list across projects (5.0 may not).
 func (l *LXD) VMs() ([]lxdapi.Instance, error) {
-	c, err := l.Client()
+	c, err := l.connected()
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func (l *LXD) VMs() ([]lxdapi.Instance, error) {
 // LifecycleEvents subscribes to LXD's lifecycle events of every project; the caller reads
 // the websocket and closes it.
 func (l *LXD) LifecycleEvents() (*websocket.Conn, error) {
-	c, err := l.Client()
+	c, err := l.connected()
 	if err != nil {
 		return nil, err
 	}
