@@ -20,6 +20,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/policy"
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 	"github.com/lxd-deployd/lxd-deployd/shared/webhook"
 )
 
@@ -64,7 +65,7 @@ func (f *fakeScaler) addShape(name string, current int, minimum int, maximum int
 	shape.ScalingMaximum = maximum
 	f.shapes[name] = shape
 	for i := 1; i <= current; i++ {
-		f.instances[name] = append(f.instances[name], api.DeploymentInstance{Name: fmt.Sprintf("%s%d", name, i), Shape: name, State: "created", CreatedAt: governorT0.Add(time.Duration(i) * time.Hour)})
+		f.instances[name] = append(f.instances[name], api.DeploymentInstance{Name: fmt.Sprintf("%s%d", name, i), Shape: name, State: rules.Created, CreatedAt: governorT0.Add(time.Duration(i) * time.Hour)})
 	}
 }
 
@@ -96,7 +97,7 @@ func (f *fakeScaler) Launch(ctx context.Context, shape string, name string) erro
 		return lxdapi.StatusErrorf(http.StatusConflict, "shape %s is at its scaling maximum (%d): 1 instance is still being deleted: retry when it is gone", shape, s.ScalingMaximum)
 	}
 
-	f.instances[shape] = slices.DeleteFunc(f.instances[shape], func(i api.DeploymentInstance) bool { return i.State == "deleting" })
+	f.instances[shape] = slices.DeleteFunc(f.instances[shape], func(i api.DeploymentInstance) bool { return i.State == rules.Deleting })
 	if s.ScalingCurrent >= s.ScalingMaximum || (f.refuseLaunchesAfter > 0 && f.created >= f.refuseLaunchesAfter) {
 		f.mu.Unlock()
 		return lxdapi.StatusErrorf(http.StatusConflict, "shape %s is at its scaling maximum (%d): raise scaling_maximum or delete an instance first", shape, s.ScalingMaximum)
@@ -104,7 +105,7 @@ func (f *fakeScaler) Launch(ctx context.Context, shape string, name string) erro
 
 	f.created++
 	s.ScalingCurrent++
-	f.instances[shape] = append(f.instances[shape], api.DeploymentInstance{Name: name, Shape: shape, State: "created", CreatedAt: governorT0.Add(time.Duration(100+f.created) * time.Hour)})
+	f.instances[shape] = append(f.instances[shape], api.DeploymentInstance{Name: name, Shape: shape, State: rules.Created, CreatedAt: governorT0.Add(time.Duration(100+f.created) * time.Hour)})
 	f.mu.Unlock()
 	return f.hold(ctx, "launch "+shape)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/policy"
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
@@ -88,7 +89,7 @@ func TestGovernorBoundsStopTheRound(t *testing.T) {
 func TestGovernorRetriesLaunchWhileDeleting(t *testing.T) {
 	gt := newGovernorTest(t, &policy.Policy{}, false)
 	gt.scaler.addShape("web", 1, 0, 2)
-	gt.scaler.instances["web"] = append(gt.scaler.instances["web"], api.DeploymentInstance{Name: "web-going", Shape: "web", State: "deleting"})
+	gt.scaler.instances["web"] = append(gt.scaler.instances["web"], api.DeploymentInstance{Name: "web-going", Shape: "web", State: rules.Deleting})
 	gt.scaler.deletingFor = 2
 
 	gt.send(testScaleRequest("ev1", "web", 2))

@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 )
 
 func TestInstanceRows(t *testing.T) {
 	created := time.Date(2026, 11, 22, 19, 0, 0, 0, time.UTC)
 	rows := instanceRows([]api.DeploymentInstance{
-		{Name: "web2", Status: "Stopped", State: "created", CreatedAt: created, TemplateHash: "3f2a9c1b7d4e5f60718293a4"},
-		{Name: "web1", Status: "Running", State: "created", CreatedAt: created, TemplateHash: "abc", Limits: map[string]string{"limits.memory": "256MiB", "limits.cpu": "2", "limits.processes": "100"}, Location: "m2"},
-		{Name: "web3", Status: "Creating", State: "creating"},
+		{Name: "web2", Status: "Stopped", State: rules.Created, CreatedAt: created, TemplateHash: "3f2a9c1b7d4e5f60718293a4"},
+		{Name: "web1", Status: "Running", State: rules.Created, CreatedAt: created, TemplateHash: "abc", Limits: map[string]string{"limits.memory": "256MiB", "limits.cpu": "2", "limits.processes": "100"}, Location: "m2"},
+		{Name: "web3", Status: "Creating", State: rules.Creating},
 	})
 
 	want := [][]string{

@@ -140,6 +140,12 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 		logger = slog.Default()
 	}
 
+	logFunc := func(level client.LogLevel, format string, a ...any) {
+		if level >= client.LogWarn {
+			logger.Warn(fmt.Sprintf(format, a...), "component", "dqlite")
+		}
+	}
+
 	options := []app.Option{
 		app.WithAddress(address),
 		app.WithCluster(opts.Cluster),
@@ -149,15 +155,14 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 		// dqlite's defaults (a snapshot every 1,024 entries, 8,192 kept after it) that was
 		// most of the daemon's RSS, growing with every write (issue 20's heap profile).
 		app.WithSnapshotParams(snapshotParams),
-		app.WithLogFunc(func(level client.LogLevel, format string, a ...any) {
-			if level >= client.LogWarn {
-				logger.Warn(fmt.Sprintf(format, a...), "component", "dqlite")
-			}
-		}),
+		app.WithLogFunc(logFunc),
 	}
 
+	var dialTLS *tls.Config // the members' client side, for our driver's connections
 	if opts.Credentials != nil {
-		options = append(options, app.WithTLS(rotatingTLS(opts.Credentials)))
+		var listenTLS *tls.Config
+		listenTLS, dialTLS = rotatingTLS(opts.Credentials)
+		options = append(options, app.WithTLS(listenTLS, dialTLS))
 	} else if opts.TLS != nil {
 		leaf, err := x509.ParseCertificate(opts.TLS.Certificate[0])
 		if err != nil {
@@ -167,7 +172,9 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 		// The members trust exactly the shared cluster certificate.
 		pool := x509.NewCertPool()
 		pool.AddCert(leaf)
-		options = append(options, app.WithTLS(app.SimpleTLSConfig(*opts.TLS, pool)))
+		var listenTLS *tls.Config
+		listenTLS, dialTLS = app.SimpleTLSConfig(*opts.TLS, pool)
+		options = append(options, app.WithTLS(listenTLS, dialTLS))
 	}
 
 	dqliteApp, err := newApp(dir, opts.TLS != nil || opts.Credentials != nil, options)
@@ -184,7 +191,7 @@ func openNode(ctx context.Context, dir string, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("wait for dqlite to be ready: %w", err)
 	}
 
-	sqlDB, err := dqliteApp.Open(ctx, databaseName)
+	sqlDB, err := openSQL(ctx, dir, dialTLS, logFunc)
 	if err != nil {
 		_ = dqliteApp.Close()
 		return nil, fmt.Errorf("open database: %w", err)

@@ -1,52 +1,39 @@
 package db
 
 import (
-	"slices"
-	"strings"
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 )
 
+// The rules over instance states live in shared/rules, below the cgo line, where the Go
+// predicates and these SQL fragments are built from the same lists; the queries of this
+// package name them here. rules' table test (db/rules_test.go) holds the queries and the
+// predicates to one answer over every state.
+
 // InstanceStates lists every state an instance record can be in, for tests that walk them
-// all (the counting table test in lxd-deployd/shapes).
-var InstanceStates = []string{InstanceCreating, InstanceCreated, InstanceDeleting, InstanceMissing, InstanceReplacing}
+// all.
+var InstanceStates = rules.States
 
-// uncountedStates is the one definition of which instance records a shape does not count
-// (in scaling_current, what the minimum protects): those being deleted or replaced and
-// those LXD lost. Every other state counts: being made or made. The SQL below
-// (countedInstance) and the Go predicate shapes.Counted both derive from this list, so the
-// two cannot disagree; a table test over every state holds them to it.
-var uncountedStates = []string{InstanceDeleting, InstanceMissing, InstanceReplacing}
+// instanceRow is an instance row as the queries alias it (i).
+const instanceRow = rules.SQL("i")
 
-// IsCountedState says whether a record in state counts. Callers use shapes.Counted.
-func IsCountedState(state string) bool {
-	return !slices.Contains(uncountedStates, state)
-}
+// countedInstance is rules.Counted on an instance row i.
+var countedInstance = instanceRow.Counted()
 
-// stateList is states as an SQL list (constants, never input).
-func stateList(states []string) string {
-	return "('" + strings.Join(states, "', '") + "')"
-}
+// goingInstance is rules.Going on an instance row i.
+var goingInstance = instanceRow.Going()
 
-// countedInstance is the counted states as a condition on an instance row i.
-var countedInstance = "i.state NOT IN " + stateList(uncountedStates)
+// replacingInstance is an instance row i being replaced.
+var replacingInstance = instanceRow.In(rules.Replacing)
 
-// goingStates are the records of instances on their way out that LXD may still hold:
-// being deleted, or being replaced (autohealing). They no longer count in scaling_current,
-// but they count against scaling_maximum and a rollout's max_surge until LXD has deleted
-// them (shapes.Going, shapes.CheckGrow).
-var goingStates = []string{InstanceDeleting, InstanceReplacing}
+// terminatingInstance is rules.Terminating on an instance row i.
+var terminatingInstance = instanceRow.Terminating()
 
-// IsGoingState says whether a record in state is on its way out. Callers use shapes.Going.
-func IsGoingState(state string) bool {
-	return slices.Contains(goingStates, state)
-}
+// outdatedInstance is rules.Outdated on an instance row i of a shape row si.
+var outdatedInstance = instanceRow.Outdated("si")
 
-// goingInstance is goingStates as a condition on an instance row i.
-var goingInstance = "i.state IN " + stateList(goingStates)
+// settledInstance is rules.Settled on an instance row i: the first half of rules.Ready
+// (the other half, healthy when checked, depends on the shape).
+var settledInstance = instanceRow.Settled()
 
-// outdatedInstance says an instance row i was made from an older revision than its shape
-// si's latest: shapes.Outdated in SQL.
-const outdatedInstance = "i.revision < si.revision"
-
-// settledInstance says an instance row i is made and out of its launching:wait: the first
-// half of shapes.Ready (the other half, healthy when checked, depends on the shape).
-const settledInstance = "(i.state = 'created' AND i.hook != 'launching:wait')"
+// readyCheckedInstance is rules.Ready on an instance row i of a shape with health checks.
+var readyCheckedInstance = instanceRow.Ready(true)

@@ -10,21 +10,24 @@ import (
 	"time"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
+
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 )
 
-// Instance states recorded by lxd-deployd (LXD's own status is read live).
+// Instance states recorded by lxd-deployd (LXD's own status is read live): the states of
+// shared/rules, named here for the queries and their callers.
 const (
 	// InstanceCreating: the row is reserved and the LXD instance is being made.
-	InstanceCreating = "creating"
+	InstanceCreating = rules.Creating
 
 	// InstanceCreated: the LXD instance exists.
-	InstanceCreated = "created"
+	InstanceCreated = rules.Created
 
 	// InstanceDeleting: the LXD instance is being deleted; it no longer counts.
-	InstanceDeleting = "deleting"
+	InstanceDeleting = rules.Deleting
 
 	// InstanceMissing: reconcile found the LXD instance gone.
-	InstanceMissing = "missing"
+	InstanceMissing = rules.Missing
 )
 
 // Instance is a row of deployments_shapes_instances: an LXD instance that belongs to a shape.

@@ -19,7 +19,7 @@ import (
 // GetInstancesInHooks returns the created instances that wait in a lifecycle hook: the only
 // rows the hook keeper acts on.
 func GetInstancesInHooks(ctx context.Context, tx *sql.Tx) ([]Instance, error) {
-	return queryInstances(ctx, tx, []string{"i.state = ?", "i.hook != ''"}, []any{InstanceCreated})
+	return queryInstances(ctx, tx, []string{instanceRow.In(InstanceCreated), "i.hook != ''"}, nil)
 }
 
 // GetHealCandidates returns the instances of the given shapes that autohealing may act on
@@ -32,7 +32,7 @@ func GetHealCandidates(ctx context.Context, tx *sql.Tx, shapeIDs []int64, online
 		return []Instance{}, nil
 	}
 
-	args := []any{InstanceReplacing, InstanceMissing, InstanceCreated, api.HealthUnhealthy}
+	args := []any{api.HealthUnhealthy}
 	unreachable := "0"
 	if online != nil {
 		unreachable = "i.location != ''"
@@ -49,22 +49,22 @@ func GetHealCandidates(ctx context.Context, tx *sql.Tx, shapeIDs []int64, online
 	}
 
 	where := []string{
-		"(i.state IN (?, ?) OR (i.state = ? AND ((i.health = ? AND i.hook = '') OR (" + unreachable + "))))",
+		"(" + instanceRow.In(InstanceReplacing, InstanceMissing) + " OR (" + instanceRow.In(InstanceCreated) + " AND ((i.health = ? AND i.hook = '') OR (" + unreachable + "))))",
 		"i.deployment_shape_id IN (" + placeholders(len(shapeIDs)) + ")",
 	}
 
 	return queryInstances(ctx, tx, where, args)
 }
 
-// GetOutdatedShapeIDs returns the shapes with a created instance of a revision older than
-// the shape's latest (shapes.Outdated): the only shapes the in-place pass looks at.
+// GetOutdatedShapeIDs returns the shapes with a stale instance (rules.Stale: created, of a
+// revision older than the shape's latest): the only shapes the in-place pass looks at.
 func GetOutdatedShapeIDs(ctx context.Context, tx *sql.Tx) ([]int64, error) {
 	rows, err := tx.QueryContext(ctx, `
 SELECT DISTINCT i.deployment_shape_id
   FROM deployments_shapes_instances i
   JOIN deployments_shapes s ON s.id = i.deployment_shape_id
- WHERE i.state = ? AND i.revision < s.revision
- ORDER BY i.deployment_shape_id`, InstanceCreated)
+ WHERE `+instanceRow.Stale("s")+`
+ ORDER BY i.deployment_shape_id`)
 	if err != nil {
 		return nil, fmt.Errorf("read shapes with outdated instances: %w", err)
 	}

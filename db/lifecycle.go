@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 )
 
 // The queries of health checks, autohealing and lifecycle hooks: the per-instance verdicts
@@ -16,7 +17,7 @@ import (
 // InstanceReplacing: autohealing (or a rollout) is replacing the instance. It no longer
 // counts, so that its replacement fits within the bounds, and it is deleted once the
 // replacement is made.
-const InstanceReplacing = "replacing"
+const InstanceReplacing = rules.Replacing
 
 // marshalLifecycle encodes a shape's health, hooks and warm_pool objects, each "" when absent.
 func marshalLifecycle(put api.DeploymentShapePut) (string, string, string, error) {
@@ -164,7 +165,7 @@ UPDATE deployments_shapes_instances AS i
        replacement = json_extract(r.value, '$.replacement'), health_exit_code = json_extract(r.value, '$.exit_code'),
        health_stale = json_extract(r.value, '$.stale'), health_cannot_start = json_extract(r.value, '$.cannot_start')
   FROM json_each(?) AS r
- WHERE i.id = json_extract(r.value, '$.id') AND i.state = 'created'`, string(data))
+ WHERE i.id = json_extract(r.value, '$.id') AND i.state = ?`, string(data), InstanceCreated)
 	if err != nil {
 		return fmt.Errorf("record instance health: %w", err)
 	}
@@ -208,7 +209,7 @@ func MarkInstanceReplacement(ctx context.Context, tx *sql.Tx, id int64) error {
 // SetInstanceHook puts an instance into a hook wait (or out of it with hook ""), clearing
 // any action decided before. Only a created instance waits.
 func SetInstanceHook(ctx context.Context, tx *sql.Tx, id int64, hook string, deadline *time.Time) error {
-	result, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET hook = ?, hook_deadline = ?, hook_action = '' WHERE id = ? AND state = 'created'", hook, deadline, id)
+	result, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET hook = ?, hook_deadline = ?, hook_action = '' WHERE id = ? AND state = ?", hook, deadline, id, InstanceCreated)
 	if err != nil {
 		return fmt.Errorf("set instance hook: %w", err)
 	}
@@ -219,8 +220,8 @@ func SetInstanceHook(ctx context.Context, tx *sql.Tx, id int64, hook string, dea
 // SetInstanceHookAction decides how an instance's wait ends, or with action "" extends its
 // deadline (a heartbeat). It is a compare-and-set on the hook the caller saw.
 func SetInstanceHookAction(ctx context.Context, tx *sql.Tx, id int64, hook string, action string, deadline *time.Time) error {
-	result, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET hook_action = ?, hook_deadline = ? WHERE id = ? AND state = 'created' AND hook = ? AND hook_action = ''",
-		action, deadline, id, hook)
+	result, err := tx.ExecContext(ctx, "UPDATE deployments_shapes_instances SET hook_action = ?, hook_deadline = ? WHERE id = ? AND state = ? AND hook = ? AND hook_action = ''",
+		action, deadline, id, InstanceCreated, hook)
 	if err != nil {
 		return fmt.Errorf("set instance hook action: %w", err)
 	}

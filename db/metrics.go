@@ -99,7 +99,7 @@ SELECT d.project, d.name, s.name, s.scaling_minimum, s.scaling_maximum, s.revisi
            SUM(i.health = 'healthy') AS healthy, SUM(i.health = 'unhealthy') AS unhealthy, SUM(i.health = 'starting') AS starting,
            SUM(i.health NOT IN ('healthy', 'unhealthy', 'starting')) AS unknown,
            SUM(`+settledInstance+`) AS settled,
-           SUM(`+settledInstance+` AND i.health = 'healthy') AS settled_healthy,
+           SUM(`+readyCheckedInstance+`) AS settled_healthy,
            SUM(i.hook = 'launching:wait') AS launching, SUM(i.hook = 'terminating:wait') AS terminating
       FROM deployments_shapes_instances i
       JOIN deployments_shapes si ON si.id = i.deployment_shape_id

@@ -60,7 +60,7 @@ type ShapeFilter struct {
 }
 
 // GetShapes returns the matching shapes with their config and scaling_current, which is
-// derived from the instance rows that count (countedStates, instance_states.go).
+// derived from the instance rows that count (rules.Counted).
 func GetShapes(ctx context.Context, tx *sql.Tx, filter ShapeFilter) ([]Shape, error) {
 	var where []string
 	var args []any
@@ -77,8 +77,8 @@ func GetShapes(ctx context.Context, tx *sql.Tx, filter ShapeFilter) ([]Shape, er
 	query := `
 SELECT s.id, s.deployment_id, s.name, s.description, s.instance_template, s.scaling_minimum, s.scaling_maximum, s.revision, s.rollout, s.image_fingerprint,
        (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND ` + countedInstance + `),
-       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND i.state = 'created' AND i.hook = 'terminating:wait'),
-       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND i.state = 'replacing'),
+       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND ` + terminatingInstance + `),
+       (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND ` + replacingInstance + `),
        (SELECT COUNT(*) FROM deployments_shapes_instances i WHERE i.deployment_shape_id = s.id AND ` + goingInstance + `),
        (SELECT COUNT(*) FROM deployments_shapes_pool p WHERE p.deployment_shape_id = s.id AND p.state = 'ready'),
        s.health, s.hooks, s.warm_pool, s.degraded, s.replace_failures,

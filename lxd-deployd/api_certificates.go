@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"database/sql"
 	"encoding/base64"
@@ -131,7 +130,7 @@ func (a certificatesAPI) issueToken(ctx context.Context, name string, certType s
 	secret := hex.EncodeToString(secretBytes)
 	expiresAt := time.Now().Add(trustTokenLifetime).UTC()
 	err = a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		return db.CreateCertificateToken(ctx, tx, db.CertificateToken{Name: name, Type: certType, SecretHash: hashSecret(secret), ExpiresAt: expiresAt})
+		return db.CreateCertificateToken(ctx, tx, db.CertificateToken{Name: name, Type: certType, SecretHash: auth.HashSecret(secret), ExpiresAt: expiresAt})
 	})
 	if err != nil {
 		return nil, err
@@ -179,7 +178,7 @@ func (a certificatesAPI) redeemToken(r *http.Request, caller *auth.Caller, req l
 	cert := r.TLS.PeerCertificates[0]
 	var fingerprint string
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		token, err := db.ConsumeCertificateToken(ctx, tx, hashSecret(secret), time.Now())
+		token, err := db.ConsumeCertificateToken(ctx, tx, auth.HashSecret(secret), time.Now())
 		if err != nil {
 			return err
 		}
@@ -255,11 +254,6 @@ var (
 
 func encodePEM(cert *x509.Certificate) string {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}))
-}
-
-func hashSecret(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
 }
 
 // certificateFingerprint returns the {fingerprint} path variable.

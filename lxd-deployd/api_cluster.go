@@ -1,41 +1,25 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
+	"crypto/x509"
 	"net/http"
-	"strings"
-	"time"
 
-	lxdapi "github.com/canonical/lxd/shared/api"
-
-	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
-// clusterAPI serves /1.0/cluster: members, join tokens and joining.
+// clusterAPI serves /1.0/cluster: members, join tokens and joining; package cluster does
+// the work.
 type clusterAPI struct {
-	db     *db.Cluster
-	member string
-
-	// identity is the cluster key pair; nil when the daemon is not clustered.
-	identity *clusterIdentity
-
-	// tokenExpiry is how long a join token can be used.
-	tokenExpiry time.Duration
+	// member is this daemon as a member of its cluster.
+	member *cluster.Member
 
 	// events are this member's own events, streamed to the other members.
 	events *events.Server
-
-	// syncCertificate takes this member one step along a cluster certificate rotation
-	// (cluster_rotate.go); nil in tests without one.
-	syncCertificate func(ctx context.Context) error
 }
 
 // clusterEndpoints are the routes of the cluster API.
@@ -79,7 +63,7 @@ func clusterEndpoints(a clusterAPI) []endpoint {
 			post: with(credentialWrite, a.updateCertificate),
 		},
 		{
-			path: memberEventsPath,
+			path: cluster.MemberEventsPath,
 			get:  action{handler: a.memberEvents, access: a.allowMember},
 		},
 		{
@@ -92,50 +76,7 @@ func clusterEndpoints(a clusterAPI) []endpoint {
 }
 
 func (a clusterAPI) get(r *http.Request) response.Response {
-	return response.SyncResponse(api.Cluster{ServerName: a.member, Enabled: a.identity != nil})
-}
-
-// members returns every member with its database role and whether it is online.
-func (a clusterAPI) members(ctx context.Context) ([]api.ClusterMember, error) {
-	var rows []db.Member
-	err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var err error
-		rows, err = db.GetMembers(ctx, tx)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-
-	nodes, err := a.db.Nodes(ctx)
-	if err != nil {
-		return nil, err
-	}
-
-	now := time.Now()
-	members := make([]api.ClusterMember, 0, len(rows))
-	for _, row := range rows {
-		m := api.ClusterMember{ServerName: row.Name, DatabaseAddress: row.DatabaseAddress, DatabaseRole: "none", Status: "Offline", LastHeartbeat: row.HeartbeatAt}
-		address, _, _ := strings.Cut(row.Address, ",")
-		if address != "" {
-			m.URL = "https://" + address
-		}
-
-		for _, node := range nodes {
-			if node.Address == row.DatabaseAddress {
-				m.DatabaseRole = node.Role
-				m.DatabaseLeader = node.Leader
-			}
-		}
-
-		if now.Sub(row.HeartbeatAt) < offlineAfter {
-			m.Status = "Online"
-		}
-
-		members = append(members, m)
-	}
-
-	return members, nil
+	return response.SyncResponse(api.Cluster{ServerName: a.member.Name(), Enabled: a.member.Clustered()})
 }
 
 func (a clusterAPI) listMembers(r *http.Request) response.Response {
@@ -144,7 +85,7 @@ func (a clusterAPI) listMembers(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	members, err := a.members(r.Context())
+	members, err := a.member.Members(r.Context())
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -167,37 +108,18 @@ func (a clusterAPI) getMember(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	members, err := a.members(r.Context())
+	member, err := a.member.Get(r.Context(), name)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	for _, m := range members {
-		if m.ServerName == name {
-			return response.SyncResponse(m)
-		}
-	}
-
-	pending, err := a.pending(r.Context())
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	for _, m := range pending {
-		if m.ServerName == name {
-			return response.SyncResponse(m)
-		}
-	}
-
-	return response.SmartError(notFoundf("cluster member %q not found: `lxd-deploy cluster list` shows the members, `lxd-deploy cluster list-tokens` the pending ones", name))
+	return response.SyncResponse(member)
 }
 
-// createJoinToken issues a single-use join token for a new member, in LXD's format: base64
-// JSON with the name, the cluster certificate's fingerprint, the members' HTTPS addresses
-// and a secret of which only a hash is stored.
+// createJoinToken issues a single-use join token for a new member (cluster.CreateJoinToken).
 func (a clusterAPI) createJoinToken(r *http.Request) response.Response {
-	if a.identity == nil {
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusConflict, "this daemon is not clustered: restart it with --cluster-address to let others join"))
+	if !a.member.Clustered() {
+		return response.SmartError(cluster.ErrNoJoinTokens)
 	}
 
 	var req api.ClusterMembersPost
@@ -211,49 +133,19 @@ func (a clusterAPI) createJoinToken(r *http.Request) response.Response {
 		return response.SmartError(badRequest(err))
 	}
 
-	members, err := a.members(r.Context())
+	token, err := a.member.CreateJoinToken(r.Context(), req.ServerName)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	addresses := []string{}
-	for _, m := range members {
-		if m.Status == "Online" && m.URL != "" {
-			addresses = append(addresses, strings.TrimPrefix(m.URL, "https://"))
-		}
-	}
-
-	if len(addresses) == 0 {
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusConflict, "no member serves HTTPS, which joining needs: start members with --https-address"))
-	}
-
-	secretBytes := make([]byte, 32)
-	_, err = rand.Read(secretBytes)
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	secret := hex.EncodeToString(secretBytes)
-	now := time.Now()
-	expiresAt := now.Add(a.tokenExpiry).UTC()
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		return db.CreateJoinToken(ctx, tx, db.JoinToken{Name: req.ServerName, SecretHash: hashSecret(secret), ExpiresAt: expiresAt}, now)
-	})
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	_, _, fingerprint := a.identity.clusterPEM()
-	token := lxdapi.ClusterMemberJoinToken{ServerName: req.ServerName, Fingerprint: fingerprint, Addresses: addresses, Secret: secret, ExpiresAt: expiresAt}
-	return response.SyncResponse(api.ClusterJoinToken{ClusterMemberJoinToken: token, Token: token.String()})
+	return response.SyncResponse(token)
 }
 
-// join redeems a join token: the new member gets the cluster key pair and the database
-// addresses to join. It reaches here over TLS, having checked that this member presents
-// the cluster certificate whose fingerprint the token carries.
+// join redeems a join token (cluster.Redeem): the new member gets the cluster key pair and
+// the database addresses to join.
 func (a clusterAPI) join(r *http.Request) response.Response {
-	if a.identity == nil {
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusConflict, "this daemon is not clustered"))
+	if !a.member.Clustered() {
+		return response.SmartError(cluster.ErrNotClustered)
 	}
 
 	var req api.ClusterJoinPost
@@ -262,121 +154,49 @@ func (a clusterAPI) join(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	if req.Secret == "" {
-		return response.SmartError(forbidden("joining needs the secret of a join token"))
+	var peers []*x509.Certificate
+	if r.TLS != nil {
+		peers = r.TLS.PeerCertificates
 	}
 
-	// The joining daemon presents its own member certificate: the token is bound to it
-	// until the member joins. One without a certificate can redeem the token once.
-	nonce := make([]byte, 16)
-	_, _ = rand.Read(nonce)
-	claimant := "anonymous:" + hex.EncodeToString(nonce)
-	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-		claimant = auth.Fingerprint(r.TLS.PeerCertificates[0])
-	}
-
-	var databaseAddresses []string
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		token, err := db.ClaimJoinToken(ctx, tx, hashSecret(req.Secret), claimant, time.Now())
-		if err != nil {
-			return err
-		}
-
-		if token.Name != req.ServerName {
-			return forbidden("join token was issued for member %q, not %q", token.Name, req.ServerName)
-		}
-
-		members, err := db.GetMembers(ctx, tx)
-		for _, m := range members {
-			databaseAddresses = append(databaseAddresses, m.DatabaseAddress)
-		}
-
-		return err
-	})
+	joined, err := a.member.Redeem(r.Context(), req, peers)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	certPEM, keyPEM, _ := a.identity.clusterPEM()
-	return response.SyncResponse(api.ClusterJoinResponse{
-		ClusterCertificate: string(certPEM),
-		ClusterKey:         string(keyPEM),
-		DatabaseAddresses:  databaseAddresses,
-	})
-}
-
-// onlineDatabaseAddresses are the database addresses of the members heard from lately.
-func (a clusterAPI) onlineDatabaseAddresses(ctx context.Context) (map[string]bool, error) {
-	online := map[string]bool{}
-	err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		members, err := db.GetMembers(ctx, tx)
-		for _, m := range members {
-			if time.Since(m.HeartbeatAt) < offlineAfter {
-				online[m.DatabaseAddress] = true
-			}
-		}
-
-		return err
-	})
-	return online, err
+	return response.SyncResponse(joined)
 }
 
 // deleteMember removes a member from the cluster, or revokes the join token of a member
-// yet to join. An online member is removed cleanly:
-// its database role goes to another member first. An offline one needs ?force=1, since
-// it might only be unreachable for a while. This member cannot remove itself, and the
-// last database voter cannot be removed.
+// yet to join (cluster.Remove); an offline member needs ?force=1.
 func (a clusterAPI) deleteMember(r *http.Request) response.Response {
 	name, err := pathName(r, "member", "cluster member")
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	if name == a.member {
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "member %q cannot remove itself: run the removal against another member, or stop it with SIGTERM", name))
-	}
-
-	var member *db.Member
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		member, err = db.GetMember(ctx, tx, name)
-		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
-			// Not a member: maybe one yet to join, whose token this revokes.
-			member = nil
-			return db.DeleteJoinToken(ctx, tx, name)
-		}
-
-		return err
-	})
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	if member == nil {
-		return response.EmptySyncResponse() // a pending member: its join token is revoked
-	}
-
-	online := time.Since(member.HeartbeatAt) < offlineAfter
-	force := forceParam(r)
-	if !online && !force {
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusConflict, "member %q is offline (last heartbeat %s): remove it with --force if it is not coming back", name, member.HeartbeatAt.Format(time.RFC3339)))
-	}
-
-	live, err := a.onlineDatabaseAddresses(r.Context())
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	err = a.db.RemoveNode(r.Context(), member.DatabaseAddress, live)
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		return db.DeleteMember(ctx, tx, name)
-	})
+	err = a.member.Remove(r.Context(), name, forceParam(r))
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	return response.EmptySyncResponse()
+}
+
+// allowMember lets through only another member itself: a caller presenting a current
+// member's own certificate, not a request it forwards for someone.
+func (a clusterAPI) allowMember(r *http.Request) error {
+	caller := auth.CallerFromContext(r.Context())
+	if !a.member.Clustered() || !caller.Trusted || caller.Protocol != auth.ProtocolTLS || caller.CertificateType != auth.CertificateTypeMember || caller.Via != "" {
+		return forbidden("only cluster members may use %s", r.URL.Path)
+	}
+
+	return nil
+}
+
+// memberEvents streams this member's own events to a member relaying them.
+func (a clusterAPI) memberEvents(r *http.Request) response.Response {
+	return response.ManualResponse(func(w http.ResponseWriter) error {
+		return a.events.ServeMember(w, r)
+	})
 }

@@ -14,27 +14,28 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 )
 
 // newClusterTestAPI serves the cluster routes of member m1 over a real dqlite; clustered
 // gives it a cluster key pair.
-func newClusterTestAPI(t *testing.T, clustered bool) (*testAPI, *clusterIdentity) {
+func newClusterTestAPI(t *testing.T, clustered bool) (*testAPI, *cluster.Identity) {
 	t.Helper()
-	cluster := dbtest.Open(t)
-	err := cluster.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
-		return db.SaveMember(ctx, tx, db.Member{Name: "m1", Address: "127.0.0.1:8444", DatabaseAddress: cluster.Address(), StartedAt: time.Now(), HeartbeatAt: time.Now()})
+	store := dbtest.Open(t)
+	err := store.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+		return db.SaveMember(ctx, tx, db.Member{Name: "m1", Address: "127.0.0.1:8444", DatabaseAddress: store.Address(), StartedAt: time.Now(), HeartbeatAt: time.Now()})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	var identity *clusterIdentity
+	var identity *cluster.Identity
 	if clustered {
 		dir := t.TempDir()
-		err = generateClusterCertificate(filepath.Join(dir, "cluster.crt"), filepath.Join(dir, "cluster.key"))
+		err = cluster.GenerateClusterCertificate(filepath.Join(dir, "cluster.crt"), filepath.Join(dir, "cluster.key"))
 		if err == nil {
-			identity, err = loadClusterIdentity(dir)
+			identity, err = cluster.LoadIdentity(dir)
 		}
 
 		if err != nil {
@@ -44,7 +45,7 @@ func newClusterTestAPI(t *testing.T, clustered bool) (*testAPI, *clusterIdentity
 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}}
-	api := clusterAPI{db: cluster, member: "m1", identity: identity, tokenExpiry: time.Hour, events: events.NewServer(logger, "m1")}
+	api := clusterAPI{member: cluster.New(cluster.Config{DB: store, Nodes: store, Identity: identity, Name: "m1", TokenExpiry: time.Hour, Logger: logger}), events: events.NewServer(logger, "m1")}
 	a.router = newRouter(clusterEndpoints(api), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false)
 	return a, identity
 }
@@ -60,7 +61,8 @@ func TestClusterAPI(t *testing.T) {
 	a.expect("POST", "/1.0/cluster/members", `{"server_name":"2bad"}`, 400, "must not start with a digit")
 	a.expect("POST", "/1.0/cluster/members", `{"server_name":"m1"}`, 409, "taken")
 	token := a.expect("POST", "/1.0/cluster/members", `{"server_name":"m2"}`, 200, "")["metadata"].(map[string]any)
-	if token["fingerprint"] != identity.fingerprint || token["token"] == "" || token["server_name"] != "m2" {
+	certPEM, keyPEM, fingerprint := identity.PEM()
+	if token["fingerprint"] != fingerprint || token["token"] == "" || token["server_name"] != "m2" {
 		t.Fatalf("token: %v", token)
 	}
 
@@ -72,7 +74,7 @@ func TestClusterAPI(t *testing.T) {
 	a.expect("POST", "/1.0/cluster/join", `{"server_name":"m2"}`, 403, "secret")
 	body, _ := json.Marshal(map[string]string{"server_name": "m2", "secret": token["secret"].(string)})
 	joined := a.expect("POST", "/1.0/cluster/join", string(body), 200, "")["metadata"].(map[string]any)
-	if joined["cluster_certificate"] != string(identity.certPEM) || joined["cluster_key"] != string(identity.keyPEM) || len(joined["database_addresses"].([]any)) != 1 {
+	if joined["cluster_certificate"] != string(certPEM) || joined["cluster_key"] != string(keyPEM) || len(joined["database_addresses"].([]any)) != 1 {
 		t.Fatalf("join answer: %v", joined)
 	}
 
@@ -84,12 +86,12 @@ func TestClusterAPI(t *testing.T) {
 	}
 
 	a.caller = &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}
-	a.expect("GET", memberEventsPath, "", 403, "only cluster members")
+	a.expect("GET", cluster.MemberEventsPath, "", 403, "only cluster members")
 	a.expect("DELETE", "/1.0/cluster/members/m1", "", 400, "cannot remove itself")
 	a.expect("DELETE", "/1.0/cluster/members/m9", "", 404, "not found")
-	cluster := a.expect("GET", "/1.0/cluster", "", 200, "")["metadata"].(map[string]any)
-	if cluster["server_name"] != "m1" || cluster["enabled"] != true {
-		t.Fatalf("cluster: %v", cluster)
+	info := a.expect("GET", "/1.0/cluster", "", 200, "")["metadata"].(map[string]any)
+	if info["server_name"] != "m1" || info["enabled"] != true {
+		t.Fatalf("cluster: %v", info)
 	}
 }
 

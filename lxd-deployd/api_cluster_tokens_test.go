@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 )
 
 // TestPendingMembers: outstanding join tokens are listed, shown and revoked as pending
@@ -54,8 +55,8 @@ func TestPendingMembers(t *testing.T) {
 		}
 	}
 
-	first, _ := newTestCert(t, memberServerName)
-	second, _ := newTestCert(t, memberServerName)
+	first, _ := newTestCert(t, cluster.MemberServerName)
+	second, _ := newTestCert(t, cluster.MemberServerName)
 	redeem(first, 200)
 	redeem(first, 200)
 	redeem(second, 403)

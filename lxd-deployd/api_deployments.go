@@ -7,28 +7,23 @@ import (
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/apply"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
-	"github.com/lxd-deployd/lxd-deployd/shared/templates"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
 // deploymentsAPI serves /1.0/deployments.
 type deploymentsAPI struct {
 	db       *db.Cluster
-	lxd      *backend.LXD
-	sockets  governorSockets
+	fleet    *fleet.Fleet
 	reporter *reporter.Reporter
 
-	// fetcher reaches the template registries the daemon is configured with (nil: none).
-	fetcher templates.Fetcher
-
-	// engine expands templated configs (nil: in a child process with default limits).
-	engine templateEngine
+	// configs expands, plans and applies templated configs (and their manifests' rollbacks).
+	configs *apply.Engine
 }
 
 func (a deploymentsAPI) list(r *http.Request) response.Response {
@@ -101,14 +96,14 @@ func (a deploymentsAPI) create(r *http.Request) response.Response {
 		return resp
 	}
 
-	id, err := createDeployment(r.Context(), a.db, project, req, tmpl.apply)
+	id, err := createDeployment(r.Context(), a.db, project, req, tmpl.Apply)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	url := api.DeploymentURL(project, req.Name)
 	a.reporter.Send(requestorFromContext(r.Context()), id, reporter.DeploymentCreated.Event(refs.DeploymentRef{Project: project, Name: req.Name}))
-	a.announceTemplate(r, project, req.Name, id, tmpl)
+	a.configs.Announce(r.Context(), requestorFromContext(r.Context()), refs.DeploymentRef{Project: project, Name: req.Name}, id, tmpl)
 
 	// The webhook secret is shown once here, and on request (webhook/secret), never in GET.
 	var secret string
@@ -122,7 +117,7 @@ func (a deploymentsAPI) create(r *http.Request) response.Response {
 
 	created := api.DeploymentCreated{DeploymentWebhookSecret: api.DeploymentWebhookSecret{Secret: secret}}
 	if tmpl != nil {
-		created.Warnings = tmpl.warnings
+		created.Warnings = tmpl.Warnings()
 	}
 
 	return response.SyncResponseLocation(created, url)
@@ -247,16 +242,16 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 			return err
 		}
 
-		return tmpl.apply(ctx, tx, current.ID)
+		return tmpl.Apply(ctx, tx, current.ID)
 	})
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	a.reporter.Send(requestorFromContext(r.Context()), id, reporter.DeploymentUpdated.Event(ref))
-	a.announceTemplate(r, ref.Project, ref.Name, id, tmpl)
+	a.configs.Announce(r.Context(), requestorFromContext(r.Context()), ref, id, tmpl)
 	if tmpl != nil {
-		return response.SyncResponse(api.DeploymentTemplateResult{Warnings: tmpl.warnings})
+		return response.SyncResponse(api.DeploymentTemplateResult{Warnings: tmpl.Warnings()})
 	}
 
 	return response.EmptySyncResponse()
@@ -312,7 +307,7 @@ func (a deploymentsAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = fleet.DeleteWithInstances(r.Context(), a.db, a.lxd, a.sockets, requestorFromContext(r.Context()), fmt.Sprintf("deployment %q", ref.Name), forceParam(r),
+	err = a.fleet.DeleteWithInstances(r.Context(), requestorFromContext(r.Context()), fmt.Sprintf("deployment %q", ref.Name), forceParam(r),
 		func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error) {
 			return db.GetInstances(ctx, tx, db.InstanceFilter{DeploymentID: id})
 		},

@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"net/http"
-	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/apply"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -108,9 +108,8 @@ func (a deploymentsAPI) rollback(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	expandStart := time.Now()
-	t, err := expandTemplate(r.Context(), a.engine, a.fetcher, ref.Project, ref.Name, m.InputConfig, m.Imports, causeRollback+name)
-	a.reporter.Metrics().TemplateExpansion(time.Since(expandStart))
+	by := requestorFromContext(r.Context())
+	t, err := a.configs.Expand(r.Context(), by, ref.Project, ref.Name, m.InputConfig, m.Imports, apply.CauseRollback+name)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -120,26 +119,11 @@ func (a deploymentsAPI) rollback(r *http.Request) response.Response {
 		return resp
 	}
 
-	var id int64
-	var applied *db.Manifest
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		err = t.apply(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-
-		applied, err = db.GetManifest(ctx, tx, id, t.manifest)
-		return err
-	})
+	id, applied, err := a.configs.ApplyTo(r.Context(), ref, t)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	a.announceTemplate(r, ref.Project, ref.Name, id, t)
-	return response.SyncResponseLocation(applied.DeploymentManifest, api.DeploymentManifestURL(ref.Project, ref.Name, t.manifest))
+	a.configs.Announce(r.Context(), by, ref, id, t)
+	return response.SyncResponseLocation(applied.DeploymentManifest, api.DeploymentManifestURL(ref.Project, ref.Name, t.Manifest()))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
@@ -75,14 +76,14 @@ func metricsSnapshot(cluster *db.Cluster) func(ctx context.Context) (metrics.Sna
 	}
 }
 
-// shapeStat is a shape's counts as the metrics report them: ready follows shapes.Ready (the
+// shapeStat is a shape's counts as the metrics report them: ready follows rules.Ready (the
 // healthy ones when the shape has health checks), read from the counts without a call to
 // LXD.
 func shapeStat(s db.ShapeCount) metrics.ShapeStat {
 	stat := metrics.ShapeStat{
 		Project: s.Project, Deployment: s.Deployment, Shape: s.Shape,
 		Current: s.Current, Minimum: s.Minimum, Maximum: s.Maximum,
-		Ready: s.Settled, Outdated: s.Outdated, Revision: s.Revision,
+		Outdated: s.Outdated, Revision: s.Revision,
 		Healthy: s.Healthy, Unhealthy: s.Unhealthy, Starting: s.Starting, Unknown: s.Unknown,
 		LaunchingWait: s.LaunchingWait, TerminatingWait: s.TerminatingWait,
 		WarmPoolReady: s.WarmPoolReady, Degraded: s.Degraded, HealHeld: s.HealHeld, CheckBroken: s.CheckBroken,
@@ -91,9 +92,7 @@ func shapeStat(s db.ShapeCount) metrics.ShapeStat {
 	}
 
 	_, stat.HasHealthChecks = health.Parse(s.Health)
-	if stat.HasHealthChecks {
-		stat.Ready = s.SettledHealthy
-	}
+	stat.Ready = rules.ReadyCount(stat.HasHealthChecks, s.Settled, s.SettledHealthy)
 
 	for key, limit := range map[string]string{api.LimitCPU: s.LimitCPU, api.LimitMemory: s.LimitMemory} {
 		value, err := validate.ParseResource(key, limit)

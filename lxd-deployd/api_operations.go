@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
@@ -25,7 +27,7 @@ type operationsAPI struct {
 	access access
 
 	// cluster answers for the operations of other members; nil outside a daemon.
-	cluster *clusterOperations
+	cluster *cluster.Operations
 }
 
 func (a operationsAPI) filter(r *http.Request) events.Filter {
@@ -49,7 +51,7 @@ func (a operationsAPI) list(r *http.Request) response.Response {
 	}
 
 	if a.cluster != nil {
-		others, err := a.cluster.others(r.Context())
+		others, err := a.cluster.Others(r.Context())
 		if err != nil {
 			return response.SmartError(err)
 		}
@@ -91,7 +93,7 @@ func (a operationsAPI) visible(r *http.Request) (local *operations.Operation, re
 		return nil, nil, err
 	}
 
-	remote, err = a.cluster.lookup(r.Context(), id)
+	remote, err = a.cluster.Lookup(r.Context(), id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -141,14 +143,14 @@ func (a operationsAPI) wait(r *http.Request) response.Response {
 	}
 
 	if remote != nil {
-		if remote.Member != a.cluster.member {
-			forwarded, err := a.cluster.forward(r, remote.Member)
+		if remote.Member != a.cluster.Member() {
+			forwarded, err := a.cluster.Forward(r, remote.Member)
 			if err == nil {
-				return forwarded
+				return relayed(forwarded)
 			}
 		}
 
-		remote, err = a.cluster.waitRecord(r.Context(), remote.ID, timeout)
+		remote, err = a.cluster.WaitRecord(r.Context(), remote.ID, timeout)
 		if err != nil {
 			return response.SmartError(err)
 		}
@@ -173,16 +175,16 @@ func (a operationsAPI) cancel(r *http.Request) response.Response {
 			return response.SmartError(err)
 		}
 
-		if remote.StatusCode.IsFinal() || remote.Member == a.cluster.member {
+		if remote.StatusCode.IsFinal() || remote.Member == a.cluster.Member() {
 			return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "operation %s has already finished", remote.ID))
 		}
 
-		forwarded, err := a.cluster.forward(r, remote.Member)
+		forwarded, err := a.cluster.Forward(r, remote.Member)
 		if err != nil {
 			return response.SmartError(lxdapi.StatusErrorf(http.StatusServiceUnavailable, "member %q, which runs operation %s, cannot be reached (%v): try again", remote.Member, remote.ID, err))
 		}
 
-		return forwarded
+		return relayed(forwarded)
 	}
 
 	err = a.access.allowAdminOn(r.Context(), auth.CallerFromContext(r.Context()), op.DeploymentID())
@@ -191,6 +193,17 @@ func (a operationsAPI) cancel(r *http.Request) response.Response {
 	}
 
 	return response.SmartError(op.Cancel())
+}
+
+// relayed answers with another member's answer to a forwarded request, as is.
+func relayed(resp *http.Response) response.Response {
+	return response.ManualResponse(func(w http.ResponseWriter) error {
+		defer func() { _ = resp.Body.Close() }()
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		_, err := io.Copy(w, io.LimitReader(resp.Body, 16<<20))
+		return err
+	})
 }
 
 // streamEvents serves the /1.0/events websocket (?type=operation,lifecycle,logging).

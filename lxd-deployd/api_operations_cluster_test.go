@@ -15,6 +15,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 )
 
@@ -22,14 +23,14 @@ import (
 // scoped like its own; when m2 cannot be reached, a wait watches the record and a cancel
 // says so.
 func TestOperationsOfOtherMembers(t *testing.T) {
-	cluster := dbtest.Open(t)
+	store := dbtest.Open(t)
 	now := time.Now().UTC()
 	remote := db.Operation{Member: "m2", Project: "default", DeploymentID: 9, Operation: lxdapi.Operation{
 		ID: "6a1f0000-0000-0000-0000-000000000001", Description: "Creating instance web1", StatusCode: lxdapi.Running,
 		Resources: map[string][]string{"instances": {"/1.0/instances/web1"}}, Metadata: map[string]any{}, MayCancel: true, CreatedAt: now, UpdatedAt: now,
 	}}
 
-	err := cluster.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+	err := store.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 		return db.SaveOperation(ctx, tx, remote)
 	})
 	if err != nil {
@@ -37,9 +38,9 @@ func TestOperationsOfOtherMembers(t *testing.T) {
 	}
 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ops := operations.NewManager(logger, nil, "m1")
+	ops := operations.NewManager(logger, nil, "m1", nil)
 	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}}
-	handlers := apis{operations: operationsAPI{ops: ops, access: access{db: cluster}, cluster: &clusterOperations{db: cluster, member: "m1"}}, access: access{db: cluster}}
+	handlers := apis{operations: operationsAPI{ops: ops, access: access{db: store}, cluster: cluster.NewOperations(store, "m1", nil)}, access: access{db: store}}
 	a.router = newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false)
 
 	path := "/1.0/operations/" + remote.ID

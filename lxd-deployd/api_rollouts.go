@@ -60,56 +60,19 @@ func (a rolloutsAPI) readRollout(ctx context.Context, ref refs.ShapeRef, n int) 
 	return rollout, err
 }
 
-// withCounts fills a rollout's instance counts from the rows and the engine's view of LXD
-// (rollout/live_view.go: a listing now and then, else only the instances whose record
-// changed), which the operation following a rollout reads every second.
+// withCounts fills a rollout's instance counts as its steps count them (rollout.Counts),
+// which the operation following a rollout reads every second; a rollout whose counts
+// cannot be read is shown without them.
 func (a rolloutsAPI) withCounts(ctx context.Context, r db.Rollout) api.DeploymentRollout {
 	out := r.DeploymentRollout
-	var rows []db.Instance
-	var minReady time.Duration
-	var checks *api.DeploymentShapeHealth
-	err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		shape, err := rollout.ShapeByID(ctx, tx, r.DeploymentID, r.ShapeID)
-		if err != nil {
-			return err
-		}
-
-		checks = shape.Health
-
-		settings, err := shapes.ResolveRollout(r.Strategy, r.Size)
-		if err == nil {
-			minReady = settings.MinReady
-		}
-
-		rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: r.ShapeID})
-		return err
-	})
-	if err != nil {
-		return out
-	}
-
-	var live map[string]lxdapi.Instance
 	client, err := a.lxd.Conn()
-	if err == nil {
-		live, _ = a.engine.LiveInstances(client, r, rows)
+	if err != nil {
+		client = nil // no LXD: the counts without readiness
 	}
 
-	now := time.Now()
-	for _, row := range rows {
-		if !shapes.Counted(row) {
-			continue
-		}
-
-		if shapes.Outdated(row, r.Revision) {
-			out.Outdated++
-			continue
-		}
-
-		out.Updated++
-		instance, ok := live[row.Name]
-		if ok && shapes.ReadyFor(checks, row, &instance, minReady, now) {
-			out.Ready++
-		}
+	updated, ready, outdated, err := a.engine.Counts(ctx, client, r)
+	if err == nil {
+		out.Updated, out.Ready, out.Outdated = updated, ready, outdated
 	}
 
 	return out

@@ -21,7 +21,7 @@ import (
 type shapesAPI struct {
 	db       *db.Cluster
 	lxd      *backend.LXD
-	sockets  governorSockets
+	fleet    *fleet.Fleet
 	reporter *reporter.Reporter
 }
 
@@ -294,7 +294,7 @@ func (a shapesAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = fleet.DeleteWithInstances(r.Context(), a.db, a.lxd, a.sockets, requestorFromContext(r.Context()), fmt.Sprintf("shape %q", ref.Shape), forceParam(r),
+	err = a.fleet.DeleteWithInstances(r.Context(), requestorFromContext(r.Context()), fmt.Sprintf("shape %q", ref.Shape), forceParam(r),
 		func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error) {
 			return db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: shape.ID})
 		},

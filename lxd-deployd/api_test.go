@@ -13,13 +13,8 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -49,15 +44,14 @@ func newTestAPI(t *testing.T) *testAPI {
 		t.Fatal(err)
 	}
 
-	// The daemon as start builds it, without listeners or background work: the engines from
-	// wire() and the handlers from apis(), so the routes tested here are the daemon's own.
-	d := &daemon{config: config{httpsAddress: "127.0.0.1:8444"}, db: cluster, cert: cert, logger: logger, governors: sockets, inflight: fleet.NewInflight(), member: "test"}
-	d.events = events.NewServer(logger, d.member)
-	d.lxd = backend.NewLXD("/nonexistent", logger)
-	d.ops = operations.NewManager(logger, d.events, d.member)
-	d.webhooks = webhooks.NewDispatcher(cluster, d.member, logger)
-	d.startMetrics()
-	d.wire()
+	// The daemon as run builds it (newDaemon), on a dqlite of the test's and no LXD, without
+	// listeners or background work (start): the routes tested here are the daemon's own.
+	opened := &opened{config: config{httpsAddress: "127.0.0.1:8444", lxdSocket: "/nonexistent"}, db: cluster, cert: cert, governors: sockets, member: "test"}
+	d, err := newDaemon(opened, logger, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	a.daemon = d
 	handlers := d.apis()
 	a.router = observe(newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false), logger, handlers.metrics.metrics)

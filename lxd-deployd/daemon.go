@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/canonical/lxd/shared"
@@ -21,15 +20,18 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/internal/privatelxd"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/scheduler"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/task"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/ui"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates"
@@ -74,41 +76,58 @@ type config struct {
 	testClockFile string
 }
 
-// daemon wires the database, the LXD connection and the API listeners together.
-type daemon struct {
+// opened is what the daemon opens before it builds anything (open): its certificates, the
+// database (a cluster joined or not), its member name, the LXD to use (a private one run,
+// maybe) and the governor sockets' directory. Tests open their own (an in-memory dqlite, no
+// LXD) and build the daemon from them with the same newDaemon.
+type opened struct {
+	// config is the configuration as opened: the LXD socket that answered, the cluster
+	// flags a join token filled in.
 	config config
-	logger *slog.Logger
 
 	db         *db.Cluster
-	lxd        *backend.LXD
 	cert       *shared.CertInfo
-	events     *events.Server
-	ops        *operations.Manager
-	inflight   *fleet.Inflight
-	rollouts   *rollout.Engine
-	fleet      *fleet.Fleet
-	reporter   *reporter.Reporter
-	governors  *governor.Listener
-	tokens     *auth.TokenVerifier
-	webhooks   *webhooks.Dispatcher
-	metrics    *metrics.Metrics
-	privateLXD *privatelxd.LXD
+	identity   *cluster.Identity // nil outside a cluster
 	member     string
-	identity   *clusterIdentity
-	leases     *lease.Manager
-	life       *instanceCare
-	usage      *usageCache          // LXD's usage of the instances, kept fresh in the background (instance_usage*.go)
-	scheduler  *scheduler.Scheduler // scheduled actions (schedule.go)
-	servers    []*http.Server
-	conns      *connLimits // the HTTPS connection budgets (conn_limits.go)
-	cancel     context.CancelFunc
-	background sync.WaitGroup
+	governors  *governor.Listener
+	privateLXD *privatelxd.LXD // nil: none runs
+}
+
+// daemon wires the database, the LXD connection and the API listeners together. newDaemon
+// builds every part of it; start only starts them.
+type daemon struct {
+	*opened
+
+	// logger also sends what it logs as "logging" events (logging.go).
+	logger *slog.Logger
+
+	lxd       *backend.LXD
+	events    *events.Server
+	ops       *operations.Manager
+	inflight  *fleet.Inflight
+	rollouts  *rollout.Engine
+	fleet     *fleet.Fleet
+	checker   *health.Checker
+	reporter  *reporter.Reporter
+	tokens    *auth.TokenVerifier
+	webhooks  *webhooks.Dispatcher
+	metrics   *metrics.Metrics
+	leases    *lease.Manager
+	scheduler *scheduler.Scheduler // scheduled actions (schedule.go)
+	conns     *connLimits          // the HTTPS connection budgets (conn_limits.go)
+	usage     *usageCache          // LXD's usage of the instances, kept fresh in the background (instance_usage*.go)
+
+	// tasks are the background loops (wire.go), started by start and stopped by stop.
+	tasks task.Group
+
+	// stopping closes when the daemon begins to stop: operations that only wait end then.
+	stopping chan struct{}
+
+	// servers are the API servers start listens with.
+	servers []*http.Server
 
 	// quit stops the daemon as SIGTERM would (a member removed from the cluster).
 	quit context.CancelFunc
-
-	// scheduleClock is the scheduler's clock (nil: time.Now; a test's: schedule.go).
-	scheduleClock scheduler.Clock
 }
 
 type listenerKey struct{}
@@ -117,107 +136,114 @@ type governorConnKey struct{}
 
 type unixPeerKey struct{}
 
-// start opens the database, connects to LXD in the background and starts serving.
-func (d *daemon) start(ctx context.Context) error {
-	err := prepareDataDir(d.config.dataDir)
+// open prepares the data directory and opens what the daemon is built on. On failure it
+// closes what it opened.
+func open(ctx context.Context, cfg config, logger *slog.Logger) (*opened, error) {
+	o := &opened{config: cfg}
+	err := o.openAll(ctx, logger)
+	if err != nil {
+		closeCtx, cancel := context.WithTimeout(context.Background(), startFailureWait)
+		defer cancel()
+		_ = o.close(closeCtx, logger)
+		return nil, err
+	}
+
+	return o, nil
+}
+
+// openAll opens each part in turn, stopping at the first that fails.
+func (o *opened) openAll(ctx context.Context, logger *slog.Logger) error {
+	err := prepareDataDir(o.config.dataDir)
 	if err != nil {
 		return err
 	}
 
-	d.cert, err = serverCertificate(d.config.dataDir)
+	o.cert, err = serverCertificate(o.config.dataDir)
 	if err != nil {
 		return err
 	}
 
-	err = prepareCluster(ctx, &d.config)
+	err = prepareCluster(ctx, &o.config)
 	if err != nil {
 		return err
 	}
 
-	clusterTLS, err := clusterCertificate(d.config)
+	clusterTLS, err := cluster.Certificate(o.config.dataDir, len(o.config.clusterJoin) > 0, o.config.clusterAddress)
 	if err != nil {
 		return err
 	}
 
 	// Files just generated get their modes too, whatever the library wrote them with.
-	err = fixFileModes(d.config.dataDir)
+	err = fixFileModes(o.config.dataDir)
 	if err != nil {
 		return err
 	}
 
 	if clusterTLS != nil {
-		d.identity, err = loadClusterIdentity(d.config.dataDir)
+		o.identity, err = cluster.LoadIdentity(o.config.dataDir)
 		if err != nil {
 			return err
 		}
 	}
 
-	options := db.Options{Address: d.config.clusterAddress, Cluster: d.config.clusterJoin, Logger: d.logger}
-	if d.identity != nil {
-		options.Credentials = d.identity // rotatable: cluster_rotate.go
+	options := db.Options{Address: o.config.clusterAddress, Cluster: o.config.clusterJoin, Logger: logger}
+	if o.identity != nil {
+		options.Credentials = o.identity // rotatable: cluster/rotate.go
 	}
 
-	d.db, err = db.Open(ctx, filepath.Join(d.config.dataDir, "database"), options)
+	o.db, err = db.Open(ctx, filepath.Join(o.config.dataDir, "database"), options)
 	if err != nil {
 		return err
 	}
 
-	err = d.choosePrivateLXD(ctx)
+	err = o.choosePrivateLXD(ctx, logger)
 	if err != nil {
 		return err
 	}
 
-	d.member, err = d.registerMember(ctx)
+	o.member, err = o.registerMember(ctx)
 	if err != nil {
 		return err
 	}
 
-	location := d.member
-	d.leases = lease.NewManager(d.db, d.member, lease.DefaultTTL, d.logger)
-	runCtx, cancel := context.WithCancel(context.Background())
-	d.cancel = cancel
-	d.events = events.NewServer(d.logger, location)
-	d.logger = withLoggingEvents(d.logger, d.events)
-	d.lxd = backend.NewLXD(d.config.lxdSocket, d.logger)
-	d.ops = operations.NewManager(d.logger, d.events, location)
-	err = d.shareOperations(ctx)
+	o.governors, err = governor.NewListener(filepath.Join(o.config.dataDir, "governor"))
+	return err
+}
+
+// close closes what open opened, in the order stop needs: the governor sockets, then the
+// database (its role handed over first), then the private LXD. Only a failure to close
+// something is an error; a handover that cannot finish is logged.
+func (o *opened) close(ctx context.Context, logger *slog.Logger) error {
+	var errs []error
+	if o.governors != nil {
+		_ = o.governors.Close()
+	}
+
+	if o.db != nil {
+		err := o.db.Handover(ctx)
+		if err != nil {
+			logger.Warn(err.Error())
+		}
+
+		err = o.db.Close(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("close database: %w", err))
+		}
+	}
+
+	errs = append(errs, o.stopPrivateLXD())
+	return errors.Join(errs...)
+}
+
+// start settles what the last run left, starts the background loops and serves.
+func (d *daemon) start(ctx context.Context) error {
+	err := d.shareOperations(ctx)
 	if err != nil {
 		return err
 	}
 
-	d.inflight = fleet.NewInflight()
-	d.tokens = auth.NewSharedTokenVerifier(replayStore{db: d.db})
-	d.governors, err = governor.NewListener(filepath.Join(d.config.dataDir, "governor"))
-	if err != nil {
-		return err
-	}
-
-	d.webhooks = webhooks.NewDispatcher(d.db, d.db.Address(), d.logger)
-	allowed, err := webhooks.ParseNetworks(d.config.webhookAllowedNetworks)
-	if err != nil {
-		return fmt.Errorf("--webhook-allowed-networks: %w", err)
-	}
-
-	d.webhooks.SetDestinationPolicy(webhooks.DestinationPolicy{Allowed: allowed})
-	d.startMetrics()
-	d.scheduleClock, err = scheduleClock(d.config.testClockFile, d.logger)
-	if err != nil {
-		return err
-	}
-
-	d.wire()
-	d.startInstanceCare(runCtx)
-	// Every member runs the rollout engine; each rollout is claimed by one of them at a time.
-	d.goBackground(func() { d.rollouts.Run(runCtx, time.Second) })
-	metrics := webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger)
-	d.goBackground(func() { d.lxd.Run(runCtx, d.config.lxdPollInterval) })
-	d.usage = newUsageCache(d.usageFetched)
-	d.goBackground(func() { d.usage.run(runCtx, d.lxd, func() bool { return d.lxd.Status().Online }, usageRefreshEvery) })
-	d.startLeasedWork(runCtx, metrics)
-	d.startSchedule(runCtx)
-
+	d.tasks.Start(context.Background())
 	handlers := append(endpoints(d.apis()), clusterEndpoints(d.clusterAPI())...)
-	d.conns = newConnLimitsWith(defaultConnBudgets, d.logger)
 	router := newRouter(handlers, d.conns.authenticated(d.authenticate), d.logger, false)
 
 	unixListener, err := listenUnix(filepath.Join(d.config.dataDir, "unix.socket"))
@@ -263,15 +289,6 @@ func (d *daemon) startGovernorTransports(ctx context.Context, handlers []endpoin
 	return nil
 }
 
-// goBackground runs f until the daemon stops.
-func (d *daemon) goBackground(f func()) {
-	d.background.Add(1)
-	go func() {
-		defer d.background.Done()
-		f()
-	}()
-}
-
 // apis builds each resource's handler set with only the dependencies it uses.
 func (d *daemon) apis() apis {
 	l := d.reporter
@@ -287,13 +304,13 @@ func (d *daemon) apis() apis {
 			lxdPrivate:      d.privateLXD != nil,
 		},
 		certificates: certificatesAPI{db: d.db, serverFingerprint: d.cert.Fingerprint(), addresses: d.addresses},
-		deployments:  deploymentsAPI{db: d.db, lxd: d.lxd, sockets: d.governors, reporter: l, fetcher: d.templateFetcher(), engine: d.templateEngine()},
+		deployments:  deploymentsAPI{db: d.db, fleet: d.fleet, reporter: l, configs: d.applyEngine()},
 		keys:         keysAPI{db: d.db, reporter: l},
-		shapes:       shapesAPI{db: d.db, lxd: d.lxd, sockets: d.governors, reporter: l},
+		shapes:       shapesAPI{db: d.db, lxd: d.lxd, fleet: d.fleet, reporter: l},
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l, usage: d.usage},
 		placement:    placementAPI{db: d.db, fleet: d.fleet},
 		schedule:     scheduleAPI{db: d.db, scheduler: d.scheduler},
-		health:       newInstanceHealthAPI(d.db, d.life.checker, d.metrics),
+		health:       newInstanceHealthAPI(d.db, d.checker, d.metrics),
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},
 		metrics:      metricsAPI{metrics: d.metrics},
@@ -386,7 +403,7 @@ func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol str
 }
 
 // authenticate turns a request into a caller: the unix socket is an admin, a TLS peer is
-// another member or whoever its certificate is in the trust store (cluster_auth.go).
+// another member or whoever its certificate is in the trust store (cluster.AuthenticateTLS).
 func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 	protocol, _ := r.Context().Value(listenerKey{}).(string)
 	switch protocol {
@@ -404,7 +421,7 @@ func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 			return ui.Authenticate(r, d.db, time.Now())
 		}
 
-		return d.authenticateTLS(r)
+		return cluster.AuthenticateTLS(r, d.db, d.identity != nil)
 	case auth.ProtocolGovernor:
 		conn, _ := r.Context().Value(governorConnKey{}).(*governor.Conn)
 		return authenticateGovernor(r, conn, d.db, d.lxd, d.tokens)
@@ -421,25 +438,25 @@ func (d *daemon) tlsConfig() *tls.Config {
 		ClientAuth:   tls.RequestClientCert,
 		Certificates: []tls.Certificate{d.cert.KeyPair()},
 		// Members and joining daemons ask for the cluster's name and get its certificate.
-		GetCertificate: d.identity.serverCertificate,
+		GetCertificate: d.identity.ServerCertificate,
 	}
 }
 
 // addresses lists the host:port pairs the HTTPS API can be reached on, for trust tokens and
 // GET /1.0; a wildcard listen address expands to every address of the machine.
-func (d *daemon) addresses() []string {
-	if d.config.httpsAddress == "" {
+func (o *opened) addresses() []string {
+	if o.config.httpsAddress == "" {
 		return []string{}
 	}
 
-	host, port, err := net.SplitHostPort(d.config.httpsAddress)
+	host, port, err := net.SplitHostPort(o.config.httpsAddress)
 	if err != nil {
-		return []string{d.config.httpsAddress}
+		return []string{o.config.httpsAddress}
 	}
 
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	if host != "" && (ip == nil || !ip.IsUnspecified()) {
-		return []string{d.config.httpsAddress}
+		return []string{o.config.httpsAddress}
 	}
 
 	ifaceAddrs, err := net.InterfaceAddrs()

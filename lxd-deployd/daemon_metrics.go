@@ -5,38 +5,39 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 )
 
-// startMetrics builds the daemon's metrics and hooks them to the parts that report into
-// them (the LXD probe, webhook attempts); the rest report through the reporter.
-func (d *daemon) startMetrics() {
-	d.metrics = metrics.New(metrics.Sources{
-		Snapshot:           metricsSnapshot(d.db),
-		LXDReachable:       func() bool { return d.lxd.Status().Online },
-		OperationsRunning:  d.ops.Running,
-		Leader:             d.db.IsLeader,
-		Members:            d.db.Members,
-		TransactionRetries: d.db.Retries,
-		Placement:          placementSnapshot(d.db, d.lxd),
+// newMetrics builds the daemon's metrics with the live values a scrape reads. The parts
+// that count into them get them when they are made (webhook attempts), or when they run
+// (LXD probes, whose status the metrics read); the rest count through the reporter.
+func newMetrics(cluster *db.Cluster, lxd *backend.LXD, ops *operations.Manager) *metrics.Metrics {
+	return metrics.New(metrics.Sources{
+		Snapshot:           metricsSnapshot(cluster),
+		LXDReachable:       func() bool { return lxd.Status().Online },
+		OperationsRunning:  ops.Running,
+		Leader:             cluster.IsLeader,
+		Members:            cluster.Members,
+		TransactionRetries: cluster.Retries,
+		Placement:          placementSnapshot(cluster, lxd),
 	})
-	d.lxd.OnProbe = func(took time.Duration, err error) { d.metrics.LXDCall("probe", took, err) }
-	d.webhooks.OnAttempt = func(delivery db.Delivery, took time.Duration, err error) {
-		d.metrics.WebhookAttempt(delivery.Project, delivery.Deployment, took, err)
-	}
 }
 
 // errUsageUnavailable marks a fetch of LXD's metrics that gave no usage.
 var errUsageUnavailable = errors.New("LXD gave no usage")
 
-// usageFetched records a fetch of LXD's /1.0/metrics for a listing's usage: at 1,000
-// instances LXD takes seconds of CPU to build it again, so how often listings make it do
-// so is worth seeing.
-func (d *daemon) usageFetched(took time.Duration, ok bool) {
-	var err error
-	if !ok {
-		err = errUsageUnavailable
-	}
+// usageFetched records each fetch of LXD's /1.0/metrics for the listings' usage in m: at
+// 1,000 instances LXD takes seconds of CPU to build it again, so how often the daemon
+// makes it do so is worth seeing.
+func usageFetched(m *metrics.Metrics) func(took time.Duration, ok bool) {
+	return func(took time.Duration, ok bool) {
+		var err error
+		if !ok {
+			err = errUsageUnavailable
+		}
 
-	d.metrics.LXDCall("metrics", took, err)
+		m.LXDCall("metrics", took, err)
+	}
 }

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/x509"
 	"database/sql"
-	"encoding/pem"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -91,7 +88,7 @@ func authenticateGovernor(r *http.Request, conn *governor.Conn, cluster *db.Clus
 			return nil, err
 		}
 
-		parsed, err := parsePEMCertificate(cert.Certificate)
+		parsed, err := auth.ParsePEMCertificate(cert.Certificate)
 		if err != nil {
 			return nil, err
 		}
@@ -174,14 +171,4 @@ func checkGovernorScope(ctx context.Context, tx *sql.Tx, caller *auth.Caller, re
 	}
 
 	return forbidden("instance %q is not a member of deployment %q: governors act on their own deployment unless a shape sets %s=true", caller.Instance, ref.Name, configGovernorExternal)
-}
-
-// parsePEMCertificate parses a trust store entry's PEM.
-func parsePEMCertificate(data string) (*x509.Certificate, error) {
-	block, _ := pem.Decode([]byte(data))
-	if block == nil {
-		return nil, fmt.Errorf("stored certificate is not valid PEM")
-	}
-
-	return x509.ParseCertificate(block.Bytes)
 }

@@ -2,22 +2,16 @@ package main
 
 import (
 	"context"
-	"sync"
 	"time"
 
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/task"
 )
 
-// instanceCare is the background care of instances: health checks here, and the fleet's
-// autohealing, lifecycle hooks and warm pools. They run on one member at a time, the holder
-// of the instances lease (cluster.go), so each instance is checked and healed by one member.
-type instanceCare struct {
-	checker *health.Checker
-
-	// stopping closes when the daemon begins to stop.
-	stopping chan struct{}
-}
+// Instance care is the background care of instances: health checks, and the fleet's
+// autohealing, lifecycle hooks, warm pools, locations and in-place resizes. They run on one
+// member at a time, the holder of the instances lease (cluster.go), so each instance is
+// checked and healed by one member.
 
 // How often each part looks for work (they are also poked when something happens).
 const (
@@ -34,24 +28,29 @@ const (
 	healthConcurrency = 16
 )
 
-// startInstanceCare runs the parts wire built until ctx ends, on the holder of the
-// instances lease.
-func (d *daemon) startInstanceCare(ctx context.Context) {
-
-	d.goBackground(func() {
-		d.leases.Run(ctx, leaseInstances, func(ctx context.Context, _ lease.Lease) {
-			var parts sync.WaitGroup
-			parts.Add(6)
-			go func() { defer parts.Done(); d.fleet.Pool.Run(ctx, warmPoolInterval) }()
-			go func() { defer parts.Done(); d.fleet.Hooks.Run(ctx, hooksInterval) }()
-			go func() { defer parts.Done(); d.fleet.Healer.Run(ctx, autohealInterval) }()
-			go func() { defer parts.Done(); d.life.checker.Run(ctx, healthTick) }()
-			go func() { defer parts.Done(); d.fleet.InPlace.Run(ctx, inPlaceInterval) }()
-			go func() {
-				defer parts.Done()
-				d.fleet.Locations.Run(ctx, locationInterval)
-			}()
-			parts.Wait()
-		})
+// instanceCare runs the parts newDaemon built, as one task group, while this member holds
+// the instances lease, until ctx ends. When the lease ends the parts get backgroundWait to
+// return; any that did not is named and left behind, so the lease is not held up by it.
+func (d *daemon) instanceCare(ctx context.Context) {
+	d.leases.Run(ctx, leaseInstances, func(ctx context.Context, _ lease.Lease) {
+		parts := d.instanceCareParts()
+		parts.Start(ctx)
+		<-ctx.Done()
+		err := parts.Stop(context.Background(), backgroundWait)
+		if err != nil {
+			d.logger.Warn("instance care did not stop with its lease", "err", err)
+		}
 	})
+}
+
+// instanceCareParts declares the loops of one term of the instances lease.
+func (d *daemon) instanceCareParts() *task.Group {
+	parts := &task.Group{}
+	parts.Add("warm pool", func(ctx context.Context) { d.fleet.Pool.Run(ctx, warmPoolInterval) })
+	parts.Add("lifecycle hooks", func(ctx context.Context) { d.fleet.Hooks.Run(ctx, hooksInterval) })
+	parts.Add("autohealing", func(ctx context.Context) { d.fleet.Healer.Run(ctx, autohealInterval) })
+	parts.Add("health checks", func(ctx context.Context) { d.checker.Run(ctx, healthTick) })
+	parts.Add("in-place resizes", func(ctx context.Context) { d.fleet.InPlace.Run(ctx, inPlaceInterval) })
+	parts.Add("locations", func(ctx context.Context) { d.fleet.Locations.Run(ctx, locationInterval) })
+	return parts
 }

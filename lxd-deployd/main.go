@@ -91,12 +91,8 @@ func run(cfg config, logger *slog.Logger) error {
 		logger.Info("glibc malloc settings from the environment kept")
 	}
 
-	d := &daemon{config: cfg, logger: logger, quit: stop}
-	err = d.start(ctx)
+	d, err := startDaemon(ctx, cfg, logger, stop)
 	if err != nil {
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = d.stop(shutdownCtx)
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			// SIGTERM or SIGINT while starting is a stop asked for, not a failure.
 			logger.Info("stopped while starting")
@@ -119,6 +115,34 @@ func run(cfg config, logger *slog.Logger) error {
 
 	logger.Info("stopped")
 	return nil
+}
+
+// startDaemon opens, builds and starts the daemon. What a failure leaves half started is
+// stopped, and what was opened closed.
+func startDaemon(ctx context.Context, cfg config, logger *slog.Logger, quit context.CancelFunc) (*daemon, error) {
+	o, err := open(ctx, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+
+	d, err := newDaemon(o, logger, quit)
+	if err == nil {
+		err = d.start(ctx)
+	}
+
+	if err != nil {
+		stopCtx, cancel := context.WithTimeout(context.Background(), startFailureWait)
+		defer cancel()
+		if d != nil {
+			_ = d.stop(stopCtx)
+		} else {
+			_ = o.close(stopCtx, logger)
+		}
+
+		return nil, err
+	}
+
+	return d, nil
 }
 
 func envOr(name string, fallback string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -19,16 +20,16 @@ const lxdProbeTimeout = 3 * time.Second
 // package's). A real LXD always wins: when one answers, the daemon uses it and says so.
 // On a fresh Debian machine LXD is installed but neither started nor initialised, and the
 // README's tour needs one that launches instances.
-func (d *daemon) choosePrivateLXD(ctx context.Context) error {
-	if d.config.privateLXD == "" {
+func (o *opened) choosePrivateLXD(ctx context.Context, logger *slog.Logger) error {
+	if o.config.privateLXD == "" {
 		return nil
 	}
 
-	for _, socket := range lxdSockets(d.config.lxdSocket) {
+	for _, socket := range lxdSockets(o.config.lxdSocket) {
 		if lxdAnswers(ctx, socket) {
-			if socket != d.config.lxdSocket {
-				d.logger.Info("using the LXD that answers", "socket", socket, "configured", d.config.lxdSocket)
-				d.config.lxdSocket = socket
+			if socket != o.config.lxdSocket {
+				logger.Info("using the LXD that answers", "socket", socket, "configured", o.config.lxdSocket)
+				o.config.lxdSocket = socket
 			}
 
 			return nil
@@ -37,11 +38,11 @@ func (d *daemon) choosePrivateLXD(ctx context.Context) error {
 
 	reason, ok := privatelxd.Available()
 	if !ok {
-		d.logger.Warn("no LXD answers and a private one cannot run: the API works, launches answer 503", "reason", reason)
+		logger.Warn("no LXD answers and a private one cannot run: the API works, launches answer 503", "reason", reason)
 		return nil
 	}
 
-	private, err := privatelxd.Launch(privatelxd.Options{Dir: d.config.privateLXD})
+	private, err := privatelxd.Launch(privatelxd.Options{Dir: o.config.privateLXD})
 	var unreachable *privatelxd.UnreachableError
 	if errors.As(err, &unreachable) {
 		// An LXD whose every launch fails with "forkstart ... exit status 1" is worse than
@@ -51,27 +52,27 @@ func (d *daemon) choosePrivateLXD(ctx context.Context) error {
 
 	if err != nil {
 		// The API still serves without LXD, and says why in GET /1.0.
-		d.logger.Warn("no LXD answers and the private one did not start: the API works, launches answer 503", "dir", d.config.privateLXD, "err", err)
+		logger.Warn("no LXD answers and the private one did not start: the API works, launches answer 503", "dir", o.config.privateLXD, "err", err)
 		return nil
 	}
 
-	d.privateLXD = private
-	d.config.lxdSocket = private.Socket
-	d.logger.Info("no LXD answers: running a private LXD (stopped on exit; --private-lxd= turns this off)", "lxd_dir", private.Dir, "socket", private.Socket, "image", privatelxd.Image)
+	o.privateLXD = private
+	o.config.lxdSocket = private.Socket
+	logger.Info("no LXD answers: running a private LXD (stopped on exit; --private-lxd= turns this off)", "lxd_dir", private.Dir, "socket", private.Socket, "image", privatelxd.Image)
 	if private.Relocated != "" {
-		d.logger.Info("the private LXD lives in "+private.Dir, "why", private.Relocated)
+		logger.Info("the private LXD lives in "+private.Dir, "why", private.Relocated)
 	}
 	return nil
 }
 
 // stopPrivateLXD shuts the private LXD down, keeping its directory for the next run.
-func (d *daemon) stopPrivateLXD() error {
-	if d.privateLXD == nil {
+func (o *opened) stopPrivateLXD() error {
+	if o.privateLXD == nil {
 		return nil
 	}
 
-	err := d.privateLXD.Stop()
-	d.privateLXD = nil
+	err := o.privateLXD.Stop()
+	o.privateLXD = nil
 	return err
 }
 

@@ -34,18 +34,16 @@ const (
 	scheduleShown = 5
 )
 
-// startSchedule runs the scheduler wire built on the holder of the schedule lease until
+// runSchedule runs the scheduler newDaemon built on the holder of the schedule lease until
 // ctx ends.
-func (d *daemon) startSchedule(ctx context.Context) {
+func (d *daemon) runSchedule(ctx context.Context) {
 	interval := scheduleInterval
 	if d.config.testClockFile != "" {
 		interval = testClockInterval
 	}
 
-	d.goBackground(func() {
-		d.leases.Run(ctx, leaseSchedule, func(ctx context.Context, held lease.Lease) {
-			d.scheduler.Fenced(held).Run(ctx, interval)
-		})
+	d.leases.Run(ctx, leaseSchedule, func(ctx context.Context, held lease.Lease) {
+		d.scheduler.Fenced(held).Run(ctx, interval)
 	})
 }
 

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 )
 
@@ -25,17 +23,18 @@ const (
 
 	// shutdownTimeout caps the whole stop, whatever the steps add up to.
 	shutdownTimeout = 20 * time.Second
+
+	// startFailureWait caps closing what a start that failed had opened.
+	startFailureWait = 10 * time.Second
 )
 
 // stop finishes in-flight requests and operations, stops background work, hands the
 // database role over and closes the database. What a step could not finish in its budget
-// is logged and left behind; only a failure to close something is an error.
+// is logged and left behind (the background loops that did not stop are named); only a
+// failure to close something is an error. The daemon may have failed to start: what start
+// did not reach is stopped all the same.
 func (d *daemon) stop(ctx context.Context) error {
-	var errs []error
-	if d.events != nil {
-		d.events.Close()
-	}
-
+	d.events.Close()
 	for _, server := range d.servers {
 		serverCtx, cancel := context.WithTimeout(ctx, serversWait)
 		err := server.Shutdown(serverCtx)
@@ -46,60 +45,17 @@ func (d *daemon) stop(ctx context.Context) error {
 		}
 	}
 
-	if d.life != nil {
-		close(d.life.stopping)
+	close(d.stopping)
+	opsCtx, cancel := context.WithTimeout(ctx, operationsWait)
+	d.ops.Shutdown(opsCtx)
+	cancel()
+
+	err := d.tasks.Stop(ctx, backgroundWait)
+	if err != nil {
+		// A member without quorum cannot release its leases in time, and must still exit
+		// promptly and cleanly (doc/clustering.md, "Stopping a member").
+		d.logger.Warn("background work still running at shutdown: exiting without it", "waited", backgroundWait, "err", err)
 	}
 
-	if d.ops != nil {
-		opsCtx, cancel := context.WithTimeout(ctx, operationsWait)
-		d.ops.Shutdown(opsCtx)
-		cancel()
-	}
-
-	if d.cancel != nil {
-		d.cancel()
-		if !waitAtMost(ctx, backgroundWait, d.background.Wait) {
-			d.logger.Warn("background work still running at shutdown: exiting without it", "waited", backgroundWait)
-		}
-	}
-
-	if d.governors != nil {
-		_ = d.governors.Close()
-	}
-
-	if d.db != nil {
-		err := d.db.Handover(ctx)
-		if err != nil {
-			d.logger.Warn(err.Error())
-		}
-
-		err = d.db.Close(ctx)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("close database: %w", err))
-		}
-	}
-
-	errs = append(errs, d.stopPrivateLXD())
-	return errors.Join(errs...)
-}
-
-// waitAtMost runs wait and reports whether it returned within limit (and before ctx
-// ended). A wait that did not is left running: the process is about to exit.
-func waitAtMost(ctx context.Context, limit time.Duration, wait func()) bool {
-	done := make(chan struct{})
-	go func() {
-		wait()
-		close(done)
-	}()
-
-	timer := time.NewTimer(limit)
-	defer timer.Stop()
-	select {
-	case <-done:
-		return true
-	case <-timer.C:
-		return false
-	case <-ctx.Done():
-		return false
-	}
+	return d.opened.close(ctx, d.logger)
 }

@@ -1,38 +1,117 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/scheduler"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 )
 
-// wire builds the engines once, before any of them runs: one reporter (package reporter;
-// the loops it wakes are set on it last), one fleet (package fleet: the one way instances
-// of shapes are made and removed, with its warm pool, hook keeper, autohealer and
-// reconciler), the health checker and the rollout engine (package rollout, which sees the
-// fleet and the reporter through its own interfaces). The API handlers (apis) and the
-// in-package tests use what it built.
-func (d *daemon) wire() {
-	d.reporter = reporter.New(reporter.Config{Events: d.events, Webhooks: d.webhooks, Metrics: d.metrics, Logger: d.logger})
-	l := d.reporter
-	owner := d.db.Address()
-	d.life = &instanceCare{stopping: make(chan struct{})}
-	d.fleet = fleet.New(fleet.Config{DB: d.db, LXD: d.lxd, Ops: d.ops, Inflight: d.inflight, Sockets: d.governors, Reporter: l, Metrics: d.metrics, Logger: d.logger,
-		RequestLogger: requestLoggerIfAny, Stopping: d.life.stopping, Owner: owner, OfflineAfter: offlineAfter})
-	d.life.checker = &health.Checker{DB: d.db, LXD: d.lxd, Logger: d.logger, Concurrency: healthConcurrency, Metrics: d.metrics, OnChange: d.fleet.Healer.HealthChanged}
-	d.rollouts = rollout.New(d.db, d.lxd, d.fleet, l, d.logger, owner, d.governors)
-	d.scheduler = scheduler.New(d.db, l, d.scheduleClock, d.logger)
-	l.SetWaker(engines{rollouts: d.rollouts, fleet: d.fleet})
+// newDaemon builds the daemon on what was opened, every part once and in an order where
+// each gets what it uses when it is made: nothing is set on a part afterwards. The
+// reporter and the engines it wakes need each other, so the wake-ups (package loop) are
+// made first and handed to both; the LXD probe loop is told of the metrics that read its
+// status when it runs. The background loops are declared here (tasks) and run by start.
+// The API handlers (apis) and the in-package tests use what it built. quit, when set,
+// stops the daemon as SIGTERM would.
+func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon, error) {
+	allowed, err := webhooks.ParseNetworks(o.config.webhookAllowedNetworks)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-allowed-networks: %w", err)
+	}
+
+	clock, err := scheduleClock(o.config.testClockFile, logger)
+	if err != nil {
+		return nil, err
+	}
+
+	// The event server logs through the plain logger: a dropped-event warning must not
+	// loop back into the events (logging.go). Everything else logs through both.
+	eventServer := events.NewServer(logger, o.member)
+	logger = withLoggingEvents(logger, eventServer)
+	lxd := backend.NewLXD(o.config.lxdSocket, logger)
+	ops := operations.NewManager(logger, eventServer, o.member, cluster.NewOperationRecorder(o.db.Writes(), o.member))
+	m := newMetrics(o.db, lxd, ops)
+	dispatcher := webhooks.NewDispatcher(webhooks.DispatcherConfig{DB: o.db, Owner: o.db.Address(), Logger: logger, Policy: webhooks.DestinationPolicy{Allowed: allowed}, Attempts: m})
+	wake := wakeups{rollouts: loop.New(), images: loop.New(), pools: loop.New()}
+	l := reporter.New(reporter.Config{Events: eventServer, Webhooks: dispatcher, Metrics: m, Logger: logger, Waker: wake})
+	owner := o.db.Address()
+	stopping := make(chan struct{})
+	inflight := fleet.NewInflight()
+	f := fleet.New(fleet.Config{DB: o.db, LXD: lxd, Ops: ops, Inflight: inflight, Sockets: o.governors, Reporter: l, Metrics: m, Logger: logger,
+		RequestLogger: requestLoggerIfAny, Stopping: stopping, Owner: owner, OfflineAfter: cluster.OfflineAfter, PoolWake: wake.pools})
+
+	d := &daemon{
+		opened:    o,
+		logger:    logger,
+		lxd:       lxd,
+		events:    eventServer,
+		ops:       ops,
+		inflight:  inflight,
+		fleet:     f,
+		checker:   &health.Checker{DB: o.db, LXD: lxd, Logger: logger, Concurrency: healthConcurrency, Metrics: m, OnChange: f.Healer.HealthChanged},
+		rollouts:  rollout.New(o.db, lxd, f, l, logger, owner, o.governors, rollout.Wakes{Rollouts: wake.rollouts, Images: wake.images}),
+		reporter:  l,
+		tokens:    auth.NewSharedTokenVerifier(replayStore{db: o.db}),
+		webhooks:  dispatcher,
+		metrics:   m,
+		leases:    lease.NewManager(o.db, o.member, lease.DefaultTTL, logger),
+		scheduler: scheduler.New(o.db, l, clock, logger),
+		conns:     newConnLimitsWith(defaultConnBudgets, logger),
+		usage:     newUsageCache(usageFetched(m)),
+		stopping:  stopping,
+		quit:      quit,
+	}
+
+	d.addTasks()
+	return d, nil
 }
 
-// engines are the loops a change wakes (reporter.Waker), set once on the one reporter.
-type engines struct {
-	rollouts *rollout.Engine
-	fleet    *fleet.Fleet
+// addTasks declares the daemon's background loops: the LXD connection and the rollout
+// engine on every member (each rollout is claimed by one member at a time), the heartbeat,
+// and the cluster-wide work each under its lease (cluster.go, instance_care.go,
+// schedule.go).
+func (d *daemon) addTasks() {
+	d.tasks.Add("lxd connection", func(ctx context.Context) { d.lxd.Run(ctx, d.config.lxdPollInterval, d.metrics) })
+	d.tasks.Add("rollouts", func(ctx context.Context) { d.rollouts.Run(ctx, time.Second) })
+	d.tasks.Add("image trigger", d.rollouts.RunImageTrigger)
+	member := d.clusterMember()
+	d.tasks.Add("heartbeat", func(ctx context.Context) { member.Heartbeat(ctx, d.quit) })
+	if d.identity != nil {
+		d.tasks.Add("member events", func(ctx context.Context) { member.RelayEvents(ctx, d.events) })
+	}
+
+	d.addLeasedWork(webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger))
+	d.tasks.Add("instance care", d.instanceCare)
+	d.tasks.Add("schedule", d.runSchedule)
+	d.tasks.Add("instance usage", func(ctx context.Context) {
+		d.usage.run(ctx, d.lxd, func() bool { return d.lxd.Status().Online }, usageRefreshEvery)
+	})
 }
 
-func (e engines) WakeRollouts() { e.rollouts.Poke() }
-func (e engines) WatchImages()  { e.rollouts.WatchImages() }
-func (e engines) RefillPools()  { e.fleet.RefillPools() }
+// wakeups are the loops a change wakes (reporter.Waker): the rollout engine's, the
+// image-change trigger's and the warm pools'. Made before the reporter and the engines,
+// and handed to both, so that neither needs the other.
+type wakeups struct {
+	rollouts loop.Loop
+	images   loop.Loop
+	pools    loop.Loop
+}
+
+func (w wakeups) WakeRollouts() { w.rollouts.Poke() }
+func (w wakeups) WatchImages()  { w.images.Poke() }
+func (w wakeups) RefillPools()  { w.pools.Poke() }

@@ -18,15 +18,7 @@ import (
 //
 // When an issue's fix lands, delete its line from openIssues: `make test` then runs its
 // operations too, and keeps the fix honest.
-var openIssues = map[string]string{
-	// Found by the platform nemesis (a 10-minute TORTURE_OPS=all run, seed
-	// 1795815456716650594, 566-572 s): while LXD answered 35% of calls with 500 during a
-	// rolling rollout of shape roll, LXD kept a stopped instance of the rollout that no
-	// record names (an orphan counted against scaling_maximum: 5 of 4) and a record stayed
-	// missing. Likely a launch whose start or wait failed after LXD made the instance, and
-	// whose cleanup delete failed too, dropped its record. Open in issue 31's note.
-	"31.b": "a failed launch's cleanup that LXD refuses leaves an orphan",
-}
+var openIssues = map[string]string{}
 
 // tightRoll reports whether a run tries issue 19.1: then shape roll's scaling_maximum is its
 // size + 1, so that every rolling rollout surges to the maximum, and today LXD holds max+1

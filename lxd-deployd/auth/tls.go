@@ -5,6 +5,8 @@ import (
 	"crypto/subtle"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/pem"
+	"errors"
 	"time"
 )
 
@@ -18,6 +20,23 @@ type TrustedCertificate struct {
 // Fingerprint returns the SHA-256 fingerprint of a certificate's DER, as LXD prints it.
 func Fingerprint(cert *x509.Certificate) string {
 	sum := sha256.Sum256(cert.Raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// ParsePEMCertificate parses a trust store entry's PEM.
+func ParsePEMCertificate(data string) (*x509.Certificate, error) {
+	block, _ := pem.Decode([]byte(data))
+	if block == nil {
+		return nil, errors.New("stored certificate is not valid PEM")
+	}
+
+	return x509.ParseCertificate(block.Bytes)
+}
+
+// HashSecret is how the secrets of trust and join tokens are stored: only a hash, which
+// the secret a caller presents is hashed to and looked up by.
+func HashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(sum[:])
 }
 

@@ -112,11 +112,13 @@ func create(ctx context.Context, c lxd.InstanceServer, project string, target st
 	c = c.UseProject(project)
 	taken := lxdapi.StatusErrorf(http.StatusConflict, "LXD already has an instance named %q in project %q: pick another name", req.Name, project)
 	since := time.Now()
+	madeSure := false // the create's operation ended and made the instance
 	resp, err := startOperation(ctx, c, project, target, "POST", "/1.0/instances", req)
 	switch {
 	case err == nil:
 		since = startedAt(resp, since)
 		err = waitOperation(ctx, c, project, resp, made(req.Name, since))
+		madeSure = err == nil
 	case lxdapi.StatusErrorCheck(err, http.StatusConflict):
 		return taken // an LXD that checks the name before it starts the operation
 	case lxdapi.StatusErrorCheck(err):
@@ -125,6 +127,13 @@ func create(ctx context.Context, c lxd.InstanceServer, project string, target st
 
 	if err == nil && start {
 		err = operation(ctx, c, project, "PUT", statePath(req.Name), lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, status(req.Name, "start"))
+	}
+
+	var unknown *OutcomeUnknownError
+	if errors.As(err, &unknown) && !madeSure {
+		// LXD may still be making the instance: removing it now could find nothing and
+		// leave what LXD makes next unrecorded; reconcile settles it once LXD answers.
+		return &LeftBehindError{Err: err, Cleanup: errors.New("not tried while the create's outcome is unknown")}
 	}
 
 	if err != nil {
@@ -182,12 +191,17 @@ func removeFailed(ctx context.Context, c lxd.InstanceServer, project string, nam
 	defer cancel()
 	pause := 100 * time.Millisecond
 	for {
-		err := deleteInstance(ctx, c, project, name, since)
-		if err == nil || errors.Is(err, errMadeBefore) {
-			return err
+		// LXD's operations on the instance end first: a create still running (its wait
+		// failed, or the request's answer was lost) would make the instance after a
+		// delete that found nothing, leaving it unrecorded (issue 31.b).
+		err := waitInstanceOperations(ctx, c.UseProject(project), name)
+		if err == nil {
+			err = deleteInstance(ctx, c, project, name, since)
+			if err == nil || errors.Is(err, errMadeBefore) {
+				return err
+			}
 		}
 
-		waitInstanceOperations(ctx, c.UseProject(project), name)
 		select {
 		case <-ctx.Done():
 			return err
@@ -200,10 +214,10 @@ func removeFailed(ctx context.Context, c lxd.InstanceServer, project string, nam
 
 // waitInstanceOperations waits for LXD's running operations on an instance of c's project
 // to end, or for ctx.
-func waitInstanceOperations(ctx context.Context, c lxd.InstanceServer, name string) {
+func waitInstanceOperations(ctx context.Context, c lxd.InstanceServer, name string) error {
 	ops, err := c.GetOperations()
 	if err != nil {
-		return
+		return fmt.Errorf("list LXD's operations: %w", err)
 	}
 
 	for _, op := range ops {
@@ -221,10 +235,16 @@ func waitInstanceOperations(ctx context.Context, c lxd.InstanceServer, name stri
 				timeout = max(1, int(time.Until(deadline).Seconds()))
 			}
 
-			_, _, _ = c.GetOperationWait(op.ID, timeout)
+			_, _, err = c.GetOperationWait(op.ID, timeout)
+			if err != nil && !lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
+				return fmt.Errorf("wait for LXD's operation %s: %w", op.ID, err)
+			}
+
 			break
 		}
 	}
+
+	return nil
 }
 
 // DeleteInstance lifts the delete protection, stops and deletes an instance. An instance

@@ -41,9 +41,11 @@ type LXD struct {
 
 	// cluster is the LXD cluster behind the socket, refreshed by every probe (cluster.go).
 	cluster clusterState
+}
 
-	// OnProbe, when set before Run, hears of every probe of LXD (for metrics).
-	OnProbe func(took time.Duration, err error)
+// Calls hears of calls to LXD by kind ("probe"): the daemon's metrics.
+type Calls interface {
+	LXDCall(kind string, took time.Duration, err error)
 }
 
 // NewLXD returns a connector for the LXD unix socket at socket; Run connects it.
@@ -61,10 +63,12 @@ func (l *LXD) Socket() string {
 }
 
 // Run connects to LXD and keeps checking the connection until ctx ends, reconnecting when
-// LXD goes away and comes back.
-func (l *LXD) Run(ctx context.Context, interval time.Duration) {
+// LXD goes away and comes back. Each probe is told to calls, when not nil: the loop that
+// probes reports them, as the metrics that count them also read this connection's status
+// (so neither can be built before the other).
+func (l *LXD) Run(ctx context.Context, interval time.Duration, calls Calls) {
 	for {
-		l.check()
+		l.check(calls)
 
 		select {
 		case <-ctx.Done():
@@ -75,7 +79,7 @@ func (l *LXD) Run(ctx context.Context, interval time.Duration) {
 }
 
 // check probes the current connection, or makes a new one.
-func (l *LXD) check() {
+func (l *LXD) check(calls Calls) {
 	l.mu.RLock()
 	client := l.client
 	l.mu.RUnlock()
@@ -95,8 +99,8 @@ func (l *LXD) check() {
 	// (GetServer would: a data race with every UseProject and CheckExtension).
 	start := time.Now()
 	resp, _, err := client.RawQuery("GET", "/1.0", nil, "")
-	if l.OnProbe != nil {
-		l.OnProbe(time.Since(start), err)
+	if calls != nil {
+		calls.LXDCall("probe", time.Since(start), err)
 	}
 
 	var server lxdapi.Server

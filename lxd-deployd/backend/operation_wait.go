@@ -64,8 +64,16 @@ func startOperation(ctx context.Context, c DoHTTPer, project string, target stri
 }
 
 // waitOperation waits for the operation LXD's answer resp started (operation).
+//
+// A wait call that fails (LXD answering 500, a connection lost, LXD restarting) says
+// nothing about the operation, which goes on in LXD: the wait is asked again, for up to
+// waitUnreadableFor of failed calls in a row, and then the outcome is unknown
+// (*OutcomeUnknownError). Returning the failed call's error instead made a launch drop
+// its record while LXD went on to make the instance (issue 31.b: an orphan in LXD).
 func waitOperation(ctx context.Context, c DoHTTPer, project string, resp *lxdapi.Response, done outcome) error {
 	id, reach := operationOf(resp)
+	var failingSince time.Time
+	pause := 100 * time.Millisecond
 	for {
 		timeout := operationWaitChunk
 		deadline, ok := ctx.Deadline()
@@ -88,10 +96,31 @@ func waitOperation(ctx context.Context, c DoHTTPer, project string, resp *lxdapi
 			return forgotten(ctx, c, project, id, done)
 		}
 
-		if err != nil {
+		if err != nil && !retryableWait(err) {
 			return err
 		}
 
+		if err != nil {
+			if failingSince.IsZero() {
+				failingSince = time.Now()
+			}
+
+			if time.Since(failingSince) >= waitUnreadableFor {
+				return &OutcomeUnknownError{Operation: id, Err: err}
+			}
+
+			select {
+			case <-ctx.Done():
+				_, _ = rawDo(context.WithoutCancel(ctx), c, "DELETE", "/1.0/operations/"+url.PathEscape(id), project, reach(), nil)
+				return ctx.Err()
+			case <-time.After(pause):
+			}
+
+			pause = min(2*pause, 2*time.Second)
+			continue
+		}
+
+		failingSince, pause = time.Time{}, 100*time.Millisecond
 		op, err := resp.MetadataAsOperation()
 		if err != nil {
 			return fmt.Errorf("decode LXD's operation %s: %w", id, err)
@@ -105,6 +134,38 @@ func waitOperation(ctx context.Context, c DoHTTPer, project string, resp *lxdapi
 			return nil
 		}
 	}
+}
+
+// retryableWait reports whether a failed wait call may be asked again: LXD failing (5xx)
+// or unreachable, not LXD refusing the wait itself (4xx: the operation is not there).
+func retryableWait(err error) bool {
+	var status lxdapi.StatusError
+	if errors.As(err, &status) {
+		return status.Status() >= 500
+	}
+
+	return true
+}
+
+// waitUnreadableFor is how long an operation's wait may fail in a row before its outcome
+// is given up as unknown (a variable for tests).
+var waitUnreadableFor = 30 * time.Second
+
+// OutcomeUnknownError says LXD started an operation whose end could not be read: it may
+// have done what it was for, or not, or still be running. What it was for must be kept
+// in the books (an instance's record as creating or deleting) for reconcile to settle
+// against what LXD shows later.
+type OutcomeUnknownError struct {
+	Operation string
+	Err       error
+}
+
+func (e *OutcomeUnknownError) Error() string {
+	return fmt.Sprintf("LXD's operation %s could not be followed to its end (%v): its outcome is unknown until LXD answers again", e.Operation, e.Err)
+}
+
+func (e *OutcomeUnknownError) Unwrap() error {
+	return e.Err
 }
 
 // instancePath is an instance's URL in LXD's API.

@@ -23,6 +23,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	shapeRules "github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 )
 
 // Autohealing: an instance of a shape with health.replace that is unhealthy past its
@@ -434,7 +435,7 @@ func (h *Autohealer) reserveReplacement(ctx context.Context, old db.Instance, ca
 			// replacement is made beside it, and it goes when the member returns
 			// (doc/placement.md).
 			lost := shapeRules.Unreachable(old.Location, h.fleet.members())
-			r.deleteFirst = old.State != db.InstanceMissing && !lost && s.ScalingCurrent+s.Going >= s.ScalingMaximum
+			r.deleteFirst = old.State != db.InstanceMissing && !lost && rules.Room(s.ScalingMaximum, s.ScalingCurrent, s.Going) == 0
 			err = db.SetInstanceState(ctx, tx, old.ID, old.State, db.InstanceReplacing, h.owner, time.Now())
 			if err != nil {
 				return err

@@ -154,7 +154,7 @@ func newRestBench(b *testing.B, n int, shapes int) *restBench {
 	lxd := backend.NewLXD(socket, logger)
 	runCtx, cancel := context.WithCancel(ctx)
 	b.Cleanup(cancel)
-	go lxd.Run(runCtx, time.Hour)
+	go lxd.Run(runCtx, time.Hour, nil)
 	for deadline := time.Now().Add(10 * time.Second); !lxd.Status().Online; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			b.Fatalf("fake LXD not online: %s", lxd.Status().Reason)

@@ -17,7 +17,7 @@
 //     are another member's work in progress.
 //   - PoolHash and Reusable: which warm pool instances a launch may take or a delete may
 //     give back.
-//   - Forced deletes (DeleteWithInstances).
+//   - Forced deletes (Fleet.DeleteWithInstances).
 //   - The activity log entries every instance change writes in its own transaction
 //     (ScaleActivity, RecordActivity, UndoLaunch, ReconcileActivity, WithKey).
 //

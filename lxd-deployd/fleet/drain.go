@@ -15,6 +15,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 )
 
 // Drain and rebalance (doc/placement.md): both move instances one at a time the way
@@ -338,7 +339,7 @@ func (f *Fleet) rebalance(ctx context.Context, op *operations.Operation, ref ref
 			}
 		}
 
-		room := shape.ScalingMaximum - shape.ScalingCurrent - shape.Going
+		room := rules.Room(shape.ScalingMaximum, shape.ScalingCurrent, shape.Going)
 		moves, err := shapes.PlanRebalance(shape.Name, shape.Placement, members, counts, candidates, room)
 		if err != nil {
 			return err

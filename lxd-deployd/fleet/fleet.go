@@ -9,6 +9,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
@@ -94,6 +95,11 @@ type Config struct {
 
 	// OfflineAfter is how long without a heartbeat before a member counts as offline.
 	OfflineAfter time.Duration
+
+	// PoolWake wakes the warm pool at once (RefillPools). The daemon makes it before the
+	// reporter that pokes it and hands the same one here, as the fleet reports through
+	// that reporter; a zero one is made here.
+	PoolWake loop.Loop
 }
 
 // New builds the one fleet of a daemon, with its warm pool, hook keeper, autohealer and
@@ -111,13 +117,17 @@ func New(c Config) *Fleet {
 		c.Logger = slog.Default()
 	}
 
+	if c.PoolWake == (loop.Loop{}) {
+		c.PoolWake = loop.New()
+	}
+
 	if c.RequestLogger == nil {
 		c.RequestLogger = func(context.Context) *slog.Logger { return nil }
 	}
 
 	f := &Fleet{db: c.DB, lxd: c.LXD, ops: c.Ops, inflight: c.Inflight, sockets: c.Sockets, reporter: c.Reporter, metrics: c.Metrics, logger: c.Logger,
 		requestLogger: c.RequestLogger, stopping: c.Stopping, owner: c.Owner, writes: c.DB.Writes()}
-	f.Pool = newWarmPool(f)
+	f.Pool = newWarmPool(f, c.PoolWake)
 	f.Hooks = newHookKeeper(f)
 	f.Healer = newAutohealer(f)
 	f.Reconciler = newReconciler(f, c.OfflineAfter)

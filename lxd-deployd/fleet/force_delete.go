@@ -74,10 +74,11 @@ func DropForcedInstance(ctx context.Context, cluster *db.Cluster, row db.Instanc
 // DeleteWithInstances deletes a shape or deployment record for by. While it has instances
 // that is a 409, unless force: then the instances go first, in LXD and as rows, and the
 // record last. An instance launched in between makes the final step a 409 rather than leave
-// an LXD instance behind without a record.
-func DeleteWithInstances(ctx context.Context, cluster *db.Cluster, lxdConn *backend.LXD, sockets Sockets, by api.DeploymentRequestor, what string, force bool, instances func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error), deleteRecord func(ctx context.Context, tx *sql.Tx) error) error {
+// an LXD instance behind without a record. It is the fleet's, as launches and deletes are:
+// the instances go through the fleet's LXD, records and governor sockets.
+func (f *Fleet) DeleteWithInstances(ctx context.Context, by api.DeploymentRequestor, what string, force bool, instances func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error), deleteRecord func(ctx context.Context, tx *sql.Tx) error) error {
 	var rows []db.Instance
-	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		rows, err = instances(ctx, tx)
 		if err != nil {
@@ -104,7 +105,7 @@ func DeleteWithInstances(ctx context.Context, cluster *db.Cluster, lxdConn *back
 		return err
 	}
 
-	client, err := lxdConn.Conn()
+	client, err := f.lxd.Conn()
 	if err != nil {
 		return err
 	}
@@ -112,12 +113,12 @@ func DeleteWithInstances(ctx context.Context, cluster *db.Cluster, lxdConn *back
 	// A client that goes away must not stop this half way: the records would stay while
 	// their instances are gone or unprotected.
 	ctx = context.WithoutCancel(ctx)
-	err = deleteInstances(ctx, cluster, client, sockets, rows, by, what+" deleted with force")
+	err = deleteInstances(ctx, f.db, client, f.sockets, rows, by, what+" deleted with force")
 	if err != nil {
 		return err
 	}
 
-	return cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	return f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		rows, err := instances(ctx, tx)
 		if err != nil {
 			return err

@@ -17,6 +17,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/revert"
 )
 
 // pendingLaunch is a reserved instance waiting for LXD to make it.
@@ -42,6 +43,10 @@ type pendingLaunch struct {
 	// target is LXD's ?target= for the create: the member (or @group) placement chose,
 	// empty outside an LXD cluster or when LXD chooses (placement.go).
 	target string
+
+	// undo gives the reservation up (its governor socket, then its record), for a launch
+	// that fails or is abandoned before LXD made anything.
+	undo *revert.Reverter
 }
 
 // StartLaunch reserves an instance and makes it in LXD as a background operation.
@@ -93,19 +98,24 @@ func (f *Fleet) reserveLaunch(ctx context.Context, ref refs.InstanceRef, c Chang
 		return nil, err
 	}
 
+	undo := revert.New()
+	defer undo.Fail()
+	undo.Add(func() { f.dropReservation(ctx, p) })
 	p.req = backend.InstanceRequest(shape.InstanceTemplate, ref.Instance, ref.Name, ref.Shape)
 	p.socket = shape.Config[ConfigGovernorSocket] == "true"
 	if p.socket {
 		hostPath, err := f.sockets.AddInstance(ref.Project, ref.Instance)
 		if err != nil {
-			f.dropReservation(ctx, p)
 			return nil, err
 		}
 
+		undo.Add(func() { f.sockets.RemoveInstance(ref.Project, ref.Instance) })
 		withGovernorSocket(&p.req, hostPath)
 	}
 
 	f.inflight.Add(ref.Project, ref.Instance)
+	p.undo = undo.Clone()
+	undo.Success()
 	return p, nil
 }
 
@@ -209,11 +219,7 @@ func (f *Fleet) dropReservation(ctx context.Context, p *pendingLaunch) {
 func (f *Fleet) abandonLaunch(ctx context.Context, p *pendingLaunch, cause error) {
 	defer f.inflight.Remove(p.ref.Project, p.ref.Instance)
 	f.launchFinished(p, cause)
-	if p.socket {
-		f.sockets.RemoveInstance(p.ref.Project, p.ref.Instance)
-	}
-
-	f.dropReservation(ctx, p)
+	p.undo.Fail()
 }
 
 // finishLaunch makes the reserved instance in LXD and settles its record: created on
@@ -232,11 +238,7 @@ func (f *Fleet) finishLaunch(ctx context.Context, p *pendingLaunch) (err error) 
 	}
 
 	if err != nil {
-		if p.socket {
-			f.sockets.RemoveInstance(ref.Project, ref.Instance)
-		}
-
-		f.dropReservation(ctx, p)
+		p.undo.Fail()
 		return err
 	}
 

@@ -277,7 +277,7 @@ func refusalsSaid(ctx context.Context, tx *sql.Tx, target ResizeTarget, latest i
 // from the records alone: a round with none asks LXD nothing.
 func (s ResizeState) anyInPlace() bool {
 	for _, row := range s.Rows {
-		if row.State != db.InstanceCreated || !shapes.Outdated(row, s.Latest) {
+		if !shapes.Stale(row, s.Latest) {
 			continue
 		}
 

@@ -63,7 +63,7 @@ func PlanResize(s ResizeState) ResizePlan {
 	rows := append([]db.Instance(nil), s.Rows...)
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
 	for _, row := range rows {
-		if row.State != db.InstanceCreated || !shapes.Outdated(row, s.Latest) {
+		if !shapes.Stale(row, s.Latest) {
 			continue
 		}
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/shared/revert"
 )
 
 // Warm pools: instances of a shape made ahead and kept stopped, so that a launch is a
@@ -45,8 +46,8 @@ type WarmPool struct {
 // LXD and the daemon more than their health checks (issue 20).
 const idleListEvery = time.Minute
 
-func newWarmPool(f *Fleet) *WarmPool {
-	return &WarmPool{db: f.db, lxd: f.lxd, inflight: f.inflight, logger: f.logger, owner: f.owner, wake: loop.New()}
+func newWarmPool(f *Fleet, wake loop.Loop) *WarmPool {
+	return &WarmPool{db: f.db, lxd: f.lxd, inflight: f.inflight, logger: f.logger, owner: f.owner, wake: wake}
 }
 
 // Poke makes the pool look at the shapes now rather than at its next round.
@@ -381,6 +382,8 @@ func (w *WarmPool) giveBack(ctx context.Context, p *pendingDelete) bool {
 	name := poolInstanceName(p.reuse.Shape)
 	w.inflight.Add(project, name)
 	defer w.inflight.Remove(project, name)
+	undo := revert.New()
+	defer undo.Fail()
 	var row int64
 	err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
@@ -391,6 +394,22 @@ func (w *WarmPool) giveBack(ctx context.Context, p *pendingDelete) bool {
 		return false
 	}
 
+	// The row goes last, so that no sweep takes the instance for an unrecorded one.
+	undo.Add(func() {
+		_ = w.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
+			return db.DeletePoolInstance(ctx, tx, row, db.PoolCreating)
+		})
+	})
+
+	// The rename may happen even when the return fails: the caller deletes the old name,
+	// this the new one.
+	undo.Add(func() {
+		cleanupErr := backend.DeleteInstance(context.WithoutCancel(ctx), p.client, project, name)
+		if cleanupErr != nil {
+			w.logger.Warn("warm pool: remove half-returned instance", "instance", name, "err", cleanupErr)
+		}
+	})
+
 	err = backend.ReturnToPool(ctx, p.client, project, p.row.Name, name, poolStopTimeout)
 	if err == nil {
 		err = w.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
@@ -399,19 +418,10 @@ func (w *WarmPool) giveBack(ctx context.Context, p *pendingDelete) bool {
 	}
 
 	if err == nil {
+		undo.Success()
 		return true
 	}
 
 	w.logger.Warn("warm pool: could not return a scaled-in instance to the pool: deleting it", "instance", p.row.Name, "err", err)
-	_ = w.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
-		return db.DeletePoolInstance(ctx, tx, row, db.PoolCreating)
-	})
-
-	// The rename may have happened: the caller deletes the old name, this the new one.
-	cleanupErr := backend.DeleteInstance(context.WithoutCancel(ctx), p.client, project, name)
-	if cleanupErr != nil {
-		w.logger.Warn("warm pool: remove half-returned instance", "instance", name, "err", cleanupErr)
-	}
-
 	return false
 }

@@ -85,7 +85,7 @@ type Manager struct {
 	events   *events.Server
 	location string
 
-	// recorder, when set, gets every state change (SetRecorder).
+	// recorder, when set, gets every state change.
 	recorder Recorder
 
 	ctx    context.Context
@@ -96,16 +96,11 @@ type Manager struct {
 	ops map[string]*Operation
 }
 
-// NewManager returns an operation manager that reports updates to the event server.
-func NewManager(logger *slog.Logger, eventServer *events.Server, location string) *Manager {
+// NewManager returns an operation manager that reports updates to the event server and,
+// when recorder is not nil, records every operation's state changes through it.
+func NewManager(logger *slog.Logger, eventServer *events.Server, location string, recorder Recorder) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{logger: logger, events: eventServer, location: location, ctx: ctx, cancel: cancel, ops: map[string]*Operation{}}
-}
-
-// SetRecorder makes the manager record every operation's state changes; call it before
-// the first Start.
-func (m *Manager) SetRecorder(r Recorder) {
-	m.recorder = r
+	return &Manager{logger: logger, events: eventServer, location: location, recorder: recorder, ctx: ctx, cancel: cancel, ops: map[string]*Operation{}}
 }
 
 // record saves the operation's state through the recorder, if any. A failure (the

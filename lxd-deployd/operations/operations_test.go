@@ -12,7 +12,7 @@ import (
 )
 
 func newManager() *Manager {
-	return NewManager(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, "test")
+	return NewManager(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, "test", nil)
 }
 
 func TestOperationOutcomes(t *testing.T) {

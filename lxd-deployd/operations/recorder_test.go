@@ -2,6 +2,8 @@ package operations
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"sync"
 	"testing"
 
@@ -28,9 +30,8 @@ func (r *memoryRecorder) Forget(ctx context.Context, id string) error { return n
 // TestOperationsAreRecorded: an operation is recorded before Start returns (so another
 // member finds it at once), on each change, and when it finishes.
 func TestOperationsAreRecorded(t *testing.T) {
-	m := newManager()
 	r := &memoryRecorder{}
-	m.SetRecorder(r)
+	m := NewManager(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, "test", r)
 	release := make(chan struct{})
 	op := m.Start(Args{DeploymentID: 4, Run: func(ctx context.Context, op *Operation) error {
 		<-release

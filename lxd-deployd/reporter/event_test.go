@@ -50,8 +50,8 @@ func (w *wakes) WakeRollouts() { w.rollouts++ }
 func (w *wakes) WatchImages()  { w.images++ }
 func (w *wakes) RefillPools()  { w.pools++ }
 
-// A nil reporter, or one without a waker yet, reports and wakes nothing (tests that build
-// handlers without one); once its waker is set, shape changes wake the loops they concern.
+// A nil reporter, or one without a waker, reports and wakes nothing (tests that build
+// handlers without one); one built with a waker wakes the loops shape changes concern.
 func TestReporterWakesThroughItsWaker(t *testing.T) {
 	var none *Reporter
 	none.Send(api.DeploymentRequestor{}, 1, DeploymentCreated.Event(refs.DeploymentRef{Name: "x"}))
@@ -60,7 +60,7 @@ func TestReporterWakesThroughItsWaker(t *testing.T) {
 	r := New(Config{})
 	r.ShapeRevised(api.DeploymentRequestor{}, refs.ShapeRef{}, 1, 2, 3)
 	w := &wakes{}
-	r.SetWaker(w)
+	r = New(Config{Waker: w})
 	r.ShapeCreated(context.Background(), api.DeploymentRequestor{}, refs.DeploymentRef{Name: "shop"}, 1, "web", api.DeploymentShapePut{})
 	r.ShapeRevised(api.DeploymentRequestor{}, refs.ShapeRef{}, 1, 2, 3)
 	r.ShapeRevised(api.DeploymentRequestor{}, refs.ShapeRef{}, 1, 0, 0)

@@ -17,7 +17,7 @@ import (
 // and one log line each), tells the deployment's governor through its webhook, and counts
 // what ended. The daemon has one, built when it is wired; a nil Reporter reports nothing.
 //
-// It points at no engine: the loops a change wakes are behind Waker, set once.
+// It points at no engine: the loops a change wakes are behind Waker, given at New.
 type Reporter struct {
 	events   *events.Server
 	webhooks *webhooks.Dispatcher
@@ -35,11 +35,16 @@ type Config struct {
 	// Logger, when set, logs every lifecycle event in one line, so the log tells what
 	// changed and who asked even with nobody listening on /1.0/events.
 	Logger *slog.Logger
+
+	// Waker, when set, wakes the loops a change concerns. The engines report through the
+	// reporter, so the daemon makes their wake-ups first (package loop) and hands the same
+	// ones to the engines and, here, to the reporter.
+	Waker Waker
 }
 
-// New returns a reporter that wakes nothing until SetWaker.
+// New returns a reporter.
 func New(c Config) *Reporter {
-	return &Reporter{events: c.Events, webhooks: c.Webhooks, metrics: c.Metrics, logger: c.Logger}
+	return &Reporter{events: c.Events, webhooks: c.Webhooks, metrics: c.Metrics, logger: c.Logger, waker: c.Waker}
 }
 
 // Waker wakes the loops a change concerns: the rollout engine, the image-change trigger and
@@ -48,12 +53,6 @@ type Waker interface {
 	WakeRollouts()
 	WatchImages()
 	RefillPools()
-}
-
-// SetWaker sets the loops changes wake. The daemon calls it once, when it is wired and
-// before anything runs: the engines are built after the reporter they report through.
-func (r *Reporter) SetWaker(w Waker) {
-	r.waker = w
 }
 
 // Metrics returns what the reporter counts into (nil: nothing), for the handlers that time

@@ -66,8 +66,8 @@ func TestRolloutClaimFencesTheEngine(t *testing.T) {
 	}
 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	stalled := New(cluster, nil, nil, silent{}, logger, "m1", nil)
-	holder := New(cluster, nil, nil, silent{}, logger, "m2", nil)
+	stalled := New(cluster, nil, nil, silent{}, logger, "m1", nil, Wakes{})
+	holder := New(cluster, nil, nil, silent{}, logger, "m2", nil, Wakes{})
 	var r db.Rollout
 	claim := func(e *Engine, at time.Time) bool {
 		var ok bool

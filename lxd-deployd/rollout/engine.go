@@ -100,22 +100,42 @@ type Engine struct {
 	wake loop.Loop
 }
 
+// Wakes are the loops that wake the engine (Rollouts) and its image-change trigger
+// (Images) at once. The daemon makes them before the reporter that pokes them, and hands
+// the same ones here: the engine reports through that reporter. A zero one is made here.
+type Wakes struct {
+	Rollouts loop.Loop
+	Images   loop.Loop
+}
+
 // New builds the rollout engine of a daemon (owner: its database address), which launches
 // and deletes through f and reports through r.
-func New(cluster *db.Cluster, l *backend.LXD, f Fleet, r Reporter, logger *slog.Logger, owner string, sockets fleet.Sockets) *Engine {
-	e := &Engine{db: cluster, lxd: l, fleet: f, reporter: r, logger: logger, claim: columnClaim{owner: owner, ttl: 15 * time.Second}, wake: loop.New(), sockets: sockets}
-	e.images = &imageWatcher{engine: e, wake: loop.New()}
+func New(cluster *db.Cluster, l *backend.LXD, f Fleet, r Reporter, logger *slog.Logger, owner string, sockets fleet.Sockets, wakes Wakes) *Engine {
+	if wakes.Rollouts == (loop.Loop{}) {
+		wakes.Rollouts = loop.New()
+	}
+
+	if wakes.Images == (loop.Loop{}) {
+		wakes.Images = loop.New()
+	}
+
+	e := &Engine{db: cluster, lxd: l, fleet: f, reporter: r, logger: logger, claim: columnClaim{owner: owner, ttl: 15 * time.Second}, wake: wakes.Rollouts, sockets: sockets}
+	e.images = &imageWatcher{engine: e, wake: wakes.Images}
 	return e
 }
 
-// Run ticks every interval, or when poked, until ctx ends; the image-change trigger runs
-// beside it.
+// Run ticks every interval, or when poked, until ctx ends. The image-change trigger runs
+// beside it (RunImageTrigger), in the daemon's task group as its own loop.
 func (e *Engine) Run(ctx context.Context, interval time.Duration) {
-	go e.images.run(ctx)
 	e.wake.Run(ctx, interval, e.logger, "rollouts", func(ctx context.Context) error {
 		e.tick(ctx)
 		return nil
 	})
+}
+
+// RunImageTrigger runs the image-change trigger until ctx ends (image_trigger.go).
+func (e *Engine) RunImageTrigger(ctx context.Context) {
+	e.images.run(ctx)
 }
 
 // tick claims the active rollouts it can and moves each running one a step.

@@ -117,14 +117,6 @@ func (v *liveView) instances() map[string]lxdapi.Instance {
 	return out
 }
 
-// LiveInstances returns LXD's instances of rollout r's shape as the engine's view holds
-// them, brought up to what rows need as a step's would be: the operation following a
-// rollout reads its counts every second, and a listing of the project each time cost LXD,
-// at 1,000 instances, as much CPU as the rollout's own work.
-func (e *Engine) LiveInstances(client *backend.Conn, r db.Rollout, rows []db.Instance) (map[string]lxdapi.Instance, error) {
-	return e.views.refresh(client, r, rows)
-}
-
 // liveViews are the engine's views, by rollout.
 type liveViews struct {
 	mu    sync.Mutex

@@ -18,6 +18,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 )
 
 // rolloutView is a rollout with the state of its shape's instances.
@@ -61,28 +62,10 @@ func (e *Engine) observe(ctx context.Context, client *backend.Conn, r db.Rollout
 		return nil, err
 	}
 
-	now := time.Now()
-	state := shapes.RolloutState{Settings: v.settings, Size: r.Size, Minimum: v.shape.ScalingMinimum, Maximum: v.shape.ScalingMaximum, Target: v.shape.Revision, Promoted: r.Promoted}
-	for _, row := range v.rows {
-		if shapes.Going(row) {
-			state.Deleting++
-		}
-
-		if !shapes.Counted(row) {
-			continue
-		}
-
-		var instance *lxdapi.Instance
-		l, ok := live[row.Name]
-		if ok {
-			instance = &l
-		}
-
-		ready := shapes.ReadyFor(v.shape.Health, row, instance, v.settings.MinReady, now)
-		state.Instances = append(state.Instances, shapes.RolloutInstance{Name: row.Name, Revision: row.Revision, Creating: row.State == db.InstanceCreating, Ready: ready, Location: row.Location})
-
+	state := rolloutState(r, v.shape, v.rows, live, v.settings, time.Now())
+	for _, i := range state.Instances {
 		// A new instance that became ready since the last progress is progress.
-		if ready && !shapes.Outdated(row, v.shape.Revision) && shapes.RunningSince(row, instance).Add(v.settings.MinReady).After(r.ProgressAt) {
+		if i.Ready && !rules.Outdated(i.Revision, state.Target) && i.RunningSince.Add(v.settings.MinReady).After(r.ProgressAt) {
 			v.progress = true
 		}
 	}

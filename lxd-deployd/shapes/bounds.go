@@ -3,9 +3,9 @@
 // is clamped (instances.go), how a rollout moves (rollout.go), and what changed between two
 // versions of a shape (changes.go). The governor API, templated configs, reconcile,
 // rollouts, autohealing and the metrics all ask here, so that none of them carries a copy
-// of a rule that could drift; the SQL that counts instances is built from the same list
-// (db/instance_states.go) and a table test over every instance state holds the two to one
-// answer.
+// of a rule that could drift. The rules over instance states themselves (counted, going,
+// outdated, settled, ready, clamp, room) live below the cgo line in shared/rules, with the
+// SQL that counts instances built from the same lists.
 package shapes
 
 import (
@@ -15,6 +15,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 )
 
 // CheckGrow refuses one more instance when it would take the shape above its maximum as
@@ -23,11 +24,11 @@ import (
 // in the transaction that records the new instance, so that concurrent launches cannot
 // both pass it.
 func CheckGrow(shape *db.Shape) error {
-	if shape.ScalingCurrent+1 > shape.ScalingMaximum {
+	if rules.Room(shape.ScalingMaximum, shape.ScalingCurrent, 0) == 0 {
 		return lxdapi.StatusErrorf(http.StatusConflict, "shape %s is at its scaling maximum (%d): raise scaling_maximum or delete an instance first", shape.Name, shape.ScalingMaximum)
 	}
 
-	if shape.ScalingCurrent+shape.Going+1 > shape.ScalingMaximum {
+	if rules.Room(shape.ScalingMaximum, shape.ScalingCurrent, shape.Going) == 0 {
 		return lxdapi.StatusErrorf(http.StatusConflict, "shape %s is at its scaling maximum (%d): %s still being deleted: retry when it is gone", shape.Name, shape.ScalingMaximum, instancesAre(shape.Going))
 	}
 

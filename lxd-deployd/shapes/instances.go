@@ -8,51 +8,52 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 )
 
-// The predicates over one instance that every path shares. Each has one definition: the
-// SQL that counts instances (db/instance_states.go) is built from the same list, and
-// TestPredicatesAgreeWithSQL holds the two to one answer over every instance state.
+// The predicates over one instance record: the rules of shared/rules (where each says why
+// it is what it is) read off a db.Instance. None is defined here: the SQL that counts
+// instances is built from the same lists, and db's TestRulesSQLAgreeWithGo holds the two
+// to one answer over every instance state.
 
 // Counted says whether an instance record counts toward its shape's size
-// (scaling_current): being made or made.
+// (scaling_current): rules.Counted.
 func Counted(row db.Instance) bool {
-	return db.IsCountedState(row.State)
+	return rules.Counted(row.State)
 }
 
 // Going says whether an instance record is on its way out while LXD may still hold the
-// instance (being deleted or replaced): it no longer counts toward the size, but still
-// against the maximum and a rollout's max_surge (CheckGrow).
+// instance: rules.Going. It counts against the maximum and max_surge (CheckGrow).
 func Going(row db.Instance) bool {
-	return db.IsGoingState(row.State)
+	return rules.Going(row.State)
 }
 
-// Held says whether an instance counts against scaling_maximum: from the moment its launch
-// is reserved until LXD has confirmed its deletion.
+// Held says whether an instance counts against scaling_maximum: rules.Held.
 func Held(row db.Instance) bool {
-	return Counted(row) || Going(row)
+	return rules.Held(row.State)
 }
 
-// Outdated says whether an instance was made from an older revision than the shape's
-// latest: what a rollout replaces.
+// Outdated says whether an instance was made from an older revision than latest:
+// rules.Outdated.
 func Outdated(row db.Instance, latest int) bool {
-	return row.Revision < latest
+	return rules.Outdated(row.Revision, latest)
 }
 
-// Settled says whether an instance is made and out of its launching:wait.
+// Stale says whether LXD holds an outdated instance: rules.Stale.
+func Stale(row db.Instance, latest int) bool {
+	return rules.Stale(row.State, row.Revision, latest)
+}
+
+// Settled says whether an instance is made and out of its launching:wait: rules.Settled.
 func Settled(row db.Instance) bool {
-	return row.State == db.InstanceCreated && row.Hook.Hook != api.LifecycleLaunchingWait
+	return rules.Settled(row.State, row.Hook.Hook)
 }
 
 // Ready says whether an instance of a shape with health object h counts as ready as far as
-// our records know: settled, and healthy when the shape has checks.
+// our records know: rules.Ready, checked when h has checks.
 func Ready(h *api.DeploymentShapeHealth, row db.Instance) bool {
-	if !Settled(row) {
-		return false
-	}
-
 	_, checked := health.Parse(h)
-	return !checked || row.Health.Status == api.HealthHealthy
+	return rules.Ready(row.State, row.Hook.Hook, row.Health.Status, checked)
 }
 
 // ReadyFor says whether an instance counts as ready for a rollout: Ready, Running in LXD,
@@ -76,9 +77,9 @@ func RunningSince(row db.Instance, live *lxdapi.Instance) time.Time {
 	return since
 }
 
-// Clamp moves a target size into the bounds [minimum, maximum].
+// Clamp moves a target size into the bounds [minimum, maximum]: rules.Clamp.
 func Clamp(target int, minimum int, maximum int) int {
-	return min(max(target, minimum), maximum)
+	return rules.Clamp(target, minimum, maximum)
 }
 
 // CreatedNames are the names of the rows LXD has made (state created): what a listing of
@@ -86,7 +87,7 @@ func Clamp(target int, minimum int, maximum int) int {
 func CreatedNames(rows []db.Instance) []string {
 	var names []string
 	for _, row := range rows {
-		if row.State == db.InstanceCreated {
+		if row.State == rules.Created {
 			names = append(names, row.Name)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
@@ -80,6 +81,9 @@ type RolloutInstance struct {
 	// Location is the LXD cluster member it runs on (empty outside a cluster): removals
 	// take from the fullest member first, so a rollout keeps the shape's spread.
 	Location string
+
+	// RunningSince is when it last started, as far as we know (RunningSince).
+	RunningSince time.Time
 }
 
 // RolloutState is the input of a plan: the settings, the bounds, and the instances that
@@ -122,24 +126,14 @@ type RolloutPlan struct {
 // delete it asks for still goes through the fleet's bound check.
 func PlanRollout(s RolloutState) RolloutPlan {
 	var p RolloutPlan
-	size := min(max(s.Size, s.Minimum), s.Maximum)
-	var fresh, outdated []RolloutInstance
+	size := rules.Clamp(s.Size, s.Minimum, s.Maximum)
+	fresh, outdated := SplitRollout(s.Instances, s.Target)
 	creating := false
 	for _, i := range s.Instances {
 		creating = creating || i.Creating
-		if i.Revision == s.Target {
-			fresh = append(fresh, i)
-			if i.Ready {
-				p.Ready++
-			}
-
-			continue
-		}
-
-		outdated = append(outdated, i)
 	}
 
-	p.Updated, p.Outdated = len(fresh), len(outdated)
+	p.Updated, p.Ready, p.Outdated = CountRollout(s.Instances, s.Target)
 	total := len(s.Instances)
 	canary := s.Settings.Strategy == api.RolloutCanary && !s.Promoted
 	want := size
@@ -182,7 +176,7 @@ func PlanRollout(s RolloutState) RolloutPlan {
 		switch {
 		case creating:
 		case total < size:
-			p.Launch = max(0, min(size, s.Maximum-s.Deleting)-total)
+			p.Launch = min(max(0, size-total), rules.Room(s.Maximum, total, s.Deleting))
 		case len(fresh) > p.Ready:
 		default:
 			remove(min(len(outdated), total-s.Minimum))
@@ -209,7 +203,7 @@ func PlanRollout(s RolloutState) RolloutPlan {
 
 	// Instances still being deleted take their room until LXD has deleted them: the surge
 	// waits for them rather than let LXD hold more than maxTotal.
-	p.Launch = max(0, min(maxTotal-total-s.Deleting, want-len(fresh)))
+	p.Launch = min(rules.Room(maxTotal, total, s.Deleting), max(0, want-len(fresh)))
 
 	// Removals keep size - max_unavailable ready. What is not ready holds no availability: a
 	// fresh instance not ready yet, and an outdated one still being created (the template
@@ -223,6 +217,40 @@ func PlanRollout(s RolloutState) RolloutPlan {
 
 	remove(min(n, total-s.Minimum))
 	return p
+}
+
+// SplitRollout parts the instances a rollout counts into the fresh ones, at its target
+// revision, and the outdated ones it replaces (rules.Outdated): the one count of a
+// rollout, which its steps plan from (PlanRollout) and its API shows.
+func SplitRollout(instances []RolloutInstance, target int) (fresh []RolloutInstance, outdated []RolloutInstance) {
+	for _, i := range instances {
+		if rules.Outdated(i.Revision, target) {
+			outdated = append(outdated, i)
+		} else {
+			fresh = append(fresh, i)
+		}
+	}
+
+	return fresh, outdated
+}
+
+// CountRollout counts the instances a rollout counts: those at its target revision
+// (updated), the ready ones among them, and the outdated ones (SplitRollout).
+func CountRollout(instances []RolloutInstance, target int) (updated int, ready int, outdated int) {
+	fresh, old := SplitRollout(instances, target)
+	return len(fresh), countReady(fresh), len(old)
+}
+
+// countReady counts the ready instances.
+func countReady(instances []RolloutInstance) int {
+	n := 0
+	for _, i := range instances {
+		if i.Ready {
+			n++
+		}
+	}
+
+	return n
 }
 
 // fullestFirst takes n of the removable instances (given unready first), each from the LXD

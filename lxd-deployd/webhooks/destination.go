@@ -71,11 +71,6 @@ func (p DestinationPolicy) Client() *http.Client {
 	}
 }
 
-// SetDestinationPolicy makes every later delivery follow the policy.
-func (d *Dispatcher) SetDestinationPolicy(p DestinationPolicy) {
-	d.client = p.Client()
-}
-
 // RedactURL hides what a webhook URL may carry as credentials (user info, query,
 // fragment), for callers that are not admins and for logs and delivery errors.
 func RedactURL(raw string) string {

@@ -44,21 +44,41 @@ type Dispatcher struct {
 	slots chan struct{}
 	wg    sync.WaitGroup
 
-	// OnAttempt, when set before Run, hears of every attempt (for metrics).
-	OnAttempt func(delivery db.Delivery, took time.Duration, err error)
+	// attempts hears of every attempt (nil: not counted).
+	attempts Attempts
 }
 
-// NewDispatcher returns a dispatcher; owner names this daemon in delivery claims.
-func NewDispatcher(cluster *db.Cluster, owner string, logger *slog.Logger) *Dispatcher {
+// Attempts hears of every delivery attempt: the daemon's metrics.
+type Attempts interface {
+	WebhookAttempt(project string, deployment string, took time.Duration, err error)
+}
+
+// DispatcherConfig is what a dispatcher is built from.
+type DispatcherConfig struct {
+	DB *db.Cluster
+
+	// Owner names this daemon in delivery claims.
+	Owner  string
+	Logger *slog.Logger
+
+	// Policy says where deliveries may connect (the zero policy: the default one).
+	Policy DestinationPolicy
+
+	// Attempts, when set, hears of every attempt.
+	Attempts Attempts
+}
+
+// NewDispatcher returns a dispatcher.
+func NewDispatcher(c DispatcherConfig) *Dispatcher {
 	return &Dispatcher{
-		db:     cluster,
-		owner:  owner,
-		logger: logger,
+		db:     c.DB,
+		owner:  c.Owner,
+		logger: c.Logger,
 		// Per-delivery timeouts come from the deployment's config, through the context.
-		// The default destination policy holds until SetDestinationPolicy replaces it.
-		client: DestinationPolicy{}.Client(),
-		wake:   make(chan struct{}, 1),
-		slots:  make(chan struct{}, parallel),
+		client:   c.Policy.Client(),
+		attempts: c.Attempts,
+		wake:     make(chan struct{}, 1),
+		slots:    make(chan struct{}, parallel),
 	}
 }
 
@@ -217,8 +237,8 @@ func (d *Dispatcher) attempt(ctx context.Context, delivery db.Delivery) db.Deliv
 	cfg := ConfigFrom(delivery.Config)
 	now := time.Now()
 	code, err := d.post(ctx, delivery, cfg.Timeout)
-	if d.OnAttempt != nil {
-		d.OnAttempt(delivery, time.Since(now), err)
+	if d.attempts != nil {
+		d.attempts.WebhookAttempt(delivery.Project, delivery.Deployment, time.Since(now), err)
 	}
 
 	result := db.DeliveryAttempt{ResponseCode: code, At: now, NextAttempt: now}

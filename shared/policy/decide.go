@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 )
 
 // Kind says what an input is about.
@@ -310,24 +311,19 @@ func (s *State) settle(now time.Time, in Input, raw int, why string) Decision {
 	return Decision{Current: in.Current, Desired: desired, Recommended: desired, Why: why}
 }
 
-// clamp brings n within [minimum, maximum] and says so when it changed anything.
+// clamp brings n within [minimum, maximum] (rules.Clamp) and says so when it changed
+// anything.
 func clamp(n int, minimum int, maximum int) (int, string) {
+	clamped := rules.Clamp(n, minimum, maximum)
 	switch {
-	case n < minimum:
-		return minimum, fmt.Sprintf("; raised to scaling_minimum %d", minimum)
-	case n > maximum:
-		return maximum, fmt.Sprintf("; lowered to scaling_maximum %d", maximum)
+	case clamped > n:
+		return clamped, fmt.Sprintf("; raised to scaling_minimum %d", minimum)
+	case clamped < n:
+		return clamped, fmt.Sprintf("; lowered to scaling_maximum %d", maximum)
 	}
 
 	return n, ""
 }
-
-// Instance states recorded by lxd-deployd (api.DeploymentInstance.State).
-const (
-	instanceDeleting  = "deleting"
-	instanceMissing   = "missing"
-	instanceReplacing = "replacing"
-)
 
 // BeingDeleted counts the instances on their way out (being deleted or replaced): they no
 // longer count in scaling_current, but lxd-deployd counts them against scaling_maximum
@@ -335,7 +331,7 @@ const (
 func BeingDeleted(instances []api.DeploymentInstance) int {
 	n := 0
 	for _, instance := range instances {
-		if instance.State == instanceDeleting || instance.State == instanceReplacing {
+		if rules.Going(instance.State) {
 			n++
 		}
 	}
@@ -353,8 +349,7 @@ func BeingDeleted(instances []api.DeploymentInstance) int {
 func ScaleDownOrder(instances []api.DeploymentInstance, n int) []string {
 	candidates := make([]api.DeploymentInstance, 0, len(instances))
 	for _, instance := range instances {
-		gone := instance.State == instanceDeleting || instance.State == instanceMissing || instance.State == instanceReplacing
-		if !gone && instance.Lifecycle != api.LifecycleTerminatingWait {
+		if rules.Counted(instance.State) && instance.Lifecycle != api.LifecycleTerminatingWait {
 			candidates = append(candidates, instance)
 		}
 	}

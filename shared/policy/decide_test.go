@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 )
 
 var t0 = time.Date(2026, 11, 22, 19, 0, 0, 0, time.UTC)
@@ -263,13 +264,13 @@ func TestMetricsInput(t *testing.T) {
 func TestScaleDownOrder(t *testing.T) {
 	at := func(minutes int) time.Time { return t0.Add(time.Duration(minutes) * time.Minute) }
 	instances := []api.DeploymentInstance{
-		{Name: "web-old", State: "created", CreatedAt: at(0)},
-		{Name: "web-new", State: "created", CreatedAt: at(30)},
-		{Name: "web-mid", State: "created", CreatedAt: at(10)},
-		{Name: "web-gone", State: "missing", CreatedAt: at(5)},
-		{Name: "web-going", State: "deleting", CreatedAt: at(40)},
-		{Name: "web-twin-a", State: "created", CreatedAt: at(20)},
-		{Name: "web-twin-b", State: "created", CreatedAt: at(20)},
+		{Name: "web-old", State: rules.Created, CreatedAt: at(0)},
+		{Name: "web-new", State: rules.Created, CreatedAt: at(30)},
+		{Name: "web-mid", State: rules.Created, CreatedAt: at(10)},
+		{Name: "web-gone", State: rules.Missing, CreatedAt: at(5)},
+		{Name: "web-going", State: rules.Deleting, CreatedAt: at(40)},
+		{Name: "web-twin-a", State: rules.Created, CreatedAt: at(20)},
+		{Name: "web-twin-b", State: rules.Created, CreatedAt: at(20)},
 	}
 
 	tests := []struct {
@@ -303,12 +304,12 @@ func TestScaleDownOrder(t *testing.T) {
 func TestScaleDownOrderUnhealthyFirst(t *testing.T) {
 	at := func(minutes int) time.Time { return t0.Add(time.Duration(minutes) * time.Minute) }
 	instances := []api.DeploymentInstance{
-		{Name: "web-old-sick", State: "created", Health: api.HealthUnhealthy, CreatedAt: at(0)},
-		{Name: "web-new", State: "created", Health: api.HealthHealthy, CreatedAt: at(30)},
-		{Name: "web-mid-sick", State: "created", Health: api.HealthUnhealthy, CreatedAt: at(10)},
-		{Name: "web-draining", State: "created", Lifecycle: api.LifecycleTerminatingWait, CreatedAt: at(40)},
-		{Name: "web-replaced", State: "replacing", Health: api.HealthUnhealthy, CreatedAt: at(50)},
-		{Name: "web-older", State: "created", Health: api.HealthStarting, CreatedAt: at(5)},
+		{Name: "web-old-sick", State: rules.Created, Health: api.HealthUnhealthy, CreatedAt: at(0)},
+		{Name: "web-new", State: rules.Created, Health: api.HealthHealthy, CreatedAt: at(30)},
+		{Name: "web-mid-sick", State: rules.Created, Health: api.HealthUnhealthy, CreatedAt: at(10)},
+		{Name: "web-draining", State: rules.Created, Lifecycle: api.LifecycleTerminatingWait, CreatedAt: at(40)},
+		{Name: "web-replaced", State: rules.Replacing, Health: api.HealthUnhealthy, CreatedAt: at(50)},
+		{Name: "web-older", State: rules.Created, Health: api.HealthStarting, CreatedAt: at(5)},
 	}
 
 	got := ScaleDownOrder(instances, 10)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 )
 
 // A scale-in from 6 to 3 over three members leaves one on each, whatever the ages say;
@@ -13,7 +14,7 @@ import (
 func TestScaleDownOrderKeepsSpread(t *testing.T) {
 	now := time.Now()
 	inst := func(name string, location string, age time.Duration) api.DeploymentInstance {
-		return api.DeploymentInstance{Name: name, State: "created", Status: "Running", Location: location, CreatedAt: now.Add(-age)}
+		return api.DeploymentInstance{Name: name, State: rules.Created, Status: "Running", Location: location, CreatedAt: now.Add(-age)}
 	}
 
 	// Newest first would take a, b and c: all of m1's and one of m2's.

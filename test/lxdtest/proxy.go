@@ -57,6 +57,10 @@ type ProxyFaults struct {
 	// ExecFails answers 500 to every POST .../instances/{name}/exec: exec fails to start
 	// while the rest of LXD answers.
 	ExecFails bool
+
+	// WaitFails answers 500 to every GET /1.0/operations/{id}/wait: the operations go on in
+	// LXD while their waits fail (a client learns nothing of how they end).
+	WaitFails bool
 }
 
 // StartProxy starts a proxy in front of upstream (an LXD's unix.socket) on a socket of its
@@ -158,6 +162,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, reverse *httputil.
 	fail := !events && f.FailShare > 0 && p.rng.Float64() < f.FailShare
 	p.mu.Unlock()
 	if r.Method == http.MethodPost && isExec(r.URL.Path) && f.ExecFails {
+		fail = true
+	}
+
+	if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/1.0/operations/") && strings.HasSuffix(r.URL.Path, "/wait") && f.WaitFails {
 		fail = true
 	}
 

@@ -1,18 +1,15 @@
-package main
+package cluster
 
 import (
 	"context"
 	"database/sql"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 )
 
 // Events reach every member through the members' own event streams, as LXD relays them:
@@ -23,32 +20,21 @@ import (
 // polling. A member that is down misses nothing it could have relayed: it had no
 // listeners either.
 
-// memberEventsPath is where a member serves its own events to the other members.
-const memberEventsPath = "/internal/cluster/events"
+// MemberEventsPath is where a member serves its own events to the other members.
+const MemberEventsPath = "/internal/cluster/events"
 
 // relayRefresh is how often the list of members to relay from is read again.
 const relayRefresh = 2 * time.Second
 
-// allowMember lets through only another member itself: a caller presenting a current
-// member's own certificate, not a request it forwards for someone.
-func (a clusterAPI) allowMember(r *http.Request) error {
-	caller := auth.CallerFromContext(r.Context())
-	if a.identity == nil || !caller.Trusted || caller.Protocol != auth.ProtocolTLS || caller.CertificateType != auth.CertificateTypeMember || caller.Via != "" {
-		return forbidden("only cluster members may use %s", r.URL.Path)
-	}
-
-	return nil
+// EventRelay hands the events of other members to this member's listeners
+// (*events.Server).
+type EventRelay interface {
+	Relay(event events.Event)
 }
 
-// memberEvents streams this member's own events to a member relaying them.
-func (a clusterAPI) memberEvents(r *http.Request) response.Response {
-	return response.ManualResponse(func(w http.ResponseWriter) error {
-		return a.events.ServeMember(w, r)
-	})
-}
-
-// relayEvents keeps an event stream open to every other online member until ctx ends.
-func (d *daemon) relayEvents(ctx context.Context) {
+// RelayEvents keeps an event stream open to every other online member until ctx ends,
+// handing what arrives to relay. Only a clustered member has the credentials to.
+func (m *Member) RelayEvents(ctx context.Context, relay EventRelay) {
 	streams := map[string]context.CancelFunc{} // "name address" -> stop
 	defer func() {
 		for _, stop := range streams {
@@ -58,18 +44,18 @@ func (d *daemon) relayEvents(ctx context.Context) {
 
 	for {
 		var members []db.Member
-		err := d.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := m.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			var err error
 			members, err = db.GetMembers(ctx, tx)
 			return err
 		})
 		if err == nil {
 			wanted := map[string]db.Member{}
-			for _, m := range members {
-				address, _, _ := strings.Cut(m.Address, ",")
-				if m.Name != d.member && address != "" && time.Since(m.HeartbeatAt) < offlineAfter {
-					m.Address = address
-					wanted[m.Name+" "+address+" "+m.CertificateFingerprint] = m
+			for _, member := range members {
+				address, _, _ := strings.Cut(member.Address, ",")
+				if member.Name != m.name && address != "" && time.Since(member.HeartbeatAt) < OfflineAfter {
+					member.Address = address
+					wanted[member.Name+" "+address+" "+member.CertificateFingerprint] = member
 				}
 			}
 
@@ -80,11 +66,11 @@ func (d *daemon) relayEvents(ctx context.Context) {
 				}
 			}
 
-			for key, m := range wanted {
+			for key, member := range wanted {
 				if _, ok := streams[key]; !ok {
 					streamCtx, stop := context.WithCancel(ctx)
 					streams[key] = stop
-					go d.relayFrom(streamCtx, m.Address, m.CertificateFingerprint)
+					go m.relayFrom(streamCtx, member.Address, member.CertificateFingerprint, relay)
 				}
 			}
 		}
@@ -99,14 +85,14 @@ func (d *daemon) relayEvents(ctx context.Context) {
 
 // relayFrom relays the events of the member at address, whose own certificate has the
 // fingerprint, reconnecting until ctx ends.
-func (d *daemon) relayFrom(ctx context.Context, address string, fingerprint string) {
+func (m *Member) relayFrom(ctx context.Context, address string, fingerprint string, relay EventRelay) {
 	dialer := websocket.Dialer{
 		HandshakeTimeout: 10 * time.Second,
-		TLSClientConfig:  d.identity.memberTLS(fingerprint),
+		TLSClientConfig:  m.identity.memberTLS(fingerprint),
 	}
 
 	for ctx.Err() == nil {
-		conn, _, err := dialer.DialContext(ctx, "wss://"+address+memberEventsPath, nil)
+		conn, _, err := dialer.DialContext(ctx, "wss://"+address+MemberEventsPath, nil)
 		if err == nil {
 			stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 			for {
@@ -116,7 +102,7 @@ func (d *daemon) relayFrom(ctx context.Context, address string, fingerprint stri
 					break
 				}
 
-				d.events.Relay(event)
+				relay.Relay(event)
 			}
 
 			stop()
@@ -124,7 +110,7 @@ func (d *daemon) relayFrom(ctx context.Context, address string, fingerprint stri
 		}
 
 		if ctx.Err() == nil {
-			d.logger.Debug("member event stream ended", "address", address, "err", err)
+			m.logger.Debug("member event stream ended", "address", address, "err", err)
 		}
 
 		select {

@@ -1,4 +1,4 @@
-package main
+package cluster
 
 import (
 	"context"
@@ -14,13 +14,13 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 )
 
-// forwardedCallerHeader carries, on a request one member forwards to another, who asked
+// ForwardedCallerHeader carries, on a request one member forwards to another, who asked
 // the forwarding member. The receiving member believes it only from a caller that
 // presented a current member's own certificate (mutual TLS proves which member), and
 // looks any certificate it names up in its own trust store, so a revoked client stays
 // revoked. Access is then checked for that caller as if it had come directly, and audit
 // records name it, not "cluster-member".
-const forwardedCallerHeader = "X-Lxd-Deployd-Forwarded-Caller"
+const ForwardedCallerHeader = "X-Lxd-Deployd-Forwarded-Caller"
 
 // forwardedCaller is what the header holds: the parts of an auth.Caller that identify it.
 type forwardedCaller struct {
@@ -33,8 +33,8 @@ type forwardedCaller struct {
 	InstanceProject string `json:"instance_project,omitempty"`
 }
 
-// setForwardedCaller names the request's original caller on a request to another member.
-func setForwardedCaller(request *http.Request, caller *auth.Caller) error {
+// SetForwardedCaller names the request's original caller on a request to another member.
+func SetForwardedCaller(request *http.Request, caller *auth.Caller) error {
 	if caller == nil || !caller.Trusted {
 		return errors.New("only a trusted caller's request is forwarded")
 	}
@@ -44,15 +44,15 @@ func setForwardedCaller(request *http.Request, caller *auth.Caller) error {
 		return err
 	}
 
-	request.Header.Set(forwardedCallerHeader, base64.RawURLEncoding.EncodeToString(data))
+	request.Header.Set(ForwardedCallerHeader, base64.RawURLEncoding.EncodeToString(data))
 	return nil
 }
 
-// authenticateTLS turns an HTTPS peer into a caller: another member by its own
-// certificate (as recorded with it: a removed member's finds nothing), the caller a
-// member forwards for, or whoever the trust store says. The cluster certificate is no
-// credential here at all.
-func (d *daemon) authenticateTLS(r *http.Request) (*auth.Caller, error) {
+// AuthenticateTLS turns an HTTPS peer into a caller: another member by its own
+// certificate (as recorded with it: a removed member's finds nothing; only when clustered),
+// the caller a member forwards for, or whoever the trust store says. The cluster
+// certificate is no credential here at all.
+func AuthenticateTLS(r *http.Request, store Store, clustered bool) (*auth.Caller, error) {
 	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
 		return &auth.Caller{Protocol: auth.ProtocolTLS}, nil
 	}
@@ -61,10 +61,10 @@ func (d *daemon) authenticateTLS(r *http.Request) (*auth.Caller, error) {
 	peer := r.TLS.PeerCertificates[0]
 	fingerprint := auth.Fingerprint(peer)
 	var caller *auth.Caller
-	err := d.db.Read(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+	err := store.Read(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		caller = nil
 		var trusted []auth.TrustedCertificate
-		if d.identity != nil {
+		if clustered {
 			member, err := db.GetMemberByFingerprint(ctx, tx, fingerprint)
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
@@ -87,7 +87,7 @@ func (d *daemon) authenticateTLS(r *http.Request) (*auth.Caller, error) {
 		}
 
 		caller = auth.AuthenticateTLS(r.TLS.PeerCertificates, trusted, now)
-		header := r.Header.Get(forwardedCallerHeader)
+		header := r.Header.Get(ForwardedCallerHeader)
 		if header == "" || caller.CertificateType != auth.CertificateTypeMember {
 			return nil
 		}

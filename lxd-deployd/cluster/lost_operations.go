@@ -1,4 +1,4 @@
-package main
+package cluster
 
 import (
 	"context"
@@ -14,16 +14,16 @@ import (
 )
 
 // A member records its operations in dqlite and settles the ones it left unfinished when it
-// starts again (clusterOperations.settle). A member that never comes back, or was removed
+// starts again (Operations.Settle). A member that never comes back, or was removed
 // from the cluster, cannot: its records would say "Running" for ever, and a waiter on
 // another member would wait until its timeout. The holder of the reconcile lease settles
 // them instead, as failed, saying which member went away and what to check.
 const (
-	// lostMemberGrace is how long a member must have been offline (no heartbeat) before its
-	// unfinished operations are settled. Well past offlineAfter, so that a member restarted
+	// LostMemberGrace is how long a member must have been offline (no heartbeat) before its
+	// unfinished operations are settled. Well past OfflineAfter, so that a member restarted
 	// by its supervisor settles its own, and a short network stall settles nothing; a
 	// removed member's are settled at once, since it stops itself at its next heartbeat.
-	lostMemberGrace = 30 * time.Second
+	LostMemberGrace = 30 * time.Second
 
 	// lostOperationsInterval is how often the lease holder looks for them.
 	lostOperationsInterval = 5 * time.Second
@@ -31,10 +31,10 @@ const (
 
 // lostOperationError returns why op can no longer finish, or false while its member may
 // still be running it: the member is absent from members (removed), or has not heartbeat
-// for lostMemberGrace.
+// for LostMemberGrace.
 //
 // It agrees with reconcile (fleet.OthersInFlux), which repairs the launch or delete record of a
-// member offline past offlineAfter, or removed, at its next round: the message says what
+// member offline past OfflineAfter, or removed, at its next round: the message says what
 // that repair does rather than promise the work was or was not done.
 func lostOperationError(op db.Operation, members []db.Member, now time.Time) (string, bool) {
 	var gone string
@@ -46,7 +46,7 @@ func lostOperationError(op db.Operation, members []db.Member, now time.Time) (st
 
 		found = true
 		silent := now.Sub(m.HeartbeatAt)
-		if silent < lostMemberGrace {
+		if silent < LostMemberGrace {
 			return "", false
 		}
 
@@ -83,9 +83,9 @@ func lostOperationAdvice(op db.Operation) string {
 	return advice + "check " + strings.Join(check, ", ") + " before retrying"
 }
 
-// settleLost fails the unfinished operations of lost members, each a compare-and-set
+// SettleLost fails the unfinished operations of lost members, each a compare-and-set
 // fenced by the caller's lease, and returns how many it settled.
-func (c *clusterOperations) settleLost(ctx context.Context, fence func(ctx context.Context, tx *sql.Tx) error, now time.Time) (int, error) {
+func (c *Operations) SettleLost(ctx context.Context, fence func(ctx context.Context, tx *sql.Tx) error, now time.Time) (int, error) {
 	settled := 0
 	err := c.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		settled = 0
@@ -130,15 +130,15 @@ func (c *clusterOperations) settleLost(ctx context.Context, fence func(ctx conte
 	return settled, err
 }
 
-// settleLostOperations runs settleLost every lostOperationsInterval while this member
+// SettleLostOperations runs SettleLost every lostOperationsInterval while this member
 // holds the reconcile lease (held), until ctx ends.
-func (d *daemon) settleLostOperations(ctx context.Context, held lease.Lease) {
+func (m *Member) SettleLostOperations(ctx context.Context, held lease.Lease) {
 	fence := func(ctx context.Context, tx *sql.Tx) error { return lease.Check(ctx, tx, held) }
 	// Never poked (its wake channel is nil): a round every interval only.
-	loop.Loop{}.Run(ctx, lostOperationsInterval, d.logger, "settle the operations of lost members", func(ctx context.Context) error {
-		settled, err := d.clusterOps().settleLost(ctx, fence, time.Now())
+	loop.Loop{}.Run(ctx, lostOperationsInterval, m.logger, "settle the operations of lost members", func(ctx context.Context) error {
+		settled, err := m.Operations().SettleLost(ctx, fence, time.Now())
 		if err == nil && settled > 0 {
-			d.logger.Warn("settled the unfinished operations of members that went away", "operations", settled)
+			m.logger.Warn("settled the unfinished operations of members that went away", "operations", settled)
 		}
 
 		return err

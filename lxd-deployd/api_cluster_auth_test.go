@@ -5,8 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"database/sql"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
@@ -15,18 +13,19 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // newTestCert makes a self-signed certificate and returns it parsed with its PEM.
 func newTestCert(t *testing.T, name string) (*x509.Certificate, string) {
 	t.Helper()
-	certPEM, _, err := makeKeyPair(name, false)
+	certPEM, _, err := cluster.MakeKeyPair(name, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	cert, err := parsePEMCertificate(string(certPEM))
+	cert, err := auth.ParsePEMCertificate(string(certPEM))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,22 +38,22 @@ func newTestCert(t *testing.T, name string) (*x509.Certificate, string) {
 // looked up in this member's trust store; nobody else can name a caller; the cluster
 // certificate is no credential.
 func TestMemberAuthentication(t *testing.T) {
-	cluster := dbtest.Open(t)
+	store := dbtest.Open(t)
 	dir := t.TempDir()
-	err := generateClusterCertificate(filepath.Join(dir, "cluster.crt"), filepath.Join(dir, "cluster.key"))
+	err := cluster.GenerateClusterCertificate(filepath.Join(dir, "cluster.crt"), filepath.Join(dir, "cluster.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	identity, err := loadClusterIdentity(dir)
+	identity, err := cluster.LoadIdentity(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	m2, m2PEM := newTestCert(t, memberServerName)
+	m2, m2PEM := newTestCert(t, cluster.MemberServerName)
 	alice, alicePEM := newTestCert(t, "alice")
 	gov, govPEM := newTestCert(t, "gov")
-	err = cluster.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+	err = store.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 		err := db.SaveMember(ctx, tx, db.Member{Name: "m2", Address: "127.0.0.1:1", DatabaseAddress: "db2", StartedAt: time.Now(), HeartbeatAt: time.Now(), Certificate: m2PEM, CertificateFingerprint: auth.Fingerprint(m2)})
 		if err != nil {
 			return err
@@ -72,19 +71,23 @@ func TestMemberAuthentication(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d := &daemon{db: cluster, identity: identity, logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	clusterLeaf, err := x509.ParseCertificate(identity.ClusterCertificate().Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	request := func(peer *x509.Certificate, forwarded *auth.Caller) *auth.Caller {
 		t.Helper()
 		r := httptest.NewRequest("GET", "/1.0/deployments", nil)
 		r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{peer}}
 		if forwarded != nil {
-			err := setForwardedCaller(r, forwarded)
+			err := cluster.SetForwardedCaller(r, forwarded)
 			if err != nil {
 				t.Fatal(err)
 			}
 		}
 
-		caller, err := d.authenticateTLS(r)
+		caller, err := cluster.AuthenticateTLS(r, store, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +100,7 @@ func TestMemberAuthentication(t *testing.T) {
 		return check(r.WithContext(auth.WithCaller(r.Context(), caller))) == nil
 	}
 
-	clusterAPI := clusterAPI{identity: identity}
+	clusterAPI := clusterAPI{member: cluster.New(cluster.Config{DB: store, Nodes: store, Identity: identity})}
 	member := request(m2, nil)
 	if member.CertificateType != auth.CertificateTypeMember || member.Name != "m2" || member.IsAdmin() {
 		t.Fatalf("m2's own certificate: %+v", member)
@@ -131,12 +134,12 @@ func TestMemberAuthentication(t *testing.T) {
 	}
 
 	// The cluster certificate authenticates nothing.
-	if c := request(identity.leaf, nil); c.Trusted {
+	if c := request(clusterLeaf, nil); c.Trusted {
 		t.Fatalf("the cluster certificate: %+v", c)
 	}
 
 	// Revoking alice revokes what members forward for her; removing m2 revokes m2.
-	err = cluster.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+	err = store.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 		cert, err := db.GetCertificate(ctx, tx, auth.Fingerprint(alice))
 		if err != nil {
 			return err
@@ -152,7 +155,7 @@ func TestMemberAuthentication(t *testing.T) {
 		t.Errorf("forwarded for a deleted certificate: %+v", c)
 	}
 
-	err = cluster.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
+	err = store.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 		return db.DeleteMember(ctx, tx, "m2")
 	})
 	if err != nil {

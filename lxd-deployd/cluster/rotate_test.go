@@ -1,4 +1,4 @@
-package main
+package cluster
 
 import (
 	"path/filepath"
@@ -12,17 +12,17 @@ import (
 // presents the new one.
 func TestPlanClusterCertificate(t *testing.T) {
 	dir := t.TempDir()
-	err := generateClusterCertificate(filepath.Join(dir, "cluster.crt"), filepath.Join(dir, "cluster.key"))
+	err := GenerateClusterCertificate(filepath.Join(dir, "cluster.crt"), filepath.Join(dir, "cluster.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	identity, err := loadClusterIdentity(dir)
+	identity, err := LoadIdentity(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	_, _, current := identity.clusterPEM()
+	_, _, current := identity.PEM()
 	rows := []db.ClusterCertificate{{ID: 1, Fingerprint: current, PrivateKey: "k"}, {ID: 2, Fingerprint: "new", PrivateKey: "k"}}
 	member := func(address string, accepted string, presented string) db.Member {
 		return db.Member{Name: address, DatabaseAddress: address, ClusterAccepted: accepted, ClusterFingerprint: presented}

@@ -17,48 +17,10 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 )
-
-// TestLostOperationError: an operation is lost once its member has been offline for
-// lostMemberGrace, or was removed; the message names the member and what to check.
-func TestLostOperationError(t *testing.T) {
-	now := time.Now()
-	launch := db.Operation{Member: "m2", Operation: lxdapi.Operation{Resources: map[string][]string{
-		"instances": {"/1.0/instances/web1?project=p"}, "deployment_shapes": {"/1.0/deployments/d/shapes/web?project=p"},
-	}}}
-
-	members := func(silent time.Duration) []db.Member {
-		return []db.Member{{Name: "m1", HeartbeatAt: now}, {Name: "m2", HeartbeatAt: now.Add(-silent)}}
-	}
-
-	for _, silent := range []time.Duration{0, offlineAfter + time.Second, lostMemberGrace - time.Second} {
-		message, lost := lostOperationError(launch, members(silent), now)
-		if lost {
-			t.Fatalf("member silent for %s: settled too early: %s", silent, message)
-		}
-	}
-
-	message, lost := lostOperationError(launch, members(lostMemberGrace+2*time.Second), now)
-	for _, want := range []string{"member m2 went offline while running this operation (no heartbeat for 32s)", "reconcile", "kept and started", "/1.0/instances/web1?project=p", "before retrying"} {
-		if !lost || !strings.Contains(message, want) {
-			t.Fatalf("offline member: %v %q does not say %q", lost, message, want)
-		}
-	}
-
-	rollout := db.Operation{Member: "m2", Operation: lxdapi.Operation{Resources: map[string][]string{"deployment_rollouts": {"/1.0/deployments/d/shapes/web/rollouts/3"}}}}
-	message, lost = lostOperationError(rollout, members(0)[:1], now)
-	for _, want := range []string{"member m2 was removed from the cluster", "check /1.0/deployments/d/shapes/web/rollouts/3 before retrying"} {
-		if !lost || !strings.Contains(message, want) {
-			t.Fatalf("removed member: %v %q does not say %q", lost, message, want)
-		}
-	}
-
-	if strings.Contains(message, "reconcile") {
-		t.Fatalf("reconcile has nothing to repair for an operation without instances: %q", message)
-	}
-}
 
 // TestLostMemberOperations, on two real dqlite nodes: m2 records an operation on its node;
 // a waiter on m1 (m2 cannot be reached to wait there) wakes with the failure the holder of
@@ -82,9 +44,9 @@ func TestLostMemberOperations(t *testing.T) {
 		}
 	}
 
-	record := func(cluster *db.Cluster, member string, id string) {
+	record := func(store *db.Cluster, member string, id string) {
 		t.Helper()
-		err := newOperationRecorder(cluster, member).Record(ctx, lxdapi.Operation{
+		err := cluster.NewOperationRecorder(store.Writes(), member).Record(ctx, lxdapi.Operation{
 			ID: id, Description: "Creating instance web1", StatusCode: lxdapi.Running, Metadata: map[string]any{}, MayCancel: true, CreatedAt: now, UpdatedAt: now,
 			Resources: map[string][]string{"instances": {"/1.0/instances/web1"}},
 		}, "default", 0)
@@ -100,9 +62,9 @@ func TestLostMemberOperations(t *testing.T) {
 	record(one, "m1", own)
 
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	m1 := &clusterOperations{db: one, member: "m1"}
+	m1 := cluster.NewOperations(one, "m1", nil)
 	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}}
-	handlers := apis{operations: operationsAPI{ops: operations.NewManager(logger, nil, "m1"), access: access{db: one}, cluster: m1}, access: access{db: one}}
+	handlers := apis{operations: operationsAPI{ops: operations.NewManager(logger, nil, "m1", nil), access: access{db: one}, cluster: m1}, access: access{db: one}}
 	a.router = newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false)
 
 	// A waiter on m1, as LXD's Operation.Wait() would through a member that did not start
@@ -122,13 +84,13 @@ func TestLostMemberOperations(t *testing.T) {
 	}
 
 	fence := func(ctx context.Context, tx *sql.Tx) error { return lease.Check(ctx, tx, held) }
-	settled, err := m1.settleLost(ctx, fence, time.Now().Add(offlineAfter+time.Second))
+	settled, err := m1.SettleLost(ctx, fence, time.Now().Add(cluster.OfflineAfter+time.Second))
 	if err != nil || settled != 0 {
 		t.Fatalf("m2 only just went offline: settled %d (%v)", settled, err)
 	}
 
 	// Past the grace period (the clock moved on rather than the test waiting 30 s).
-	settled, err = m1.settleLost(ctx, fence, time.Now().Add(lostMemberGrace+time.Second))
+	settled, err = m1.SettleLost(ctx, fence, time.Now().Add(cluster.LostMemberGrace+time.Second))
 	if err != nil || settled != 1 {
 		t.Fatalf("settle m2's operation: settled %d (%v)", settled, err)
 	}
@@ -162,7 +124,7 @@ func TestLostMemberOperations(t *testing.T) {
 	closeTwo(closeCtx)
 	cancel()
 
-	settled, err = m1.settleLost(ctx, fence, time.Now())
+	settled, err = m1.SettleLost(ctx, fence, time.Now())
 	if err != nil || settled != 1 {
 		t.Fatalf("settle the removed member's operation: settled %d (%v)", settled, err)
 	}
@@ -173,7 +135,7 @@ func TestLostMemberOperations(t *testing.T) {
 	}
 
 	// Even with a clock far ahead, m1's own operation is its own business.
-	settled, err = m1.settleLost(ctx, fence, time.Now().Add(time.Hour))
+	settled, err = m1.SettleLost(ctx, fence, time.Now().Add(time.Hour))
 	if err != nil || settled != 0 {
 		t.Fatalf("m1's own operation: settled %d (%v)", settled, err)
 	}
@@ -185,7 +147,7 @@ func TestLostMemberOperations(t *testing.T) {
 	}
 
 	record(one, "m3", removed+"4")
-	_, err = m1.settleLost(ctx, fence, time.Now())
+	_, err = m1.SettleLost(ctx, fence, time.Now())
 	if err == nil {
 		t.Fatal("settling without the reconcile lease must fail")
 	}

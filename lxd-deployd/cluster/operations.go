@@ -1,11 +1,10 @@
-package main
+package cluster
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -14,59 +13,69 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 )
 
-// operationRecorder keeps every operation of this member in dqlite
+// OperationRecorder keeps every operation of this member in dqlite
 // (operations.Recorder), so that any member can list it and knows who runs it.
-type operationRecorder struct {
-	db     *db.Cluster
+type OperationRecorder struct {
 	member string
 
 	// writes shares a transaction between the records of operations that change together
 	// (100 concurrent launches start and end 100 operations), and with the fleet's writes.
-	writes *db.GroupCommit
+	writes Writes
 }
 
-// newOperationRecorder records a member's operations in dqlite.
-func newOperationRecorder(cluster *db.Cluster, member string) operationRecorder {
-	return operationRecorder{db: cluster, member: member, writes: cluster.Writes()}
+// NewOperationRecorder records a member's operations in dqlite, through writes (the
+// database's group commit, *db.Cluster.Writes).
+func NewOperationRecorder(writes Writes, member string) OperationRecorder {
+	return OperationRecorder{member: member, writes: writes}
 }
 
 // Record saves an operation's state.
-func (r operationRecorder) Record(ctx context.Context, op lxdapi.Operation, project string, deploymentID int64) error {
+func (r OperationRecorder) Record(ctx context.Context, op lxdapi.Operation, project string, deploymentID int64) error {
 	return r.writes.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return db.SaveOperation(ctx, tx, db.Operation{Operation: op, Member: r.member, Project: project, DeploymentID: deploymentID})
 	})
 }
 
 // Forget removes an operation past its retention.
-func (r operationRecorder) Forget(ctx context.Context, id string) error {
+func (r OperationRecorder) Forget(ctx context.Context, id string) error {
 	return r.writes.Do(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return db.DeleteOperation(ctx, tx, id)
 	})
 }
 
-// clusterOperations answers for operations other members run: from their dqlite records,
-// and by forwarding to the member itself where live state is needed (waiting, cancelling),
-// as LXD does.
-type clusterOperations struct {
-	db       *db.Cluster
+// Operations answers for operations other members run: from their dqlite records, and by
+// forwarding to the member itself where live state is needed (waiting, cancelling), as
+// LXD does.
+type Operations struct {
+	db       Store
 	member   string
-	identity *clusterIdentity
+	identity *Identity
 }
 
-// settle marks the operations this member left running before a restart as failed: their
+// NewOperations answers, as member, for the operations of the others; identity is nil
+// when the daemon is not clustered (nothing is forwarded).
+func NewOperations(store Store, member string, identity *Identity) *Operations {
+	return &Operations{db: store, member: member, identity: identity}
+}
+
+// Member is the name of the member that answers.
+func (c *Operations) Member() string {
+	return c.member
+}
+
+// Settle marks the operations this member left running before a restart as failed: their
 // work died with the old process (reconcile repairs what it left half done).
-func (c *clusterOperations) settle(ctx context.Context) error {
+func (c *Operations) Settle(ctx context.Context) error {
 	return c.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		return db.FailOrphanedOperations(ctx, tx, c.member, time.Now(), time.Now().Add(-time.Hour))
 	})
 }
 
-// lookup returns the record of an operation: another member's, or one of this member's
+// Lookup returns the record of an operation: another member's, or one of this member's
 // from before a restart.
-func (c *clusterOperations) lookup(ctx context.Context, id string) (*db.Operation, error) {
+func (c *Operations) Lookup(ctx context.Context, id string) (*db.Operation, error) {
 	var op *db.Operation
 	err := c.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
@@ -76,8 +85,8 @@ func (c *clusterOperations) lookup(ctx context.Context, id string) (*db.Operatio
 	return op, err
 }
 
-// others returns the operations other members recorded.
-func (c *clusterOperations) others(ctx context.Context) ([]db.Operation, error) {
+// Others returns the operations other members recorded.
+func (c *Operations) Others(ctx context.Context) ([]db.Operation, error) {
 	var all []db.Operation
 	err := c.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
@@ -95,10 +104,11 @@ func (c *clusterOperations) others(ctx context.Context) ([]db.Operation, error) 
 	return result, err
 }
 
-// forward sends the request to member and relays its answer as is. This member presents
-// its own certificate and names the request's caller (cluster_auth.go): the other member
-// checks that caller's access itself, and its records name the person, not this member.
-func (c *clusterOperations) forward(r *http.Request, member string) (response.Response, error) {
+// Forward sends the request to member and returns its answer, for the caller to relay as
+// is (and close). This member presents its own certificate and names the request's caller
+// (auth.go): the other member checks that caller's access itself, and its records name the
+// person, not this member.
+func (c *Operations) Forward(r *http.Request, member string) (*http.Response, error) {
 	if c.identity == nil {
 		return nil, errors.New("not clustered")
 	}
@@ -110,7 +120,7 @@ func (c *clusterOperations) forward(r *http.Request, member string) (response.Re
 			return err
 		}
 
-		if time.Since(m.HeartbeatAt) > offlineAfter {
+		if time.Since(m.HeartbeatAt) > OfflineAfter {
 			return fmt.Errorf("member %q is offline", member)
 		}
 
@@ -132,31 +142,20 @@ func (c *clusterOperations) forward(r *http.Request, member string) (response.Re
 	}
 
 	// The member authorises the request as the original caller, not as this member.
-	err = setForwardedCaller(request, auth.CallerFromContext(r.Context()))
+	err = SetForwardedCaller(request, auth.CallerFromContext(r.Context()))
 	if err != nil {
 		return nil, err
 	}
 
 	// No overall timeout: a wait lasts as long as the caller asked; the caller's context
 	// ends it.
-	resp, err := c.identity.memberClient(fingerprint, 0).Do(request)
-	if err != nil {
-		return nil, err
-	}
-
-	return response.ManualResponse(func(w http.ResponseWriter) error {
-		defer func() { _ = resp.Body.Close() }()
-		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-		w.WriteHeader(resp.StatusCode)
-		_, err := io.Copy(w, io.LimitReader(resp.Body, 16<<20))
-		return err
-	}), nil
+	return c.identity.memberClient(fingerprint, 0).Do(request)
 }
 
-// waitRecord polls the record of another member's operation until it finishes, the
+// WaitRecord polls the record of another member's operation until it finishes, the
 // timeout passes (negative: none) or the request ends: the fallback when the member cannot
 // be reached to wait there.
-func (c *clusterOperations) waitRecord(ctx context.Context, id string, timeout time.Duration) (*db.Operation, error) {
+func (c *Operations) WaitRecord(ctx context.Context, id string, timeout time.Duration) (*db.Operation, error) {
 	var deadline <-chan time.Time
 	if timeout >= 0 {
 		timer := time.NewTimer(timeout)
@@ -165,7 +164,7 @@ func (c *clusterOperations) waitRecord(ctx context.Context, id string, timeout t
 	}
 
 	for {
-		op, err := c.lookup(ctx, id)
+		op, err := c.Lookup(ctx, id)
 		if err != nil || op.StatusCode.IsFinal() {
 			return op, err
 		}

@@ -1,4 +1,4 @@
-package main
+package apply
 
 import (
 	"context"
@@ -19,7 +19,7 @@ func TestTemplateApplyMakesRevisions(t *testing.T) {
 	imports := map[string]string{"app.jinja": appJinja}
 	var id int64
 	for i, config := range []string{appConfig("busybox", "web:3", "db:1"), appConfig("alpine", "web:3", "db:1")} {
-		applied, err := expandTemplate(ctx, inProcessEngine{}, nil, "default", "shop", config, imports, causeCreate)
+		applied, err := Expand(ctx, InProcess{}, nil, testBy, "default", "shop", config, imports, CauseCreate)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,7 +32,7 @@ func TestTemplateApplyMakesRevisions(t *testing.T) {
 				}
 			}
 
-			return applied.apply(ctx, tx, id)
+			return applied.Apply(ctx, tx, id)
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +72,7 @@ func TestTemplatedRolloutSettings(t *testing.T) {
     scaling_maximum: 3
     rollout: {max_surge: 2, max_unavailable: "25%", strategy: canary, canary: {count: 1}, trigger: config-change}
 `
-	applied, err := expandTemplate(context.Background(), inProcessEngine{}, nil, "default", "shop", config, nil, causeCreate)
+	applied, err := Expand(context.Background(), InProcess{}, nil, testBy, "default", "shop", config, nil, CauseCreate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestTemplatedRolloutSettings(t *testing.T) {
 		t.Fatalf("rollout settings: %+v", r)
 	}
 
-	_, err = expandTemplate(context.Background(), inProcessEngine{}, nil, "default", "shop", strings.Replace(config, "strategy: canary", "strategy: sideways", 1), nil, causeCreate)
+	_, err = Expand(context.Background(), InProcess{}, nil, testBy, "default", "shop", strings.Replace(config, "strategy: canary", "strategy: sideways", 1), nil, CauseCreate)
 	if err == nil || !strings.Contains(err.Error(), "rollout.strategy") {
 		t.Fatalf("a bad strategy must be refused naming the field: %v", err)
 	}

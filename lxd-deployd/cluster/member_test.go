@@ -1,0 +1,86 @@
+package cluster
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+)
+
+// TestMemberAddresses: a specific --https-address is dialled as is; a wildcard one on the
+// host of the database address; without a usable one, every address of the listener.
+func TestMemberAddresses(t *testing.T) {
+	all := func() []string { return []string{"192.0.2.1:8443", "127.0.0.1:8443"} }
+	tests := []struct {
+		name, https, database string
+		want                  []string
+	}{
+		{"no HTTPS", "", "10.0.0.1:9000", all()},
+		{"a specific address", "10.0.0.2:8443", "10.0.0.1:9000", []string{"10.0.0.2:8443"}},
+		{"a host name", "member1:8443", "10.0.0.1:9000", []string{"member1:8443"}},
+		{"IPv4 wildcard", "0.0.0.0:8443", "10.0.0.1:9000", []string{"10.0.0.1:8443"}},
+		{"empty host", ":8443", "10.0.0.1:9000", []string{"10.0.0.1:8443"}},
+		{"IPv6 wildcard", "[::]:8443", "[fd00::1]:9000", []string{"[fd00::1]:8443"}},
+		{"a single node on a unix socket", "0.0.0.0:8443", "@dqlite", all()},
+	}
+
+	for _, test := range tests {
+		got := MemberAddresses(test.https, test.database, all)
+		if !slices.Equal(got, test.want) {
+			t.Errorf("%s: %v, want %v", test.name, got, test.want)
+		}
+	}
+}
+
+// TestRegister: a member is recorded under its configured name with its addresses and its
+// own certificate; restarted without a name it keeps the one recorded for its database
+// address.
+func TestRegister(t *testing.T) {
+	ctx := context.Background()
+	store := dbtest.Open(t)
+	dir := t.TempDir()
+	err := GenerateClusterCertificate(filepath.Join(dir, "cluster.crt"), filepath.Join(dir, "cluster.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	identity, err := LoadIdentity(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	name, err := Register(ctx, store, identity, "m1", []string{"10.0.0.1:8443", "10.0.0.2:8443"})
+	if err != nil || name != "m1" {
+		t.Fatalf("register m1: %q (%v)", name, err)
+	}
+
+	name, err = Register(ctx, store, identity, "", []string{"10.0.0.1:8443"})
+	if err != nil || name != "m1" {
+		t.Fatalf("a restart without --cluster-name: %q (%v), want m1", name, err)
+	}
+
+	var member *db.Member
+	err = store.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		member, err = db.GetMemberByDatabaseAddress(ctx, tx, store.Address())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	_, _, clusterFingerprint := identity.PEM()
+	memberCert, err := auth.ParsePEMCertificate(member.Certificate)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if member.Name != "m1" || member.Address != "10.0.0.1:8443" || member.CertificateFingerprint != auth.Fingerprint(memberCert) || member.ClusterFingerprint != clusterFingerprint {
+		t.Fatalf("recorded member: %+v", member)
+	}
+}
