@@ -83,15 +83,18 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 
 	// LXD renders the shape's instances while the rows are read.
 	var listing func(want []string) (map[string]lxdapi.Instance, error)
-	client, clientErr := a.lxd.Client()
+	var clientErr error
 	callStart := time.Now()
-	if level > 0 && clientErr == nil {
+	if level > 0 {
 		// A request that fails before it waits for the listing leaves it to end unread.
-		listed := backend.StartShapeInstanceStatuses(client, ref.Project, ref.Name, ref.Shape)
-		listing = func(want []string) (map[string]lxdapi.Instance, error) {
-			live, err := listed(want)
-			a.reporter.Metrics().LXDCall("list", time.Since(callStart), err)
-			return live, err
+		var listed func(want []string) (map[string]lxdapi.Instance, error)
+		listed, clientErr = a.lxd.StartShapeListing(ref.Project, ref.Name, ref.Shape)
+		if clientErr == nil {
+			listing = func(want []string) (map[string]lxdapi.Instance, error) {
+				live, err := listed(want)
+				a.reporter.Metrics().LXDCall("list", time.Since(callStart), err)
+				return live, err
+			}
 		}
 	}
 
@@ -120,27 +123,38 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		return response.SyncResponse(urls)
 	}
 
-	// Usage comes from LXD's /1.0/metrics, one call beside the listing (doc/api.md), and
+	// Usage comes from LXD's /1.0/metrics, read in the background (usageCache.run) for
+	// every project listed lately: a listing shows that snapshot, which says when it was
+	// fetched (usage.sampled_at), and adds no call to LXD's. Only a listing with no snapshot
+	// (the project's first, or LXD's metrics failed) fetches one beside the listing, and
 	// never holds the listing up long (usageCache.forListing).
-	usageFetched := make(chan usageAnswer, 1)
-	joined := a.usage.fetching(ref.Project)
-	go func() {
-		client, err := a.lxd.Client()
-		if err == nil && len(rows) > 0 {
-			usageFetched <- a.usage.get(client, ref.Project)
-			return
-		}
+	a.usage.watch(ref.Project)
+	usage := a.usage.last(ref.Project)
+	var usageFetched chan usageAnswer
+	joined := false
+	if usage.usage == nil {
+		usageFetched = make(chan usageAnswer, 1)
+		joined = a.usage.fetching(ref.Project)
+		go func() {
+			if len(rows) > 0 && a.lxd.Status().Online {
+				usageFetched <- a.usage.get(a.lxd, ref.Project)
+				return
+			}
 
-		usageFetched <- usageAnswer{}
-	}()
-
-	live, err := a.liveStatuses(listing, clientErr, rows)
-	grace := usageGrace(time.Since(callStart))
-	if joined {
-		grace = 0 // the listing that started the fetch waited for it
+			usageFetched <- usageAnswer{}
+		}()
 	}
 
-	usage := a.usage.forListing(ref.Project, usageFetched, grace)
+	live, err := a.liveStatuses(listing, clientErr, rows)
+	if usageFetched != nil {
+		grace := usageGrace(time.Since(callStart))
+		if joined {
+			grace = 0 // the listing that started the fetch waited for it
+		}
+
+		usage = a.usage.forListing(ref.Project, usageFetched, grace)
+	}
+
 	online := err == nil
 	result := make([]api.DeploymentInstance, 0, len(rows))
 	for _, row := range rows {
@@ -228,13 +242,12 @@ func (a instancesAPI) get(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	client, err := a.lxd.Client()
+	err = a.lxd.Available()
 	if err != nil {
 		return response.SyncResponse(instanceFor(r, instanceAPI(*row, latest, nil, false)))
 	}
 
-	c := client.UseProject(ref.Project)
-	lxdInstance, _, err := c.GetInstance(row.Name)
+	lxdInstance, state, err := a.lxd.InstanceWithState(ref.Project, row.Name)
 	if err != nil {
 		result := instanceAPI(*row, latest, nil, !lxdapi.StatusErrorCheck(err, http.StatusServiceUnavailable))
 		withLocation(&result, *row, nil, a.lxd.Cluster())
@@ -243,8 +256,7 @@ func (a instancesAPI) get(r *http.Request) response.Response {
 
 	result := instanceAPI(*row, latest, lxdInstance, true)
 	withLocation(&result, *row, lxdInstance, a.lxd.Cluster())
-	state, _, err := c.GetInstanceState(row.Name)
-	if err == nil {
+	if state != nil {
 		result.LiveState = state
 	}
 
@@ -320,7 +332,7 @@ func (a instancesAPI) putState(r *http.Request) response.Response {
 		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "action %q is not valid: use start, stop, restart, freeze or unfreeze", req.Action))
 	}
 
-	client, err := a.lxd.Client()
+	err = a.lxd.Available()
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -356,7 +368,7 @@ func (a instancesAPI) putState(r *http.Request) response.Response {
 		Resources:    fleet.InstanceResources(ref),
 		Run: func(ctx context.Context, op *operations.Operation) error {
 			callStart := time.Now()
-			err := backend.UpdateInstanceState(ctx, client, ref.Project, ref.Instance, req)
+			err := a.lxd.SetInstanceState(ctx, ref.Project, ref.Instance, req)
 			a.reporter.Metrics().LXDCall("state", time.Since(callStart), err)
 			if err == nil {
 				a.reporter.Send(by, deploymentID, reporter.InstanceUpdated.Event(ref, nil))

@@ -53,7 +53,7 @@ func (a resizeAPI) put(r *http.Request) response.Response {
 	}
 
 	// Refused before anything is stored when LXD is offline.
-	_, err = a.lxd.Client()
+	err = a.lxd.Available()
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -73,7 +73,7 @@ func (a resizeAPI) put(r *http.Request) response.Response {
 	source := api.DeploymentShapeURL(ref.Project, ref.Name, ref.Shape)
 	a.reporter.Send(by, target.DeploymentID, reporter.ShapeResized.Event(ref, nil))
 	a.reporter.ShapeRevised(by, ref, target.DeploymentID, revision, 0)
-	resizer := fleet.Resizer{DB: a.db, Client: a.lxd.Client, Resized: a.reportInstance(by, ref, target.DeploymentID)}
+	resizer := fleet.Resizer{DB: a.db, Conn: a.lxd.Conn, Resized: a.reportInstance(by, ref, target.DeploymentID)}
 	op := a.ops.Start(operations.Args{
 		Description:  fmt.Sprintf("Resizing shape %s (revision %d)", ref.Shape, revision),
 		Project:      ref.Project,

@@ -182,12 +182,11 @@ var errDryRun = errors.New("dry run")
 
 // checkLXDHas refuses a rollback to a template whose image or profiles LXD no longer has.
 func (a revisionsAPI) checkLXDHas(project string, t lxdapi.InstancesPost, revision int) error {
-	client, err := a.lxd.Client()
+	err := a.lxd.Available()
 	if err != nil {
 		return err
 	}
 
-	c := client.UseProject(project)
 	source := t.Source
 	if source.Type == "image" && source.Server == "" {
 		// LXD makes instances from the fingerprint when there is one (a pinned image).
@@ -195,9 +194,9 @@ func (a revisionsAPI) checkLXDHas(project string, t lxdapi.InstancesPost, revisi
 		switch {
 		case source.Fingerprint != "":
 			image = source.Fingerprint
-			_, _, err = c.GetImage(source.Fingerprint)
+			_, err = a.lxd.Image(project, source.Fingerprint)
 		case source.Alias != "":
-			_, _, err = c.GetImageAlias(source.Alias)
+			_, err = a.lxd.ImageAlias(project, source.Alias)
 		}
 
 		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
@@ -210,7 +209,7 @@ func (a revisionsAPI) checkLXDHas(project string, t lxdapi.InstancesPost, revisi
 	}
 
 	for _, profile := range t.Profiles {
-		_, _, err = c.GetProfile(profile)
+		_, err = a.lxd.Profile(project, profile)
 		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
 			return lxdapi.StatusErrorf(http.StatusBadRequest, "revision %d uses profile %q, which LXD no longer has: create it again, or roll back to another revision", revision, profile)
 		}

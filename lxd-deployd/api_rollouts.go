@@ -65,7 +65,7 @@ func (a rolloutsAPI) readRollout(ctx context.Context, ref refs.ShapeRef, n int) 
 // cannot be read is shown without them.
 func (a rolloutsAPI) withCounts(ctx context.Context, r db.Rollout) api.DeploymentRollout {
 	out := r.DeploymentRollout
-	client, err := a.lxd.Client()
+	client, err := a.lxd.Conn()
 	if err != nil {
 		client = nil // no LXD: the counts without readiness
 	}

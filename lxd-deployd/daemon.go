@@ -124,6 +124,7 @@ type daemon struct {
 	scheduler *scheduler.Scheduler // scheduled actions (schedule.go)
 	conns     *connLimits          // the HTTPS connection budgets (conn_limits.go)
 	doors     *doorkeeper.Keeper   // keeps the door in step with the endpoints
+	usage     *usageCache          // LXD's usage of the instances, kept fresh in the background (instance_usage*.go)
 
 	// tasks are the background loops (wire.go), started by start and stopped by stop.
 	tasks task.Group
@@ -326,7 +327,7 @@ func (d *daemon) apis() apis {
 		deployments:  deploymentsAPI{db: d.db, fleet: d.fleet, reporter: l, configs: d.applyEngine()},
 		keys:         keysAPI{db: d.db, reporter: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, fleet: d.fleet, reporter: l},
-		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l, usage: newUsageCache(d.usageFetched)},
+		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l, usage: d.usage},
 		placement:    placementAPI{db: d.db, fleet: d.fleet},
 		schedule:     scheduleAPI{db: d.db, scheduler: d.scheduler},
 		endpoints:    endpointsAPI{db: d.db, lxd: d.lxd},

@@ -30,14 +30,16 @@ func newMetrics(cluster *db.Cluster, lxd *backend.LXD, ops *operations.Manager, 
 // errUsageUnavailable marks a fetch of LXD's metrics that gave no usage.
 var errUsageUnavailable = errors.New("LXD gave no usage")
 
-// usageFetched records a fetch of LXD's /1.0/metrics for a listing's usage: at 1,000
-// instances LXD takes seconds of CPU to build it again, so how often listings make it do
-// so is worth seeing.
-func (d *daemon) usageFetched(took time.Duration, ok bool) {
-	var err error
-	if !ok {
-		err = errUsageUnavailable
-	}
+// usageFetched records each fetch of LXD's /1.0/metrics for the listings' usage in m: at
+// 1,000 instances LXD takes seconds of CPU to build it again, so how often the daemon
+// makes it do so is worth seeing.
+func usageFetched(m *metrics.Metrics) func(took time.Duration, ok bool) {
+	return func(took time.Duration, ok bool) {
+		var err error
+		if !ok {
+			err = errUsageUnavailable
+		}
 
-	d.metrics.LXDCall("metrics", took, err)
+		m.LXDCall("metrics", took, err)
+	}
 }

@@ -114,18 +114,10 @@ func authenticateGovernor(r *http.Request, conn *governor.Conn, cluster *db.Clus
 
 // instanceByVsockID finds the VM whose volatile.vsock_id is cid, in one LXD listing.
 func instanceByVsockID(lxdConn *backend.LXD, cid uint32) (string, string, error) {
-	client, err := lxdConn.Client()
+	// LXD 5.0 may not list across projects: VMs falls back to the default project.
+	instances, err := lxdConn.VMs()
 	if err != nil {
 		return "", "", err
-	}
-
-	instances, err := client.GetInstancesAllProjects(lxdapi.InstanceTypeVM)
-	if err != nil {
-		// LXD 5.0 may not list across projects: fall back to the default project.
-		instances, err = client.GetInstances(lxdapi.InstanceTypeVM)
-		if err != nil {
-			return "", "", err
-		}
 	}
 
 	// Only a running VM can be calling; two with the same id would make the answer a guess.

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
-
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -45,6 +43,15 @@ type usageCache struct {
 
 	// fetched hears of each fetch, for the metrics (lxd_calls_total{kind="metrics"}).
 	fetched func(took time.Duration, ok bool)
+
+	// watched is when each project was last listed: run keeps their usage fresh.
+	watched map[string]time.Time
+}
+
+// metricsSource is where usage comes from: LXD's /1.0/metrics of a project
+// (backend.LXD.Metrics, or a fake in tests).
+type metricsSource interface {
+	Metrics(project string) (string, error)
 }
 
 // projectUsage is the last answer for one project.
@@ -66,7 +73,7 @@ func newUsageCache(fetched func(took time.Duration, ok bool)) *usageCache {
 		fetched = func(time.Duration, bool) {}
 	}
 
-	return &usageCache{projects: map[string]*projectUsage{}, now: time.Now, fetched: fetched}
+	return &usageCache{projects: map[string]*projectUsage{}, now: time.Now, fetched: fetched, watched: map[string]time.Time{}}
 }
 
 // usageAnswer is LXD's usage of a project's running instances by name, and when the
@@ -115,7 +122,7 @@ func (c *usageCache) fetching(project string) bool {
 // get returns the usage of a project's running instances by name: LXD's answer while it
 // is fresh, else a new one (a listing that comes while one is fetched waits for it).
 // Usage is a nicety of the listing: when LXD does not answer, there is none.
-func (c *usageCache) get(client lxd.InstanceServer, project string) usageAnswer {
+func (c *usageCache) get(client metricsSource, project string) usageAnswer {
 	if c == nil {
 		started := time.Now()
 		usage, _ := instanceUsage(client, project)
@@ -201,8 +208,8 @@ func sameUsage(a map[string]api.DeploymentInstanceUsage, b map[string]api.Deploy
 // instanceUsage reads the CPU and memory use of a project's running instances from one
 // LXD /1.0/metrics call (LXD caches it for a few seconds and answers in milliseconds, where
 // recursion=2 state reads take hundreds), by instance name.
-func instanceUsage(client lxd.InstanceServer, project string) (map[string]api.DeploymentInstanceUsage, bool) {
-	text, err := client.UseProject(project).GetMetrics()
+func instanceUsage(client metricsSource, project string) (map[string]api.DeploymentInstanceUsage, bool) {
+	text, err := client.Metrics(project)
 	if err != nil {
 		return nil, false
 	}

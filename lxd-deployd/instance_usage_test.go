@@ -28,6 +28,9 @@ func (f *metricsLXD) GetMetrics() (string, error) {
 	return f.answer()
 }
 
+// Metrics is the usage cache's metricsSource (backend.LXD.Metrics).
+func (f *metricsLXD) Metrics(string) (string, error) { return f.UseProject("").GetMetrics() }
+
 func cpuMetrics(seconds float64) string {
 	return fmt.Sprintf("# TYPE lxd_cpu_seconds_total counter\nlxd_cpu_seconds_total{cpu=\"0\",mode=\"user\",name=\"web1\",project=\"default\",type=\"container\"} %g\n", seconds)
 }

@@ -8,9 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
-
 	"github.com/lxd-deployd/lxd-deployd/internal/privatelxd"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 )
 
 // lxdProbeTimeout bounds how long one socket may take to answer before it counts as dead.
@@ -101,11 +100,5 @@ func lxdSockets(configured string) []string {
 func lxdAnswers(ctx context.Context, socket string) bool {
 	ctx, cancel := context.WithTimeout(ctx, lxdProbeTimeout)
 	defer cancel()
-	c, err := lxd.ConnectLXDUnixWithContext(ctx, socket, nil)
-	if err != nil {
-		return false
-	}
-
-	c.Disconnect()
-	return true
+	return backend.SocketAnswers(ctx, socket)
 }

@@ -81,6 +81,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		scheduler: scheduler.New(o.db, l, clock, logger),
 		conns:     newConnLimitsWith(defaultConnBudgets, logger),
 		doors:     doors,
+		usage:     newUsageCache(usageFetched(m)),
 		stopping:  stopping,
 		quit:      quit,
 	}
@@ -107,6 +108,9 @@ func (d *daemon) addTasks() {
 	d.addLeasedWork(webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger).WithTraffic(d.doors.FrontendStats))
 	d.tasks.Add("instance care", d.instanceCare)
 	d.tasks.Add("schedule", d.runSchedule)
+	d.tasks.Add("instance usage", func(ctx context.Context) {
+		d.usage.run(ctx, d.lxd, func() bool { return d.lxd.Status().Online }, usageRefreshEvery)
+	})
 }
 
 // wakeups are the loops a change wakes (reporter.Waker): the rollout engine's, the

@@ -247,7 +247,7 @@ func benchRolloutAtScale(b *testing.B, n int, surge int, background int) {
 	}
 
 	filtered := timedRounds(b, 3, func() error {
-		_, err := backend.ListShapeInstanceStatuses(env.lxdConn, "default", "dep1", rolloutBenchShape, nil)
+		_, err := backend.ListShapeInstanceStatuses(backend.NewConn(env.lxdConn), "default", "dep1", rolloutBenchShape, nil)
 		return err
 	})
 	fmt.Printf("  LXD's listing of the shape's %d (filter= on its keys): %v\n", n, ms(filtered))

@@ -18,13 +18,13 @@ import (
 const checksIdleConns = 32
 
 // ChecksClient returns the client the health checks reach LXD with: the same socket as
-// Client, over connections kept alive between requests, each request written and its
+// connected, over connections kept alive between requests, each request written and its
 // answer read by the goroutine that sends it. LXD's client opens a connection per request
 // (it turns keep-alives off), and Go's transport hands each request to two goroutines of
 // its connection: at 100 exec checks a second, the dials were a fifth of the daemon's CPU
 // and the handoffs another tenth (BenchmarkExecCheckCapacity's profiles).
 func (l *LXD) ChecksClient() (DoHTTPer, error) {
-	_, err := l.Client()
+	_, err := l.connected()
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func (l *LXD) ChecksClient() (DoHTTPer, error) {
 	return l.checks, nil
 }
 
-// socketPath is the socket Client connects to, found as LXD's client finds it when none
+// socketPath is the socket connected uses, found as LXD's client finds it when none
 // was given.
 func (l *LXD) socketPath() string {
 	switch {

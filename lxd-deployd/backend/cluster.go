@@ -154,7 +154,7 @@ func (l *LXD) Cluster() ClusterView {
 // RefreshCluster reads the cluster members now, rather than at the next probe: placement
 // decisions that must not act on a stale view (a drain, a member reported lost) call it.
 func (l *LXD) RefreshCluster() (ClusterView, error) {
-	client, err := l.Client()
+	client, err := l.connected()
 	if err != nil {
 		return ClusterView{}, err
 	}

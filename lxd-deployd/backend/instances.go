@@ -86,14 +86,16 @@ func (e *LeftBehindError) Unwrap() error {
 // CreateInstance creates and starts an instance. Nothing is left half made: if the start
 // fails, the instance is deleted again and LXD's error is returned as is; if even that
 // fails, the error is a *LeftBehindError.
-func CreateInstance(ctx context.Context, c lxd.InstanceServer, project string, req lxdapi.InstancesPost) error {
+func CreateInstance(ctx context.Context, conn *Conn, project string, req lxdapi.InstancesPost) error {
+	c := conn.raw()
 	return create(ctx, c, project, "", req, true)
 }
 
 // CreateInstanceOn is CreateInstance on an LXD cluster member or @group (LXD's ?target=;
 // empty: where LXD chooses). The create goes through a raw request (operation), which
 // does not see a client's UseTarget: the target is passed here.
-func CreateInstanceOn(ctx context.Context, c lxd.InstanceServer, project string, target string, req lxdapi.InstancesPost) error {
+func CreateInstanceOn(ctx context.Context, conn *Conn, project string, target string, req lxdapi.InstancesPost) error {
+	c := conn.raw()
 	return create(ctx, c, project, target, req, true)
 }
 
@@ -248,7 +250,8 @@ func waitInstanceOperations(ctx context.Context, c lxd.InstanceServer, name stri
 // DeleteInstance lifts the delete protection, stops and deletes an instance. An instance
 // LXD does not have is already deleted. An instance without our keys is not ours, whatever
 // its name: it is never touched.
-func DeleteInstance(ctx context.Context, c lxd.InstanceServer, project string, name string) error {
+func DeleteInstance(ctx context.Context, conn *Conn, project string, name string) error {
+	c := conn.raw()
 	return deleteInstance(ctx, c, project, name, time.Time{})
 }
 
@@ -300,6 +303,7 @@ func deleteInstance(ctx context.Context, c lxd.InstanceServer, project string, n
 }
 
 // UpdateInstanceState starts, stops, restarts, freezes or unfreezes an instance.
-func UpdateInstanceState(ctx context.Context, c lxd.InstanceServer, project string, name string, state lxdapi.InstanceStatePut) error {
+func UpdateInstanceState(ctx context.Context, conn *Conn, project string, name string, state lxdapi.InstanceStatePut) error {
+	c := conn.raw()
 	return operation(ctx, c, project, "PUT", statePath(name), state, status(name, state.Action))
 }

@@ -19,7 +19,8 @@ type instanceStatus struct {
 }
 
 // ListInstances returns the project's instances by name, from one LXD listing.
-func ListInstances(c lxd.InstanceServer, project string) (map[string]lxdapi.Instance, error) {
+func ListInstances(conn *Conn, project string) (map[string]lxdapi.Instance, error) {
+	c := conn.raw()
 	return list(c, projectQuery(project), func(i lxdapi.Instance) lxdapi.Instance { return i })
 }
 
@@ -30,7 +31,8 @@ func ListInstances(c lxd.InstanceServer, project string) (map[string]lxdapi.Inst
 // config, devices and expanded config (1.05 times LXD's listing in make bench, against
 // 1.55 with the full decode). A filter= naming a shape's 60 instances one by one made the
 // listing 4.5 times slower than LXD's own; ListShapeInstanceStatuses filters on two keys.
-func ListInstanceStatuses(c lxd.InstanceServer, project string) (map[string]lxdapi.Instance, error) {
+func ListInstanceStatuses(conn *Conn, project string) (map[string]lxdapi.Instance, error) {
+	c := conn.raw()
 	return list(c, projectQuery(project), statusOnly)
 }
 
@@ -40,13 +42,15 @@ func ListInstanceStatuses(c lxd.InstanceServer, project string) (map[string]lxda
 // (BenchmarkScale). The keys are set at create and never follow a rename: when the
 // listing misses one of want (the instances the caller expects), the project's listing
 // is returned instead, as it is when LXD refuses the filter.
-func ListShapeInstances(c lxd.InstanceServer, project string, deployment string, shape string, want []string) (map[string]lxdapi.Instance, error) {
+func ListShapeInstances(conn *Conn, project string, deployment string, shape string, want []string) (map[string]lxdapi.Instance, error) {
+	c := conn.raw()
 	return listShape(c, project, deployment, shape, want, func(i lxdapi.Instance) lxdapi.Instance { return i })
 }
 
 // ListShapeInstanceStatuses is ListShapeInstances decoding only names and statuses, as
 // ListInstanceStatuses does.
-func ListShapeInstanceStatuses(c lxd.InstanceServer, project string, deployment string, shape string, want []string) (map[string]lxdapi.Instance, error) {
+func ListShapeInstanceStatuses(conn *Conn, project string, deployment string, shape string, want []string) (map[string]lxdapi.Instance, error) {
+	c := conn.raw()
 	return listShape(c, project, deployment, shape, want, statusOnly)
 }
 
@@ -57,7 +61,8 @@ func listShape[T any](c lxd.InstanceServer, project string, deployment string, s
 // StartShapeInstanceStatuses starts ListShapeInstanceStatuses' listing at once and returns
 // its end, which takes want once the caller has it: an API listing reads its rows from the
 // database while LXD renders its instances, rather than before.
-func StartShapeInstanceStatuses(c lxd.InstanceServer, project string, deployment string, shape string) func(want []string) (map[string]lxdapi.Instance, error) {
+func StartShapeInstanceStatuses(conn *Conn, project string, deployment string, shape string) func(want []string) (map[string]lxdapi.Instance, error) {
+	c := conn.raw()
 	return startListShape(c, project, deployment, shape, statusOnly)
 }
 
@@ -95,7 +100,8 @@ func startListShape[T any](c lxd.InstanceServer, project string, deployment stri
 // name. LXD renders only that instance, where a listing renders every instance of the
 // project whatever its filter= (about 1 s with 1,000 instances on LXD 5.0): a caller that
 // needs a few instances' status reads them one by one.
-func GetInstance(c lxd.InstanceServer, project string, name string) (instance lxdapi.Instance, found bool, err error) {
+func GetInstance(conn *Conn, project string, name string) (instance lxdapi.Instance, found bool, err error) {
+	c := conn.raw()
 	resp, _, err := c.RawQuery("GET", "/1.0/instances/"+url.PathEscape(name)+"?"+url.Values{"project": {project}}.Encode(), nil, "")
 	if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
 		return lxdapi.Instance{}, false, nil
@@ -169,4 +175,15 @@ func list[T any](c lxd.InstanceServer, query url.Values, keep func(T) lxdapi.Ins
 	}
 
 	return byName, nil
+}
+
+// Metrics returns LXD's /1.0/metrics of a project, in the Prometheus text format (LXD
+// caches it for a few seconds), or a 503 error when LXD is unavailable.
+func (l *LXD) Metrics(project string) (string, error) {
+	c, err := l.connected()
+	if err != nil {
+		return "", err
+	}
+
+	return c.UseProject(project).GetMetrics()
 }

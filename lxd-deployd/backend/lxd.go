@@ -141,8 +141,10 @@ func (l *LXD) Status() Status {
 	return l.status
 }
 
-// Client returns the connected LXD client, or a 503 error saying why there is none.
-func (l *LXD) Client() (lxd.InstanceServer, error) {
+// connected returns the connected LXD client, or a 503 error saying why there is none.
+// It is not exported: outside this package LXD is reached through Conn and the narrow
+// methods (narrow.go), never through the raw client (issue 34).
+func (l *LXD) connected() (lxd.InstanceServer, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.client == nil {
@@ -150,4 +152,16 @@ func (l *LXD) Client() (lxd.InstanceServer, error) {
 	}
 
 	return l.client, nil
+}
+
+// SocketAnswers reports whether an LXD answers on the unix socket before ctx ends (the
+// connection reads GET /1.0), without keeping the connection.
+func SocketAnswers(ctx context.Context, socket string) bool {
+	c, err := lxd.ConnectLXDUnixWithContext(ctx, socket, nil)
+	if err != nil {
+		return false
+	}
+
+	c.Disconnect()
+	return true
 }

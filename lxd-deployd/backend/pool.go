@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/http"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 )
 
@@ -17,7 +16,8 @@ const ConfigWarmPool = "user.lxd-deployd.warm-pool"
 
 // CreatePoolInstance makes a warm pool instance from a shape's request: created, never
 // started. A failed create leaves nothing behind, as CreateInstance.
-func CreatePoolInstance(ctx context.Context, c lxd.InstanceServer, project string, req lxdapi.InstancesPost) error {
+func CreatePoolInstance(ctx context.Context, conn *Conn, project string, req lxdapi.InstancesPost) error {
+	c := conn.raw()
 	req.Config = maps.Clone(req.Config)
 	req.Config[ConfigWarmPool] = "true"
 	return create(ctx, c, project, "", req, false)
@@ -27,7 +27,8 @@ func CreatePoolInstance(ctx context.Context, c lxd.InstanceServer, project strin
 // renamed, given req's config and devices (its name-bound keys, a governor socket), and
 // started. renamed says which name the instance has when it fails: the caller removes
 // that one, never an instance that had req's name before.
-func TakePoolInstance(ctx context.Context, c lxd.InstanceServer, project string, poolName string, req lxdapi.InstancesPost) (renamed bool, err error) {
+func TakePoolInstance(ctx context.Context, conn *Conn, project string, poolName string, req lxdapi.InstancesPost) (renamed bool, err error) {
+	c := conn.raw()
 	err = SafeLimits(req.Config)
 	if err != nil {
 		return false, err
@@ -64,7 +65,8 @@ func TakePoolInstance(ctx context.Context, c lxd.InstanceServer, project string,
 
 // ReturnToPool stops an instance (cleanly, then by force after the timeout), renames it to
 // poolName and marks it as a warm pool instance.
-func ReturnToPool(ctx context.Context, c lxd.InstanceServer, project string, name string, poolName string, stopTimeout int) error {
+func ReturnToPool(ctx context.Context, conn *Conn, project string, name string, poolName string, stopTimeout int) error {
+	c := conn.raw()
 	c = c.UseProject(project)
 	instance, _, err := c.GetInstance(name)
 	if err != nil {

@@ -356,7 +356,7 @@ func (o dbObserver) Observe(ctx context.Context) (Observation, error) {
 		return obs, err
 	}
 
-	client, err := o.lxd.Client()
+	client, err := o.lxd.Requests()
 	if err != nil {
 		return obs, err
 	}

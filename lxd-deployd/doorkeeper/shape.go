@@ -46,7 +46,7 @@ func ShapeEndpoints(ctx context.Context, cluster *db.Cluster, lxd *backend.LXD, 
 
 	live := map[string]backend.Serving{}
 	if len(rows) > 0 {
-		client, err := lxd.Client()
+		client, err := lxd.Requests()
 		if err != nil {
 			return nil, err
 		}

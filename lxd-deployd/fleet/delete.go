@@ -7,10 +7,10 @@ import (
 	"net/http"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
@@ -23,7 +23,7 @@ type pendingDelete struct {
 	ref          refs.InstanceRef
 	deploymentID int64
 	row          db.Instance
-	client       lxd.InstanceServer
+	client       *backend.Conn
 	by           api.DeploymentRequestor
 	started      time.Time
 
@@ -58,7 +58,7 @@ func (f *Fleet) StartDelete(ctx context.Context, ref refs.InstanceRef, c Change)
 func (f *Fleet) reserveDelete(ctx context.Context, ref refs.InstanceRef, c Change) (p *pendingDelete, err error) {
 	var outcome reservation
 	defer func() { f.deleteReserved(ref, outcome, err) }()
-	client, err := f.lxd.Client()
+	client, err := f.lxd.Conn()
 	if err != nil {
 		return nil, err
 	}

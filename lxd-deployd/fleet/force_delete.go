@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -19,7 +18,7 @@ import (
 // deleteInstances deletes every given instance in LXD, a few at a time, then their rows,
 // each with its activity entry (by, why). Forced shape and deployment deletes use it before
 // removing the records.
-func deleteInstances(ctx context.Context, cluster *db.Cluster, client lxd.InstanceServer, sockets Sockets, rows []db.Instance, by api.DeploymentRequestor, why string) error {
+func deleteInstances(ctx context.Context, cluster *db.Cluster, client *backend.Conn, sockets Sockets, rows []db.Instance, by api.DeploymentRequestor, why string) error {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -106,7 +105,7 @@ func (f *Fleet) DeleteWithInstances(ctx context.Context, by api.DeploymentReques
 		return err
 	}
 
-	client, err := f.lxd.Client()
+	client, err := f.lxd.Conn()
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -28,7 +27,7 @@ type pendingLaunch struct {
 	row          int64
 	socket       bool
 	req          lxdapi.InstancesPost
-	client       lxd.InstanceServer
+	client       *backend.Conn
 	by           api.DeploymentRequestor
 	started      time.Time
 
@@ -67,7 +66,7 @@ func (f *Fleet) StartLaunch(ctx context.Context, ref refs.InstanceRef, c Change)
 func (f *Fleet) reserveLaunch(ctx context.Context, ref refs.InstanceRef, c Change) (p *pendingLaunch, err error) {
 	var outcome reservation
 	defer func() { f.launchReserved(ref, outcome, err) }()
-	client, err := f.lxd.Client()
+	client, err := f.lxd.Conn()
 	if err != nil {
 		return nil, err
 	}

@@ -60,7 +60,7 @@ func (k *LocationKeeper) round(ctx context.Context) error {
 		return nil
 	}
 
-	client, err := k.lxd.Client()
+	client, err := k.lxd.Conn()
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"path"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -98,7 +97,7 @@ func (rc *Reconciler) Run(ctx context.Context, interval time.Duration) {
 // reconcile makes one pass: observe (the records and one LXD listing per project), plan
 // (PlanReconcile), act.
 func (rc *Reconciler) reconcile(ctx context.Context) error {
-	client, err := rc.lxd.Client()
+	client, err := rc.lxd.Conn()
 	if err != nil {
 		return err
 	}
@@ -117,7 +116,7 @@ func (rc *Reconciler) reconcile(ctx context.Context) error {
 }
 
 // observe reads the records and what LXD holds, for one pass.
-func (rc *Reconciler) observe(ctx context.Context, client lxd.InstanceServer) (ReconcileView, error) {
+func (rc *Reconciler) observe(ctx context.Context, client *backend.Conn) (ReconcileView, error) {
 	v := ReconcileView{Deployments: map[string]int64{}, Inflight: rc.inflight.Has, OfflineAfter: rc.offlineAfter}
 	var projects []string
 	err := rc.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -194,7 +193,7 @@ func (rc *Reconciler) recordOrphans(ctx context.Context, plan ReconcilePlan) err
 
 // Repair applies one planned repair to a record no operation is working on. Every write
 // is a compare-and-set on the state the plan saw, so a concurrent change wins.
-func (rc *Reconciler) Repair(ctx context.Context, client lxd.InstanceServer, step RepairStep) {
+func (rc *Reconciler) Repair(ctx context.Context, client *backend.Conn, step RepairStep) {
 	row := step.Row
 	switch step.Action {
 	case RepairAdopt:
@@ -217,7 +216,7 @@ func (rc *Reconciler) Repair(ctx context.Context, client lxd.InstanceServer, ste
 		// The pass's listing may be older than the instance's state (or come from an LXD
 		// that was starting): LXD is asked for the instance itself before it is called
 		// missing, and so replaced.
-		live, _, err := client.UseProject(row.Project).GetInstance(row.Name)
+		live, _, err := backend.ReadInstance(client, row.Project, row.Name)
 		gone := lxdapi.StatusErrorCheck(err, http.StatusNotFound) || (err == nil && live.Config[backend.ConfigDeployment] == "")
 		if !gone {
 			rc.logger.Info("reconcile: instance not in LXD's listing, but LXD did not say it is gone; asking again next pass", "instance", row.Name, "project", row.Project, "err", err)
@@ -237,7 +236,7 @@ func (rc *Reconciler) Repair(ctx context.Context, client lxd.InstanceServer, ste
 // adopt finishes a launch a crash cut short after LXD made the instance, rather than leave
 // an orphan: the launch promised a started instance. One that does not start is no
 // capacity: it goes, as a launch LXD refused does.
-func (rc *Reconciler) adopt(ctx context.Context, client lxd.InstanceServer, row db.Instance, status lxdapi.StatusCode) {
+func (rc *Reconciler) adopt(ctx context.Context, client *backend.Conn, row db.Instance, status lxdapi.StatusCode) {
 	// The plan read the record before it listed LXD: a launch that finished in between has
 	// moved the record on (and is out of the in-flight set), and LXD's listing may show its
 	// instance stopped between create and start. Act only on a record still as it was seen,
@@ -269,7 +268,7 @@ func (rc *Reconciler) adopt(ctx context.Context, client lxd.InstanceServer, row 
 
 // deleteThenRemove deletes an instance in LXD, then its record (with also in the same
 // transaction); an instance LXD will not delete yet stays for the next pass.
-func (rc *Reconciler) deleteThenRemove(ctx context.Context, client lxd.InstanceServer, row db.Instance, what string, also ...func(ctx context.Context, tx *sql.Tx) error) {
+func (rc *Reconciler) deleteThenRemove(ctx context.Context, client *backend.Conn, row db.Instance, what string, also ...func(ctx context.Context, tx *sql.Tx) error) {
 	callStart := time.Now()
 	err := backend.DeleteInstance(ctx, client, row.Project, row.Name)
 	rc.metrics.LXDCall("delete", time.Since(callStart), err)
@@ -333,10 +332,10 @@ func (rc *Reconciler) removeRecord(ctx context.Context, row db.Instance, also ..
 
 // busyInstances returns the project/name of every instance a running LXD operation touches,
 // from one listing of LXD's operations per project (LXD 5.0 cannot list all projects at once).
-func busyInstances(client lxd.InstanceServer, projects []string) (map[string]bool, error) {
+func busyInstances(client *backend.Conn, projects []string) (map[string]bool, error) {
 	var ops []lxdapi.Operation
 	for _, project := range projects {
-		projectOps, err := client.UseProject(project).GetOperations()
+		projectOps, err := backend.ListOperations(client, project)
 		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
 			continue // the LXD project does not exist (yet)
 		}

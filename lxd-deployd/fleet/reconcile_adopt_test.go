@@ -238,7 +238,7 @@ func TestReconcileAdoptLeavesARecordChangedSincePlan(t *testing.T) {
 		return db.SetInstanceState(ctx, tx, planned.ID, db.InstanceCreating, db.InstanceCreated, "launcher", time.Now())
 	})
 
-	e.rc.Repair(context.Background(), fake, RepairStep{Row: planned, Action: RepairAdopt, Status: lxdapi.Stopped})
+	e.rc.Repair(context.Background(), backend.NewConn(fake), RepairStep{Row: planned, Action: RepairAdopt, Status: lxdapi.Stopped})
 
 	if len(fake.calls) != 0 {
 		t.Fatalf("adopt of a record changed since the plan must not touch LXD, it made %v", fake.calls)
@@ -271,7 +271,7 @@ func TestReconcileAdoptMarksDeletingBeforeLXDDeletes(t *testing.T) {
 		}
 	}
 
-	e.rc.Repair(context.Background(), fake, RepairStep{Row: planned, Action: RepairAdopt, Status: lxdapi.Stopped})
+	e.rc.Repair(context.Background(), backend.NewConn(fake), RepairStep{Row: planned, Action: RepairAdopt, Status: lxdapi.Stopped})
 
 	if want := []string{"start web1", "delete web1"}; len(fake.calls) != len(want) || fake.calls[0] != want[0] || fake.calls[1] != want[1] {
 		t.Fatalf("adopt of an instance that does not start: LXD calls %v, want %v", fake.calls, want)

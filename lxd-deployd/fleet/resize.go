@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -24,8 +23,8 @@ import (
 // instances with their state once, plans (PlanResize), and updates the instances in
 // batches through LXD's own instance update (with each instance's ETag).
 type Resizer struct {
-	DB     *db.Cluster
-	Client func() (lxd.InstanceServer, error)
+	DB   *db.Cluster
+	Conn func() (*backend.Conn, error)
 
 	// Rounds is how many rounds to try before giving up on instances a shrink would not
 	// fit (default 3), Interval the wait between rounds (default 5s).
@@ -111,12 +110,11 @@ func (r Resizer) Once(ctx context.Context, target ResizeTarget) (map[string]api.
 
 // round observes, plans and applies once.
 func (r Resizer) round(ctx context.Context, target ResizeTarget, results map[string]api.DeploymentResizeResult, refusedBefore map[string]bool, batchDone func()) (ResizePlan, error) {
-	client, err := r.Client()
+	client, err := r.Conn()
 	if err != nil {
 		return ResizePlan{}, err
 	}
 
-	client = client.UseProject(target.Project)
 	var state ResizeState
 	err = r.DB.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		state, err = resizeRecords(ctx, tx, target)
@@ -131,7 +129,7 @@ func (r Resizer) round(ctx context.Context, target ResizeTarget, results map[str
 	}
 
 	// One LXD call for the whole round: every instance with its state (memory usage).
-	listing, err := client.GetInstancesFull(lxdapi.InstanceTypeAny)
+	listing, err := backend.ListInstancesFull(client, target.Project)
 	if err != nil {
 		return ResizePlan{}, fmt.Errorf("list LXD instances: %w", err)
 	}
@@ -333,7 +331,7 @@ func resizeRecords(ctx context.Context, tx *sql.Tx, target ResizeTarget) (Resize
 // apply updates one instance's limits in LXD (unless LXD holds them already), then moves
 // its record to the latest revision and its template's hash (so that a scale-in may
 // return it to the warm pool like any current instance).
-func (r Resizer) apply(ctx context.Context, client lxd.InstanceServer, target ResizeTarget, latest int, templateHash string, step ResizeStep) api.DeploymentResizeResult {
+func (r Resizer) apply(ctx context.Context, client *backend.Conn, target ResizeTarget, latest int, templateHash string, step ResizeStep) api.DeploymentResizeResult {
 	failed := func(err error) api.DeploymentResizeResult {
 		return api.DeploymentResizeResult{Result: api.ResizeFailed, Reason: err.Error()}
 	}
@@ -345,7 +343,7 @@ func (r Resizer) apply(ctx context.Context, client lxd.InstanceServer, target Re
 			return failed(err)
 		}
 
-		inst, etag, err := client.GetInstance(step.Row.Name)
+		inst, etag, err := backend.ReadInstance(client, target.Project, step.Row.Name)
 		if err != nil {
 			return failed(fmt.Errorf("read instance: %w", err))
 		}
@@ -358,10 +356,7 @@ func (r Resizer) apply(ctx context.Context, client lxd.InstanceServer, target Re
 			}
 		}
 
-		op, err := client.UpdateInstance(step.Row.Name, inst.Writable(), etag)
-		if err == nil {
-			err = op.WaitContext(ctx)
-		}
+		err = backend.UpdateInstance(ctx, client, target.Project, step.Row.Name, inst.Writable(), etag)
 
 		if err != nil {
 			// LXD refuses a memory limit the cgroup cannot reclaim down to; say so plainly.

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -42,14 +41,14 @@ type InPlaceKeeper struct {
 	logger   *slog.Logger
 	wake     loop.Loop
 
-	// client is LXD (k.lxd.Client; a fake in tests).
-	client func() (lxd.InstanceServer, error)
+	// client is LXD (k.lxd.Conn; a fake in tests).
+	client func() (*backend.Conn, error)
 }
 
 func newInPlaceKeeper(f *Fleet) *InPlaceKeeper {
 	k := &InPlaceKeeper{db: f.db, lxd: f.lxd, ops: f.ops, reporter: f.reporter, logger: f.logger, wake: loop.New()}
 	if f.lxd != nil {
-		k.client = f.lxd.Client
+		k.client = f.lxd.Conn
 	}
 
 	if f.metrics != nil {
@@ -106,7 +105,7 @@ func (k *InPlaceKeeper) Round(ctx context.Context) error {
 			batch = max(1, resolved.Unavailable)
 		}
 
-		resizer := Resizer{DB: k.db, Client: k.client, Resized: k.report(ref, c.shape.DeploymentID)}
+		resizer := Resizer{DB: k.db, Conn: k.client, Resized: k.report(ref, c.shape.DeploymentID)}
 		target := ResizeTarget{DeploymentID: c.shape.DeploymentID, ShapeID: c.shape.ID, Project: c.project, Shape: c.shape.Name, By: ResizeRequestor, Batch: batch, ResizesOnly: true}
 		results, err := resizer.Once(ctx, target)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -129,7 +130,7 @@ func TestInPlacePass(t *testing.T) {
 	heard := &heardEvents{}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	k := newInPlaceKeeper(New(Config{DB: e.db, Reporter: heard, Logger: logger}))
-	k.client = func() (lxd.InstanceServer, error) { return fake, nil }
+	k.client = func() (*backend.Conn, error) { return backend.NewConn(fake), nil }
 
 	refusals := func() int {
 		n := 0

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
@@ -22,7 +21,7 @@ func SnapshotKey(project string, name string) string {
 
 // TakeSnapshot lists the instances of every project; a project LXD does not have (yet) has
 // none. Each listing is counted as an LXD call.
-func TakeSnapshot(client lxd.InstanceServer, projects []string, m *metrics.Metrics) (Snapshot, error) {
+func TakeSnapshot(client *backend.Conn, projects []string, m *metrics.Metrics) (Snapshot, error) {
 	live := Snapshot{}
 	for _, project := range projects {
 		callStart := time.Now()

@@ -13,8 +13,6 @@ import (
 	"log/slog"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
-
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/shared/revert"
@@ -147,7 +145,7 @@ func (w *WarmPool) round(ctx context.Context) error {
 		return nil
 	}
 
-	client, err := w.lxd.Client()
+	client, err := w.lxd.Conn()
 	if err != nil {
 		return err
 	}
@@ -181,7 +179,7 @@ func (w *WarmPool) round(ctx context.Context) error {
 }
 
 // observe reads the shapes, pool and instance records, and what LXD holds.
-func (w *WarmPool) observe(ctx context.Context, client lxd.InstanceServer) (PoolView, error) {
+func (w *WarmPool) observe(ctx context.Context, client *backend.Conn) (PoolView, error) {
 	v := PoolView{Deployments: map[int64][2]string{}, Inflight: w.inflight.Has}
 	var projects []string
 	err := w.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -276,7 +274,7 @@ func (w *WarmPool) recordedTagged(ctx context.Context, v PoolView) ([]db.Instanc
 
 // fill makes one pool instance for a shape.
 func (w *WarmPool) fill(ctx context.Context, shape db.Shape, project string, deployment string, hash string) error {
-	client, err := w.lxd.Client()
+	client, err := w.lxd.Conn()
 	if err != nil {
 		return err
 	}
@@ -323,7 +321,7 @@ func (w *WarmPool) remove(ctx context.Context, row db.PoolInstance) {
 		row.State = db.PoolTaking
 	}
 
-	client, err := w.lxd.Client()
+	client, err := w.lxd.Conn()
 	if err == nil {
 		err = backend.DeleteInstance(ctx, client, row.Project, row.Name)
 	}
@@ -375,7 +373,7 @@ const poolStopTimeout = 30
 func (w *WarmPool) giveBack(ctx context.Context, p *pendingDelete) bool {
 	project := p.ref.Project
 	if p.reuse.Image != "" {
-		live, _, err := p.client.UseProject(project).GetInstance(p.row.Name)
+		live, _, err := backend.ReadInstance(p.client, project, p.row.Name)
 		if err != nil || live.Config["volatile.base_image"] != p.reuse.Image {
 			return false // made from another image than the pool's: deleted
 		}

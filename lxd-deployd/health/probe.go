@@ -149,7 +149,7 @@ func (p *prober) probe(ctx context.Context, s Settings, addr netip.Addr) Result 
 
 // probe finds the instance's address and runs its http or tcp check.
 func (c *Checker) probe(ctx context.Context, t target) Result {
-	client, err := c.LXD.Client()
+	client, err := c.LXD.Requests()
 	if err != nil {
 		c.sawOutage()
 		return Result{At: time.Now(), ExitCode: -1, NoVerdict: true, Output: truncate(fmt.Sprintf("check did not run: %v", err))}

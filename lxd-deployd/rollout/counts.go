@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 )
 
@@ -63,7 +63,7 @@ func rolloutState(r db.Rollout, shape *db.Shape, rows []db.Instance, live map[st
 // those at its target revision (updated, and of them the ready ones) and those it still
 // replaces (outdated), as its steps count them. client nil means LXD cannot be asked: no
 // instance is ready then.
-func (e *Engine) Counts(ctx context.Context, client lxd.InstanceServer, r db.Rollout) (updated int, ready int, outdated int, err error) {
+func (e *Engine) Counts(ctx context.Context, client *backend.Conn, r db.Rollout) (updated int, ready int, outdated int, err error) {
 	var shape *db.Shape
 	var rows []db.Instance
 	err = e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {

@@ -7,9 +7,8 @@ import (
 	"strings"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
-
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -75,7 +74,7 @@ func UsesHooks(r db.Rollout) bool {
 }
 
 // stepCustom moves a custom rollout: start its deployer, follow it, and judge its end.
-func (e *Engine) stepCustom(ctx context.Context, client lxd.InstanceServer, r db.Rollout) error {
+func (e *Engine) stepCustom(ctx context.Context, client *backend.Conn, r db.Rollout) error {
 	v, err := e.observe(ctx, client, r)
 	if err != nil {
 		return err
@@ -106,7 +105,7 @@ func (e *Engine) stepCustom(ctx context.Context, client lxd.InstanceServer, r db
 
 // hookGate runs a built-in rollout's pre or post hook when it has one: true once the hook
 // exited 0 (or there is none), false while it runs or after it failed the rollout.
-func (e *Engine) hookGate(ctx context.Context, client lxd.InstanceServer, r db.Rollout, v *rolloutView, kind string) (bool, error) {
+func (e *Engine) hookGate(ctx context.Context, client *backend.Conn, r db.Rollout, v *rolloutView, kind string) (bool, error) {
 	if !UsesHooks(r) || (kind == db.KindPre && r.Strategy.Pre == nil) || (kind == db.KindPost && r.Strategy.Post == nil) {
 		return true, nil
 	}

@@ -140,7 +140,7 @@ func (e *Engine) RunImageTrigger(ctx context.Context) {
 
 // tick claims the active rollouts it can and moves each running one a step.
 func (e *Engine) tick(ctx context.Context) {
-	client, err := e.lxd.Client()
+	client, err := e.lxd.Conn()
 	if err != nil {
 		return
 	}

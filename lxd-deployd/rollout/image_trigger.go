@@ -88,12 +88,7 @@ func (w *imageWatcher) run(ctx context.Context) {
 // which this watcher has no use for and should not decode. It returns a channel closed
 // when the stream ends, or nil when it could not subscribe.
 func (w *imageWatcher) listen(ctx context.Context, events chan<- struct{}) <-chan struct{} {
-	client, err := w.engine.lxd.Client()
-	if err != nil {
-		return nil
-	}
-
-	conn, err := client.RawWebsocket("/events?type=lifecycle&all-projects=true")
+	conn, err := w.engine.lxd.LifecycleEvents()
 	if err != nil {
 		return nil
 	}
@@ -144,7 +139,7 @@ func (w *imageWatcher) listen(ctx context.Context, events chan<- struct{}) <-cha
 // check resolves every alias an image-change shape names, once per project and alias, and
 // revises the shapes whose alias moved; watching says whether any shape watches its alias.
 func (w *imageWatcher) check(ctx context.Context) (watching bool, err error) {
-	client, err := w.engine.lxd.Client()
+	err = w.engine.lxd.Available()
 	if err != nil {
 		return true, nil // the shapes are read again once LXD is back
 	}
@@ -190,7 +185,7 @@ func (w *imageWatcher) check(ctx context.Context) (watching bool, err error) {
 		key := project + "/" + s.InstanceTemplate.Source.Alias
 		fingerprint, ok := resolved[key]
 		if !ok {
-			alias, _, err := client.UseProject(project).GetImageAlias(s.InstanceTemplate.Source.Alias)
+			alias, err := w.engine.lxd.ImageAlias(project, s.InstanceTemplate.Source.Alias)
 			if err != nil {
 				continue
 			}

@@ -29,8 +29,8 @@ func (e *Engine) inPlace(ctx context.Context, r db.Rollout, v *rolloutView) int 
 
 	ref := refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: r.Project, Name: r.Deployment}, Shape: r.Shape}
 	resizer := fleet.Resizer{
-		DB:     e.db,
-		Client: e.lxd.Client,
+		DB:   e.db,
+		Conn: e.lxd.Conn,
 		Resized: func(row db.Instance, result api.DeploymentResizeResult) {
 			if result.Result == api.ResizeApplied {
 				e.reporter.Send(Requestor, r.DeploymentID, reporter.InstanceResized.Event(refs.InstanceRef{ShapeRef: ref, Instance: row.Name}, nil))

@@ -4,7 +4,6 @@ import (
 	"sync"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -168,7 +167,7 @@ func (l *liveViews) setNoneInPlace(id int64, revision int) {
 
 // refresh brings r's view up to what rows need (toRead) and returns LXD's instances of the
 // shape as it now stands.
-func (l *liveViews) refresh(client lxd.InstanceServer, r db.Rollout, rows []db.Instance) (map[string]lxdapi.Instance, error) {
+func (l *liveViews) refresh(client *backend.Conn, r db.Rollout, rows []db.Instance) (map[string]lxdapi.Instance, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	v := l.view(r.ID)

@@ -15,6 +15,7 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -156,7 +157,7 @@ func TestLiveViewSeesItsOwnLaunches(t *testing.T) {
 	views := &liveViews{}
 	before := time.Now().Add(-time.Minute)
 	rows := []db.Instance{{Name: "old1", State: db.InstanceCreated, StateChangedAt: before}, {Name: "old2", State: db.InstanceCreated, StateChangedAt: before}}
-	live, err := views.refresh(fake, r, rows)
+	live, err := views.refresh(backend.NewConn(fake), r, rows)
 	if err != nil || fake.listings != 1 || len(live) != 2 {
 		t.Fatalf("first refresh: %d listings, %d instances, %v; want one listing of 2", fake.listings, len(live), err)
 	}
@@ -166,7 +167,7 @@ func TestLiveViewSeesItsOwnLaunches(t *testing.T) {
 	fake.instances["new1"] = lxdapi.Instance{Name: "new1", Status: "Stopped", StatusCode: lxdapi.Stopped}
 	rows = append(rows, db.Instance{Name: "new1", State: db.InstanceCreating, StateChangedAt: time.Now()})
 	rows[1].State, rows[1].StateChangedAt = db.InstanceDeleting, time.Now()
-	_, err = views.refresh(fake, r, rows)
+	_, err = views.refresh(backend.NewConn(fake), r, rows)
 	if err != nil || fake.listings != 1 || len(fake.gets) != 0 {
 		t.Fatalf("refresh during the launch: %d listings, gets %v, %v; want nothing asked", fake.listings, fake.gets, err)
 	}
@@ -176,7 +177,7 @@ func TestLiveViewSeesItsOwnLaunches(t *testing.T) {
 	fake.instances["new1"] = running("new1")
 	rows[2].State, rows[2].StateChangedAt = db.InstanceCreated, time.Now()
 	rows[1].State, rows[1].StateChangedAt = db.InstanceCreated, time.Now()
-	live, err = views.refresh(fake, r, rows)
+	live, err = views.refresh(backend.NewConn(fake), r, rows)
 	slices.Sort(fake.gets)
 	if err != nil || fake.listings != 1 || !slices.Equal(fake.gets, []string{"new1", "old2"}) {
 		t.Fatalf("refresh after the launch: %d listings, gets %v, %v; want new1 and old2 read", fake.listings, fake.gets, err)
@@ -188,14 +189,14 @@ func TestLiveViewSeesItsOwnLaunches(t *testing.T) {
 
 	// Nothing changed since: nothing is asked; an instance LXD lost is not in the view.
 	fake.gets = nil
-	_, err = views.refresh(fake, r, rows)
+	_, err = views.refresh(backend.NewConn(fake), r, rows)
 	if err != nil || fake.listings != 1 || len(fake.gets) != 0 {
 		t.Fatalf("refresh with nothing changed: %d listings, gets %v, %v", fake.listings, fake.gets, err)
 	}
 
 	delete(fake.instances, "new1")
 	rows[2].StateChangedAt = time.Now()
-	live, err = views.refresh(fake, r, rows)
+	live, err = views.refresh(backend.NewConn(fake), r, rows)
 	_, ok := live["new1"]
 	if err != nil || ok {
 		t.Fatalf("an instance LXD no longer has is in the view (%v)", err)

@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
@@ -31,7 +31,7 @@ type rolloutView struct {
 }
 
 // observe reads a rollout's shape and instances, and LXD's view of them (e.views).
-func (e *Engine) observe(ctx context.Context, client lxd.InstanceServer, r db.Rollout) (*rolloutView, error) {
+func (e *Engine) observe(ctx context.Context, client *backend.Conn, r db.Rollout) (*rolloutView, error) {
 	v := &rolloutView{}
 	err := e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
@@ -75,7 +75,7 @@ func (e *Engine) observe(ctx context.Context, client lxd.InstanceServer, r db.Ro
 }
 
 // step moves one running rollout forward.
-func (e *Engine) step(ctx context.Context, client lxd.InstanceServer, r db.Rollout) error {
+func (e *Engine) step(ctx context.Context, client *backend.Conn, r db.Rollout) error {
 	if UsesDeployer(r) {
 		return e.stepCustom(ctx, client, r)
 	}

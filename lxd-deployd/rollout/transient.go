@@ -9,16 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"path"
 	"strings"
 	"sync"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -139,7 +138,7 @@ const (
 
 // driveTransient moves a rollout's transient of spec's kind: launch it, follow it, hold it
 // to its timeout (and a deployer to the progress deadline), and say how it ended.
-func (e *Engine) driveTransient(ctx context.Context, client lxd.InstanceServer, r db.Rollout, v *rolloutView, spec transientSpec) (transientState, *db.Deployer, error) {
+func (e *Engine) driveTransient(ctx context.Context, client *backend.Conn, r db.Rollout, v *rolloutView, spec transientSpec) (transientState, *db.Deployer, error) {
 	var d *db.Deployer
 	err := e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
@@ -192,7 +191,7 @@ func (e *Engine) driveTransient(ctx context.Context, client lxd.InstanceServer, 
 
 // launchTransient records a transient and its credential, then makes it in LXD and starts
 // its command in the background.
-func (e *Engine) launchTransient(ctx context.Context, client lxd.InstanceServer, r db.Rollout, v *rolloutView, spec transientSpec) error {
+func (e *Engine) launchTransient(ctx context.Context, client *backend.Conn, r db.Rollout, v *rolloutView, spec transientSpec) error {
 	key := followKey(r.ID, spec.kind)
 	if !e.transients.take(key) {
 		return nil
@@ -262,18 +261,13 @@ func (e *Engine) launchTransient(ctx context.Context, client lxd.InstanceServer,
 
 // startTransient makes the container with the governor socket, hands it its input (a file
 // only root inside reads) and starts its command, recording LXD's operation.
-func (e *Engine) startTransient(ctx context.Context, client lxd.InstanceServer, r db.Rollout, d db.Deployer, spec transientSpec, input api.DeployerInput) error {
-	c := client.UseProject(d.Project)
+func (e *Engine) startTransient(ctx context.Context, client *backend.Conn, r db.Rollout, d db.Deployer, spec transientSpec, input api.DeployerInput) error {
 	hostPath, err := e.sockets.AddInstance(d.Project, d.Instance)
 	if err != nil {
 		return err
 	}
 
-	source := lxdapi.InstanceSource{Type: "image", Alias: spec.image}
-	_, _, err = c.GetImageAlias(spec.image)
-	if err != nil {
-		source = lxdapi.InstanceSource{Type: "image", Fingerprint: spec.image}
-	}
+	source := backend.ImageSource(client, d.Project, spec.image)
 
 	mark := fmt.Sprintf("%s/%s/%d", r.Deployment, r.Shape, r.Number)
 	if spec.kind != db.KindDeployer {
@@ -282,19 +276,12 @@ func (e *Engine) startTransient(ctx context.Context, client lxd.InstanceServer, 
 
 	req := lxdapi.InstancesPost{Name: d.Instance, Type: lxdapi.InstanceTypeContainer, Source: source, InstancePut: lxdapi.InstancePut{Config: map[string]string{ConfigDeployer: mark}}}
 	fleet.WithGovernorSocket(&req, hostPath)
-	op, err := c.CreateInstance(req)
-	if err == nil {
-		err = op.WaitContext(ctx)
-	}
-
+	err = backend.CreateStopped(ctx, client, d.Project, req)
 	if err != nil {
 		return fmt.Errorf("create %s %s from image %q: %w", label(spec.kind), d.Instance, spec.image, err)
 	}
 
-	start, err := c.UpdateInstanceState(d.Instance, lxdapi.InstanceStatePut{Action: "start", Timeout: -1}, "")
-	if err == nil {
-		err = start.WaitContext(ctx)
-	}
+	err = backend.ChangeState(ctx, client, d.Project, d.Instance, lxdapi.InstanceStatePut{Action: "start", Timeout: -1})
 
 	if err != nil {
 		return fmt.Errorf("start %s %s: %w", label(spec.kind), d.Instance, err)
@@ -307,10 +294,10 @@ func (e *Engine) startTransient(ctx context.Context, client lxd.InstanceServer, 
 
 	// The directories may exist in the image already.
 	for _, dir := range []string{path.Dir(path.Dir(api.DeployerFile)), path.Dir(api.DeployerFile)} {
-		_ = c.CreateInstanceFile(d.Instance, dir, lxd.InstanceFileArgs{Type: "directory", Mode: 0o755, UID: 0, GID: 0})
+		_ = backend.MakeDirectory(client, d.Project, d.Instance, dir)
 	}
 
-	err = c.CreateInstanceFile(d.Instance, api.DeployerFile, lxd.InstanceFileArgs{Content: strings.NewReader(string(data)), Type: "file", Mode: 0o400, UID: 0, GID: 0, WriteMode: "overwrite"})
+	err = backend.WriteFile(client, d.Project, d.Instance, api.DeployerFile, string(data), 0o400)
 	if err != nil {
 		return fmt.Errorf("hand %s %s its input (%s): %w", label(spec.kind), d.Instance, api.DeployerFile, err)
 	}
@@ -331,8 +318,8 @@ func (e *Engine) startTransient(ctx context.Context, client lxd.InstanceServer, 
 	// whether or not anyone is attached, and a restarted daemon follows its operation
 	// again. (The client's ExecInstance would also open an event listener per call.)
 	post := lxdapi.InstanceExecPost{Command: spec.command, Environment: env, WaitForWS: false, RecordOutput: true}
-	resp, _, err := c.RawQuery("POST", "/1.0/instances/"+url.PathEscape(d.Instance)+"/exec?project="+url.QueryEscape(d.Project), post, "")
-	if err == nil && resp.Operation == "" {
+	operation, err := backend.StartExec(client, d.Project, d.Instance, post)
+	if err == nil && operation == "" {
 		err = fmt.Errorf("LXD started no operation")
 	}
 
@@ -340,7 +327,7 @@ func (e *Engine) startTransient(ctx context.Context, client lxd.InstanceServer, 
 		return fmt.Errorf("run %q in %s %s: %w", strings.Join(spec.command, " "), label(spec.kind), d.Instance, err)
 	}
 
-	opURL, _, _ := strings.Cut(resp.Operation, "?")
+	opURL, _, _ := strings.Cut(operation, "?")
 	return e.db.Transaction(context.WithoutCancel(ctx), func(ctx context.Context, tx *sql.Tx) error {
 		return db.SetDeployerOperation(ctx, tx, r.ID, spec.kind, path.Base(opURL))
 	})
@@ -352,7 +339,7 @@ func (e *Engine) startTransient(ctx context.Context, client lxd.InstanceServer, 
 func (e *Engine) follow(ctx context.Context, r db.Rollout, d db.Deployer) {
 	defer e.transients.release(followKey(r.ID, d.Kind))
 	defer e.Poke()
-	client, err := e.lxd.Client()
+	client, err := e.lxd.Conn()
 	if err != nil {
 		return
 	}
@@ -376,9 +363,8 @@ func (e *Engine) follow(ctx context.Context, r db.Rollout, d db.Deployer) {
 		return
 	}
 
-	c := client.UseProject(d.Project)
 	for ctx.Err() == nil {
-		op, _, err := c.GetOperationWait(opID, 30)
+		op, err := backend.WaitOperation(client, d.Project, opID, 30)
 		if ctx.Err() != nil {
 			return
 		}
@@ -407,7 +393,7 @@ func (e *Engine) follow(ctx context.Context, r db.Rollout, d db.Deployer) {
 			code = int(ret)
 		}
 
-		output := transientLogs(c, d.Instance, op.Metadata["output"])
+		output := transientLogs(client, d.Project, d.Instance, op.Metadata["output"])
 		if !ok && op.Err != "" {
 			output += "\n" + op.Err
 		}
@@ -445,14 +431,14 @@ func (e *Engine) recordEnd(ctx context.Context, d db.Deployer, code int, output 
 
 // endTransient ends a transient that did not end by itself: its output so far is kept,
 // with why, and its exit code is -1. The sweep deletes it.
-func (e *Engine) endTransient(ctx context.Context, client lxd.InstanceServer, d db.Deployer, why string) {
-	output := transientLogs(client.UseProject(d.Project), d.Instance, nil)
+func (e *Engine) endTransient(ctx context.Context, client *backend.Conn, d db.Deployer, why string) {
+	output := transientLogs(client, d.Project, d.Instance, nil)
 	e.recordEnd(ctx, d, -1, strings.TrimRight(output, "\n")+"\n["+why+"]")
 }
 
 // transientLogs reads a transient's recorded output: the files an exec operation names, or
 // else every exec log of the instance.
-func transientLogs(c lxd.InstanceServer, instance string, files any) string {
+func transientLogs(c *backend.Conn, project string, instance string, files any) string {
 	var names []string
 	named, _ := files.(map[string]any)
 	for _, fd := range []string{"1", "2"} {
@@ -463,7 +449,7 @@ func transientLogs(c lxd.InstanceServer, instance string, files any) string {
 	}
 
 	if len(names) == 0 {
-		all, err := c.GetInstanceLogfiles(instance)
+		all, err := backend.LogFiles(c, project, instance)
 		if err != nil {
 			return ""
 		}
@@ -477,7 +463,7 @@ func transientLogs(c lxd.InstanceServer, instance string, files any) string {
 
 	var out strings.Builder
 	for _, name := range names {
-		reader, err := c.GetInstanceLogfile(instance, name)
+		reader, err := backend.LogFile(c, project, instance, name)
 		if err != nil {
 			continue
 		}
@@ -499,7 +485,7 @@ func transientLogs(c lxd.InstanceServer, instance string, files any) string {
 
 // sweepTransients deletes the transients whose work is over, however it ended, and revokes
 // their credentials: each tick, so a daemon restart or a forced shape delete leaves none.
-func (e *Engine) sweepTransients(ctx context.Context, client lxd.InstanceServer) {
+func (e *Engine) sweepTransients(ctx context.Context, client *backend.Conn) {
 	var done []db.Deployer
 	err := e.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
@@ -515,7 +501,7 @@ func (e *Engine) sweepTransients(ctx context.Context, client lxd.InstanceServer)
 			e.endTransient(ctx, client, d, "ended: its rollout is no longer running")
 		}
 
-		err = deleteTransient(ctx, client.UseProject(d.Project), d.Instance)
+		err = deleteTransient(ctx, client, d.Project, d.Instance)
 		if err != nil {
 			e.logger.Warn("rollout: transient instance not deleted", "instance", d.Instance, "project", d.Project, "err", err)
 			continue
@@ -533,8 +519,8 @@ func (e *Engine) sweepTransients(ctx context.Context, client lxd.InstanceServer)
 
 // deleteTransient force-stops and deletes a transient instance; one LXD does not have is
 // gone. It only deletes an instance marked as a transient (ConfigDeployer).
-func deleteTransient(ctx context.Context, c lxd.InstanceServer, name string) error {
-	instance, _, err := c.GetInstance(name)
+func deleteTransient(ctx context.Context, c *backend.Conn, project string, name string) error {
+	instance, _, err := backend.ReadInstance(c, project, name)
 	if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
 		return nil
 	}
@@ -548,22 +534,15 @@ func deleteTransient(ctx context.Context, c lxd.InstanceServer, name string) err
 	}
 
 	if instance.StatusCode != lxdapi.Stopped {
-		op, err := c.UpdateInstanceState(name, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, "")
-		if err == nil {
-			_ = op.WaitContext(ctx)
-		}
+		_ = backend.ChangeState(ctx, c, project, name, lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1})
 	}
 
-	op, err := c.DeleteInstance(name)
+	err = backend.DeleteOnly(ctx, c, project, name)
 	if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
 		return nil
 	}
 
-	if err != nil {
-		return err
-	}
-
-	return op.WaitContext(ctx)
+	return err
 }
 
 // lastLine is the last non-empty line of a transient's output, for the rollout's reason.

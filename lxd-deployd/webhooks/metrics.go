@@ -306,12 +306,8 @@ func (c *Collector) collect(ctx context.Context, now time.Time, fence func(ctx c
 		return err
 	}
 
-	client, err := c.lxd.Client()
-	if err != nil {
-		return err
-	}
-
-	text, err := client.GetMetrics()
+	// Every project's metrics: the client of the daemon names no project.
+	text, err := c.lxd.Metrics("")
 	if err != nil {
 		return err
 	}
