@@ -290,7 +290,16 @@ func deleteInstance(ctx context.Context, c lxd.InstanceServer, project string, n
 	if instance.StatusCode != lxdapi.Stopped {
 		err = operation(ctx, c, project, "PUT", statePath(name), lxdapi.InstanceStatePut{Action: "stop", Force: true, Timeout: -1}, status(name, "stop"))
 		if err != nil && !lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
-			return fmt.Errorf("stop: %w", err)
+			// What LXD holds now decides, not the stop's answer: a stop held up by a
+			// frozen LXD was answered "The instance is already stopped" and the delete
+			// given up, leaving a record of an instance that went on to go (issue 31).
+			now, _, readErr := c.GetInstance(name)
+			switch {
+			case lxdapi.StatusErrorCheck(readErr, http.StatusNotFound):
+				return nil
+			case readErr != nil || now.StatusCode != lxdapi.Stopped:
+				return fmt.Errorf("stop: %w", err)
+			}
 		}
 	}
 
