@@ -25,6 +25,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/frontdoor"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/frontdoor/waker"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
@@ -107,6 +108,7 @@ type daemon struct {
 	scheduler  *scheduler.Scheduler // scheduled actions (schedule.go)
 	door       frontdoor.Door       // the front door (front_door.go; nil: none)
 	doors      *doorkeeper.Keeper   // keeps the door in step with the endpoints
+	holds      *waker.Set           // holds of shapes at zero (wake.go; nil: no private door)
 	servers    []*http.Server
 	conns      *connLimits // the HTTPS connection budgets (conn_limits.go)
 	cancel     context.CancelFunc

@@ -67,6 +67,12 @@ func (d *daemon) stop(ctx context.Context) error {
 		_ = d.governors.Close()
 	}
 
+	// Held connections of shapes at zero are the one part of the data path through the
+	// daemon: they are refused now (a hold timing out would refuse them too).
+	if d.holds != nil {
+		d.holds.Close()
+	}
+
 	// The door's load balancer outlives the daemon: the data path never passes through it,
 	// and a restarted daemon adopts it (doc/traffic.md).
 	if d.door != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/doorkeeper"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/frontdoor/waker"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
@@ -20,7 +21,13 @@ func (d *daemon) wire() {
 	l := d.reporter
 	owner := d.db.Address()
 	d.life = &instanceCare{stopping: make(chan struct{})}
-	d.doors = doorkeeper.New(doorkeeper.Config{Observer: doorkeeper.NewObserver(d.db, d.lxd), Door: d.door, Notify: d.endpointsChanged, Logger: d.logger})
+	// Holds (scale to zero) sit behind a private door only: an operator's HAProxy may not
+	// reach this daemon's loopback (doc/traffic.md).
+	if d.config.frontDoor == frontDoorPrivate {
+		d.holds = waker.NewSet(waker.SetConfig{Logger: d.logger})
+	}
+
+	d.doors = doorkeeper.New(doorkeeper.Config{Observer: doorkeeper.NewObserver(d.db, d.lxd), Door: d.door, Notify: d.endpointsChanged, Logger: d.logger, Holds: d.holds, Wake: d.wakeShape})
 	d.fleet = fleet.New(fleet.Config{DB: d.db, LXD: d.lxd, Ops: d.ops, Inflight: d.inflight, Sockets: d.governors, Reporter: l, Metrics: d.metrics, Logger: d.logger,
 		RequestLogger: requestLoggerIfAny, Stopping: d.life.stopping, Owner: owner, OfflineAfter: offlineAfter, Drains: d.doors})
 	d.life.checker = &health.Checker{DB: d.db, LXD: d.lxd, Logger: d.logger, Concurrency: healthConcurrency, Metrics: d.metrics, OnChange: d.fleet.Healer.HealthChanged}

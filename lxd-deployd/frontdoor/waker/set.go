@@ -48,6 +48,14 @@ func NewSet(c SetConfig) *Set {
 	return &Set{cfg: c, holds: map[string]*Hold{}}
 }
 
+// SetCallbacks sets Wake and Waiting after the set is built (its user is built after it).
+// Call it before the first Sync.
+func (s *Set) SetCallbacks(wake func(key string, waiting int), waiting func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.Wake, s.cfg.Waiting = wake, waiting
+}
+
 // Sync makes the set hold exactly the shapes of specs, and returns where each listens by
 // key (a shape whose hold could not listen is left out, and logged).
 func (s *Set) Sync(specs []Spec) map[string]string {
@@ -70,11 +78,21 @@ func (s *Set) Sync(specs []Spec) map[string]string {
 			h, err = Listen(s.cfg.Host+":0", Config{
 				Key: key, Protocol: spec.Protocol, Max: spec.Max, Timeout: spec.Timeout, Logger: s.cfg.Logger,
 				Wake: func(waiting int) {
-					if s.cfg.Wake != nil {
-						s.cfg.Wake(key, waiting)
+					s.mu.Lock()
+					wake := s.cfg.Wake
+					s.mu.Unlock()
+					if wake != nil {
+						wake(key, waiting)
 					}
 				},
-				Waiting: s.cfg.Waiting,
+				Waiting: func() {
+					s.mu.Lock()
+					waiting := s.cfg.Waiting
+					s.mu.Unlock()
+					if waiting != nil {
+						waiting()
+					}
+				},
 			})
 			if err != nil {
 				s.cfg.Logger.Warn("front door: no hold for a shape that may scale to zero", "shape", key, "err", err)
