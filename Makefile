@@ -6,7 +6,7 @@ export CGO_ENABLED ?= 1
 
 RUN_DIR := $(CURDIR)/.run
 BUILD_DEPS := libdqlite-dev libraft-dev pkg-config gcc
-TEST_DEPS := $(BUILD_DEPS) lxd busybox-static prometheus chromium
+TEST_DEPS := $(BUILD_DEPS) lxd busybox-static prometheus chromium haproxy
 BENCH_DEPS := $(TEST_DEPS) python3-jinja2 python3-yaml
 
 .PHONY: help
@@ -18,7 +18,7 @@ deps-build: ## install the C libraries the daemon needs (apt, when root and miss
 	@./.ci/apt-install $(BUILD_DEPS)
 
 .PHONY: deps-test
-deps-test: ## install what the tests need: dqlite, LXD, busybox-static, promtool, chromium (apt, when root and missing)
+deps-test: ## install what the tests need: dqlite, LXD, busybox-static, promtool, chromium, haproxy (apt, when root and missing)
 	@./.ci/apt-install $(TEST_DEPS)
 
 .PHONY: build
@@ -46,13 +46,14 @@ test-cluster: deps-test ## only the suites on a real 3-member LXD cluster (doc/p
 	LXDTEST_REQUIRE=1 $(GO) test -race -count=1 -timeout 20m -run 'TestLXDCluster' ./test/
 
 .PHONY: bench
-bench: deps-test ## print performance figures: database, template expansion, launches, health checks and exec capacity on a private LXD
+bench: deps-test ## print performance figures: database, template expansion, launches, health checks, exec capacity on a private LXD, the front door's overhead
 	@./.ci/apt-install $(BENCH_DEPS)
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./db/
 	$(GO) test -run '^$$' -bench 'Expand10kShapes$$|Shapes10k' -benchtime 10x ./shared/templates/
 	$(GO) test -run '^$$' -bench 'Isolated' -benchtime 10x ./shared/templates/isolate/
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./lxd-deployd/metrics/
 	$(GO) test -run '^$$' -bench 'LoopsAtRest' -benchtime 50x ./lxd-deployd/fleet/
+	$(GO) test -run '^$$' -bench 'FrontDoor' -benchtime 1x ./lxd-deployd/frontdoor/haproxy/
 	$(GO) test -run '^$$' -bench 'PythonJinja2' -benchtime 1x -timeout 30m ./shared/templates/
 	LXDTEST_REQUIRE=1 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./test/
 

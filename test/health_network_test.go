@@ -125,9 +125,9 @@ func runInNetns(t *testing.T) {
 		t.Fatalf("inside network namespace %s: %v\n%s", name, err, out)
 	}
 
-	// The phases as they passed inside, without the daemon's logs.
+	// The phases as they passed inside, and what they measured, without the daemon's logs.
 	for _, line := range strings.Split(string(out), "\n") {
-		if strings.Contains(line, "--- ") {
+		if strings.Contains(line, "--- ") || strings.Contains(line, "measured: ") {
 			t.Log(strings.TrimSpace(line))
 		}
 	}

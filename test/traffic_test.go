@@ -137,7 +137,7 @@ func TestTrafficEndpointsAndDrain(t *testing.T) {
 			t.Fatalf("b was deleted %v after the delete was asked, before its drain timeout (%v) passed", took, drain)
 		}
 
-		t.Logf("b deleted %v after the delete was asked (drain timeout %v)", gone.Sub(asked).Round(100*time.Millisecond), drain)
+		t.Logf("measured: b deleted %v after the delete was asked (drain timeout %v)", gone.Sub(asked).Round(100*time.Millisecond), drain)
 		if _, ok := endpoints()[b]; ok {
 			t.Fatalf("a deleted instance is still an endpoint: %+v", endpoints())
 		}

@@ -147,13 +147,14 @@ const layoutLine = "# lxd-deployd front door, layout "
 // with its state, so that a reload or a cold start serves the same picture the runtime
 // API built (HAProxy forgets dynamic servers on reload). The server-state file carries
 // drain and check states across a reload.
-func render(p paths, fs []frontdoor.Frontend) string {
+func render(p paths, threads int, fs []frontdoor.Frontend) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s%s\n", layoutLine, layout(fs))
 	b.WriteString("# written by lxd-deployd: edits are lost at the next change\n")
 	fmt.Fprintf(&b, "global\n")
 	fmt.Fprintf(&b, "    stats socket %s mode 600 level admin expose-fd listeners\n", p.Admin)
 	fmt.Fprintf(&b, "    stats timeout 30s\n")
+	fmt.Fprintf(&b, "    nbthread %d\n", threads)
 	fmt.Fprintf(&b, "    server-state-file %s\n", p.State)
 	// Old workers finish their connections after a reload, up to this long.
 	fmt.Fprintf(&b, "    hard-stop-after %s\n", hardStopAfter)

@@ -3,8 +3,10 @@ package haproxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/frontdoor"
@@ -43,8 +45,22 @@ func reconcile(ctx context.Context, log *slog.Logger, admin string, want map[str
 		}
 	}
 	sort.Strings(names)
+	out, err := command(ctx, admin, "show backend")
+	if err != nil {
+		return err
+	}
+	exists := map[string]bool{}
+	for _, line := range strings.Split(out, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			exists[line] = true
+		}
+	}
 	var errs []error
 	for _, be := range names {
+		if !exists[be] {
+			errs = append(errs, fmt.Errorf("haproxy has no backend %s: add it to haproxy's configuration (mode and balance roundrobin as the shape needs) or name another", be))
+			continue
+		}
 		for _, st := range planServers(be, current, want[be]) {
 			out, err := command(ctx, admin, st.Cmd)
 			if err == nil {

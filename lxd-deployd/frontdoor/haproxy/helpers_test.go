@@ -214,4 +214,3 @@ func hasServer(t testing.TB, admin, be, name string) bool {
 	}
 	return false
 }
-

@@ -67,7 +67,7 @@ func (o *Operator) Apply(ctx context.Context, fs []frontdoor.Frontend) error {
 	err := reconcile(ctx, o.log, o.admin, want, nil)
 	var ae *AnswerError
 	if errors.As(err, &ae) {
-		return fmt.Errorf("%w (does the operator's haproxy have these backends, with balance roundrobin, leastconn, first or random?)", err)
+		return fmt.Errorf("%w (dynamic servers need balance roundrobin, leastconn, first or random in the operator's backend)", err)
 	}
 	return err
 }

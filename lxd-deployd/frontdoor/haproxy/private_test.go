@@ -2,6 +2,7 @@ package haproxy
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -26,7 +27,9 @@ func newPrivate(t *testing.T) (*Private, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// An idle keep-alive connection would hold a soft stop for its timeout (10 s).
+		http.DefaultClient.CloseIdleConnections()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		if err := d.Stop(ctx); err != nil {
 			t.Error(err)
@@ -256,4 +259,76 @@ func parentOf(t *testing.T, pid int) int {
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	ppid, _ := strconv.Atoi(f[1])
 	return ppid
+}
+
+// TestPrivateColdStart: a stopped haproxy (a host rebooted) comes back serving the last
+// picture before any Apply; one whose listener's port was taken meanwhile comes back
+// empty and the next Apply brings it to the new picture.
+func TestPrivateColdStart(t *testing.T) {
+	d, dir := newPrivate(t)
+	a := startBackend(t, "a")
+	listen := freePort(t)
+	fe := frontdoor.Frontend{Key: "default/web/front", Listen: listen, Protocol: "http",
+		Servers: []frontdoor.Server{server(a, frontdoor.StateServing)}}
+	apply(t, d, fe)
+	stop := func() {
+		// An idle keep-alive connection would hold a soft stop for its timeout (10 s).
+		http.DefaultClient.CloseIdleConnections()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := d.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop()
+	d, err := NewPrivate(context.Background(), PrivateConfig{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the last picture to serve again", func() bool {
+		resp, err := http.Get("http://" + listen + "/")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200 && resp.Header.Get("X-Backend") == "a"
+	})
+	stop()
+
+	taken, err := net.Listen("tcp", listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	d, err = NewPrivate(context.Background(), PrivateConfig{Dir: dir})
+	if err != nil {
+		t.Fatalf("a taken port kept the door from starting: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d.Stop(ctx)
+	})
+	fe.Listen = freePort(t)
+	apply(t, d, fe)
+	waitFor(t, "the new picture to serve", func() bool {
+		resp, err := http.Get("http://" + fe.Listen + "/")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	// A listener HAProxy cannot bind is an error saying so, and the door keeps serving.
+	busy := fe
+	busy.Listen = taken.Addr().String()
+	if err := d.Apply(context.Background(), []frontdoor.Frontend{busy}); err == nil {
+		t.Error("a frontend on a taken port applied")
+	} else {
+		t.Logf("a taken port: %v", err)
+	}
+	apply(t, d, fe)
+	if code, _ := get(t, "http://"+fe.Listen+"/"); code != 200 {
+		t.Errorf("after a refused reload: %d", code)
+	}
 }

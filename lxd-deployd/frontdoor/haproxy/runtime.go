@@ -238,3 +238,17 @@ func parseShowProc(out string) (worker int, failed int, err error) {
 	}
 	return worker, failed, nil
 }
+
+// parseWorkers lists every worker pid of `show proc`, old workers included.
+func parseWorkers(out string) []int {
+	var pids []int
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[1] == "worker" {
+			if pid, err := strconv.Atoi(f[0]); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}

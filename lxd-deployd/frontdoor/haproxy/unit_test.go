@@ -47,7 +47,7 @@ func testFrontends() []frontdoor.Frontend {
 
 func TestRender(t *testing.T) {
 	p := pathsIn("/run/fd")
-	cfg := render(p, testFrontends())
+	cfg := render(p, 1, testFrontends())
 	for _, want := range []string{
 		"stats socket /run/fd/admin.sock mode 600 level admin expose-fd listeners",
 		"server-state-file /run/fd/server-state",
@@ -73,7 +73,7 @@ func TestRender(t *testing.T) {
 	// Order-independent: the same picture renders the same file.
 	rev := testFrontends()
 	rev[0], rev[1] = rev[1], rev[0]
-	if render(p, rev) != cfg {
+	if render(p, 1, rev) != cfg {
 		t.Error("rendering depends on the frontends' order")
 	}
 	if got := backendsOf(cfg); !reflect.DeepEqual(got, []string{"be_default_2fdb_2fmain", "be_default_2fweb_2ffront"}) {
@@ -102,7 +102,7 @@ func TestRenderAccepted(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(path, []byte(render(pathsIn(dir), testFrontends())), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(render(pathsIn(dir), 2, testFrontends())), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command(bin, "-c", "-f", path).CombinedOutput(); err != nil {
@@ -301,6 +301,9 @@ func TestParseShowProc(t *testing.T) {
 	w, failed, err := parseShowProc(out)
 	if err != nil || w != 18443 || failed != 1 {
 		t.Errorf("got worker %d failed %d err %v", w, failed, err)
+	}
+	if got := parseWorkers(out); !reflect.DeepEqual(got, []int{18443, 18091}) {
+		t.Errorf("parseWorkers = %v", got)
 	}
 	if _, _, err := parseShowProc("#<PID> <type>\n1 master 0 [failed: 0] x y\n# workers\n"); err == nil {
 		t.Error("a master without workers parsed")
