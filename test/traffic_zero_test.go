@@ -30,7 +30,7 @@ func TestScaleToZeroWake(t *testing.T) {
 		}
 
 		wakes := z.wakes()
-		if len(wakes) != 1 || wakes[0].Target != 1 || !strings.Contains(wakes[0].Reason, "wait at the front door") {
+		if len(wakes) != 1 || wakes[0].Target != 1 || !strings.Contains(wakes[0].Reason, "at the front door for an instance") {
 			t.Fatalf("front door scale requests %+v: want one, target 1, saying how many wait", wakes)
 		}
 
