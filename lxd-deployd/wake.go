@@ -19,7 +19,7 @@ const wakeRequestedBy = "front-door"
 // request a raised minimum sends, target 1 (or the minimum), never a launch behind the
 // governor's back. A shape that has instances (starting, not yet serving) is not asked
 // again: they will serve.
-func (d *daemon) wakeShape(s doorkeeper.ObservedShape, waiting int) {
+func (d *daemon) wakeShape(s doorkeeper.ObservedShape, waitingNow func() int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var shape *db.Shape
@@ -35,6 +35,7 @@ func (d *daemon) wakeShape(s doorkeeper.ObservedShape, waiting int) {
 
 		return nil
 	})
+	waiting := waitingNow()
 	if err != nil || shape == nil {
 		d.logger.Warn("front door: cannot ask for capacity for waiting connections", "shape", s.Shape.Name, "deployment", s.Deployment, "waiting", waiting, "err", err)
 		return

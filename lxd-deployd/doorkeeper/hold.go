@@ -16,7 +16,9 @@ import (
 
 // Wake asks for capacity for a shape whose hold has connections waiting and no serving
 // instance: the daemon sends its governor a scale request (wake.go in the daemon).
-type Wake func(shape ObservedShape, waiting int)
+// waiting says how many wait now: read when the request is made, it counts the rest of a
+// burst whose first connection woke the shape.
+type Wake func(shape ObservedShape, waiting func() int)
 
 // HoldSpecs lists the holds the shapes want: those that may go to zero (scaling_minimum
 // 0) behind a door of the daemon's own (listen), each with its serving instances as
@@ -96,6 +98,6 @@ func (k *Keeper) wakeFor(wake Wake) func(key string, waiting int) {
 			return
 		}
 
-		wake(s, waiting)
+		wake(s, func() int { return max(waiting, k.holds.Pending(key)) })
 	}
 }

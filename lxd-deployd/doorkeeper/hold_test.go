@@ -45,7 +45,7 @@ func TestKeeperHolds(t *testing.T) {
 	defer holds.Close()
 	var mu sync.Mutex
 	var woken []string
-	k := New(Config{Observer: observer, Door: door, ApplyEvery: time.Hour, Holds: holds, Wake: func(s ObservedShape, waiting int) {
+	k := New(Config{Observer: observer, Door: door, ApplyEvery: time.Hour, Holds: holds, Wake: func(s ObservedShape, waiting func() int) {
 		mu.Lock()
 		woken = append(woken, s.Shape.Name)
 		mu.Unlock()

@@ -14,7 +14,7 @@ import (
 func TestRenderHold(t *testing.T) {
 	fs := testFrontends()
 	fs[0].Hold = "127.0.0.1:40001"
-	cfg := render(pathsIn("/run/fd"), fs)
+	cfg := render(pathsIn("/run/fd"), 1, fs)
 	if !strings.Contains(cfg, "    server hold 127.0.0.1:40001 backup\n") {
 		t.Fatalf("no backup hold server:\n%s", cfg)
 	}
@@ -46,7 +46,7 @@ func TestRenderHold(t *testing.T) {
 	if bin, err := exec.LookPath("haproxy"); err == nil {
 		dir := t.TempDir()
 		path := filepath.Join(dir, "haproxy.cfg")
-		if err := os.WriteFile(path, []byte(render(pathsIn(dir), fs)), 0o600); err != nil {
+		if err := os.WriteFile(path, []byte(render(pathsIn(dir), 1, fs)), 0o600); err != nil {
 			t.Fatal(err)
 		}
 
