@@ -30,7 +30,7 @@ func BenchmarkWakeFromZero(b *testing.B) {
 }
 
 func benchWake(b *testing.B, n int) {
-	z := newZeroEnv(b, 100, "60s")
+	z := newZeroEnv(b, 100, "45s")
 	wake := func(label string) []time.Duration {
 		var took []time.Duration
 		for i := 0; i < n; i++ {

@@ -22,7 +22,7 @@ func TestScaleToZeroWake(t *testing.T) {
 		return
 	}
 
-	z := newZeroEnv(t, 100, "60s")
+	z := newZeroEnv(t, 100, "45s")
 	phase(t, "a burst of 50 first requests is held and served", func(t *testing.T) {
 		answers := burst(50)
 		if n, sample := failed(answers); n > 0 {

@@ -34,8 +34,8 @@ type DeploymentShapeTraffic struct {
 	// Example: 100
 	HoldMax int `json:"hold_max,omitempty" yaml:"hold_max,omitempty"`
 
-	// How long a held connection waits for an instance before it is refused (1s to 10m,
-	// default 30s)
+	// How long a held connection waits for an instance before it is refused (1s to 50s,
+	// default 30s; below the private door's 60 s server timeout)
 	// Example: 30s
 	HoldTimeout string `json:"hold_timeout,omitempty" yaml:"hold_timeout,omitempty"`
 }

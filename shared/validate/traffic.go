@@ -59,10 +59,12 @@ func ShapeTraffic(t *api.DeploymentShapeTraffic) error {
 	return err
 }
 
-// Bounds of a front door's hold queue (doc/traffic.md, "Scale to zero").
+// Bounds of a front door's hold queue (doc/traffic.md, "Scale to zero"). A held request
+// waits below the private door's server timeout (60 s), so that the hold's 503 naming the
+// limit comes before HAProxy's 504.
 const (
 	trafficHoldMaxLimit     = 10000
-	trafficHoldTimeoutLimit = 10 * time.Minute
+	trafficHoldTimeoutLimit = 50 * time.Second
 )
 
 // TrafficHold returns how many connections a shape's front door holds while the shape has
@@ -84,7 +86,7 @@ func TrafficHold(t *api.DeploymentShapeTraffic) (int, time.Duration, error) {
 
 	d, err := time.ParseDuration(value)
 	if err != nil || d < time.Second || d > trafficHoldTimeoutLimit {
-		return 0, 0, fmt.Errorf("traffic.hold_timeout must be a duration such as 30s or 2m, from 1s to %s, got %q", trafficHoldTimeoutLimit, value)
+		return 0, 0, fmt.Errorf("traffic.hold_timeout must be a duration such as 30s or 45s, from 1s to %s, got %q", trafficHoldTimeoutLimit, value)
 	}
 
 	return n, d, nil

@@ -26,7 +26,7 @@ func TestTrafficHold(t *testing.T) {
 		{api.DeploymentShapeTraffic{HoldMax: -1}, "traffic.hold_max -1"},
 		{api.DeploymentShapeTraffic{HoldMax: 10001}, "traffic.hold_max 10001"},
 		{api.DeploymentShapeTraffic{HoldTimeout: "500ms"}, "traffic.hold_timeout"},
-		{api.DeploymentShapeTraffic{HoldTimeout: "11m"}, "traffic.hold_timeout"},
+		{api.DeploymentShapeTraffic{HoldTimeout: "51s"}, "traffic.hold_timeout"},
 		{api.DeploymentShapeTraffic{HoldTimeout: "soon"}, "traffic.hold_timeout"},
 	} {
 		_, _, err := TrafficHold(&c.traffic)
