@@ -32,7 +32,7 @@ func BenchmarkWakeFromZero(b *testing.B) {
 func benchWake(b *testing.B, n int) {
 	z := newZeroEnv(b, 100, "45s")
 	wake := func(label string) []time.Duration {
-		var took []time.Duration
+		var took, asked, made []time.Duration
 		for i := 0; i < n; i++ {
 			z.toZero(b)
 			if label == "warm pool" {
@@ -42,16 +42,21 @@ func benchWake(b *testing.B, n int) {
 				})
 			}
 
+			start := time.Now()
 			a := ask()
 			if a.err != nil || a.code != http.StatusOK {
 				b.Fatalf("%s wake %d: %v", label, i, a)
 			}
 
 			took = append(took, a.took)
+			askedAt, madeAt := z.stages()
+			asked = append(asked, askedAt.Sub(start))
+			made = append(made, madeAt.Sub(start))
 		}
 
 		p50, p95 := percentile(took, 50), percentile(took, 95)
-		fmt.Printf("measured: first request from zero, %s: p50 %v p95 %v over %d wakes\n", label, p50.Round(time.Millisecond), p95.Round(time.Millisecond), n)
+		fmt.Printf("measured: first request from zero, %s: p50 %v p95 %v over %d wakes (p50 of the stages from the request: scale request at the governor %v, launch done %v)\n",
+			label, p50.Round(time.Millisecond), p95.Round(time.Millisecond), n, percentile(asked, 50).Round(time.Millisecond), percentile(made, 50).Round(time.Millisecond))
 		return took
 	}
 

@@ -36,6 +36,9 @@ type zeroEnv struct {
 	handled  map[string]bool
 	requests []api.WebhookScaleRequestMetadata
 	launched int
+	// askedAt is when the last scale request reached the test, madeAt when the launch it
+	// made finished (the instance made or taken from the pool, and started).
+	askedAt, madeAt time.Time
 }
 
 // needHAProxy skips (fails under LXDTEST_REQUIRE) without haproxy.
@@ -128,6 +131,7 @@ func (z *zeroEnv) govern(ctx context.Context, t testing.TB) {
 			}
 
 			z.mu.Lock()
+			z.askedAt = time.Now()
 			z.requests = append(z.requests, req)
 			launch := z.launch
 			if launch {
@@ -137,10 +141,19 @@ func (z *zeroEnv) govern(ctx context.Context, t testing.TB) {
 			n := z.launched
 			z.mu.Unlock()
 			if launch {
-				_, err := z.gov.CreateDeploymentShapeInstance("dep1", "web", z.name(fmt.Sprintf("w%d", n)))
+				op, err := z.gov.CreateDeploymentShapeInstance("dep1", "web", z.name(fmt.Sprintf("w%d", n)))
 				if err != nil {
 					t.Logf("launch for a wake: %v", err)
+					continue
 				}
+
+				go func() {
+					if op.Wait(ctx) == nil {
+						z.mu.Lock()
+						z.madeAt = time.Now()
+						z.mu.Unlock()
+					}
+				}()
 			}
 		}
 
@@ -149,6 +162,13 @@ func (z *zeroEnv) govern(ctx context.Context, t testing.TB) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// stages returns when the last scale request reached the test and when its launch ended.
+func (z *zeroEnv) stages() (time.Time, time.Time) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.askedAt, z.madeAt
 }
 
 // wakes returns the front door's scale requests so far.
