@@ -172,3 +172,15 @@ func GetInstanceDrain(ctx context.Context, tx *sql.Tx, id int64) (*time.Time, er
 
 	return &until.Time, nil
 }
+
+// CountShapesWithTraffic counts the shapes that have a traffic object: a doorkeeper round
+// at rest (none) reads nothing else.
+func CountShapesWithTraffic(ctx context.Context, tx *sql.Tx) (int, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, "SELECT count(*) FROM deployments_shapes WHERE traffic != ''").Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count shapes with traffic: %w", err)
+	}
+
+	return n, nil
+}

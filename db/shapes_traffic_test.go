@@ -35,6 +35,11 @@ func TestShapeTraffic(t *testing.T) {
 			return err
 		}
 
+		n, err := CountShapesWithTraffic(ctx, tx)
+		if err != nil || n != 1 {
+			t.Fatalf("%d shapes with traffic (%v)", n, err)
+		}
+
 		if !reflect.DeepEqual(web.Traffic, traffic) {
 			t.Errorf("traffic read back as %+v", web.Traffic)
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,10 +103,14 @@ func TestHTTPAndTCPHealthChecks(t *testing.T) {
 	})
 }
 
+// netnsSeq numbers the namespaces runInNetns makes in this process.
+var netnsSeq atomic.Int64
+
 // runInNetns runs the calling test again, in a copy of the test binary inside a fresh
 // network namespace, and fails if it fails there.
 func runInNetns(t *testing.T) {
-	name := fmt.Sprintf("ldd-test-%d", os.Getpid())
+	// One namespace per test: several such tests run in parallel in one test binary.
+	name := fmt.Sprintf("ldd-test-%d-%d", os.Getpid(), netnsSeq.Add(1))
 	out, err := exec.Command("ip", "netns", "add", name).CombinedOutput()
 	if err != nil {
 		if os.Getenv("LXDTEST_REQUIRE") != "" {

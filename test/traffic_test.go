@@ -20,8 +20,8 @@ import (
 // endpoints, at the addresses LXD reports, serving once ready; their changes come on
 // /1.0/events (type endpoints); an instance a governor deletes is draining first and
 // stays in LXD until its drain is over, here (no front door, --front-door none) its whole
-// drain timeout. Everything runs in a network namespace the test makes, as
-// TestHTTPAndTCPHealthChecks does.
+// drain timeout, across a crash of the daemon too. Everything runs in a network namespace
+// the test makes, as TestHTTPAndTCPHealthChecks does.
 func TestTrafficEndpointsAndDrain(t *testing.T) {
 	t.Parallel()
 	if os.Getenv(netnsChildEnv) == "" {
@@ -42,7 +42,8 @@ func TestTrafficEndpointsAndDrain(t *testing.T) {
 	}
 
 	const drain = 8 * time.Second
-	env := newGovernorEnv(t, 0, 3, "--front-door", "none")
+	args := []string{"--front-door", "none", "--reconcile-interval", "1s"}
+	env := newGovernorEnv(t, 0, 3, args...)
 	env.lxd.Lxc(t, "profile", "device", "add", "default", "eth0", "nic", "nictype=bridged", "parent=br0", "name=eth0")
 	env.setShape(t, func(put *api.DeploymentShapePut) {
 		put.Traffic = &api.DeploymentShapeTraffic{Port: 8080, Protocol: "http", Listen: "127.0.0.1:18080", DrainTimeout: drain.String()}
@@ -141,6 +142,32 @@ func TestTrafficEndpointsAndDrain(t *testing.T) {
 		if _, ok := endpoints()[b]; ok {
 			t.Fatalf("a deleted instance is still an endpoint: %+v", endpoints())
 		}
+	})
+
+	phase(t, "a drain continues across a crash", func(t *testing.T) {
+		// a is draining when the daemon is killed: the restarted daemon deletes it once
+		// the drain deadline recorded before the crash has passed, not at once.
+		asked := time.Now()
+		_, err := env.gov.DeleteDeploymentShapeInstance("dep1", "web", a)
+		must(t, err)
+		env.waitUntil(t, "a draining", 30*time.Second, func() bool { return endpoints()[a].State == api.EndpointDraining }, show)
+		env.d.Kill(t)
+		env.d.Start(t, args...)
+		var gone time.Time
+		env.waitUntil(t, "a deleted in LXD after the restart", drain+90*time.Second, func() bool {
+			_, _, err := env.lxdConn.GetInstance(a)
+			if err != nil && gone.IsZero() {
+				gone = time.Now()
+			}
+
+			return err != nil
+		})
+		if took := gone.Sub(asked); took < drain {
+			t.Fatalf("a was deleted %v after the delete was asked, before its drain timeout (%v) passed", took, drain)
+		}
+
+		t.Logf("measured: a deleted %v after the delete was asked, across a kill -9 and restart (drain timeout %v)", gone.Sub(asked).Round(100*time.Millisecond), drain)
+		env.waitUntil(t, "a's record gone", 30*time.Second, func() bool { _, ok := endpoints()[a]; return !ok }, show)
 	})
 
 	phase(t, "no traffic, no endpoints", func(t *testing.T) {

@@ -71,14 +71,19 @@ func Endpoints(shape db.Shape, rows []db.Instance, live map[string]backend.Servi
 }
 
 // Frontend is a shape's door as frontdoor.Door.Apply takes it. Endpoints without an
-// address are left out: the door cannot reach them, and they serve nothing.
-func Frontend(project string, deployment string, shape string, traffic api.DeploymentShapeTraffic, endpoints []api.DeploymentShapeEndpoint) frontdoor.Frontend {
+// address are left out: the door cannot reach them, and they serve nothing. The door's own
+// check asks the path of the shape's http health check when that checks the traffic port
+// (else "/").
+func Frontend(project string, deployment string, shape string, traffic api.DeploymentShapeTraffic, health *api.DeploymentShapeHealth, endpoints []api.DeploymentShapeEndpoint) frontdoor.Frontend {
 	protocol := traffic.Protocol
 	if protocol == "" {
 		protocol = api.TrafficProtocolHTTP
 	}
 
 	f := frontdoor.Frontend{Key: frontdoor.Key(project, deployment, shape), Listen: traffic.Listen, Backend: traffic.Backend, Protocol: protocol, Servers: []frontdoor.Server{}}
+	if protocol == api.TrafficProtocolHTTP && health != nil && health.HTTP != nil && health.HTTP.Port == traffic.Port {
+		f.CheckPath = health.HTTP.Path
+	}
 	for _, e := range endpoints {
 		if e.Address == "" {
 			continue

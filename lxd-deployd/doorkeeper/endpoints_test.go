@@ -78,11 +78,21 @@ func TestEndpoints(t *testing.T) {
 }
 
 func TestFrontendLeavesOutAddressless(t *testing.T) {
-	f := Frontend("default", "shop", "web", api.DeploymentShapeTraffic{Port: 80, Listen: "127.0.0.1:8080"}, []api.DeploymentShapeEndpoint{
+	checks := &api.DeploymentShapeHealth{HTTP: &api.DeploymentShapeHealthHTTP{Port: 80, Path: "/healthz"}}
+	f := Frontend("default", "shop", "web", api.DeploymentShapeTraffic{Port: 80, Listen: "127.0.0.1:8080"}, checks, []api.DeploymentShapeEndpoint{
 		{Instance: "a", Address: "10.0.0.1", Port: 80, State: api.EndpointServing},
 		{Instance: "b", Port: 80, State: api.EndpointNotReady},
 	})
-	if f.Key != "default/shop/web" || f.Protocol != api.TrafficProtocolHTTP || len(f.Servers) != 1 || f.Servers[0].Name != "a" {
+	if f.Key != "default/shop/web" || f.Protocol != api.TrafficProtocolHTTP || f.CheckPath != "/healthz" || len(f.Servers) != 1 || f.Servers[0].Name != "a" {
 		t.Fatalf("frontend: %+v", f)
+	}
+}
+
+// A health check on another port says nothing of the traffic port: the door checks "/".
+func TestFrontendCheckPathOnTrafficPortOnly(t *testing.T) {
+	checks := &api.DeploymentShapeHealth{HTTP: &api.DeploymentShapeHealthHTTP{Port: 9000, Path: "/healthz"}}
+	f := Frontend("default", "shop", "web", api.DeploymentShapeTraffic{Port: 80, Listen: "127.0.0.1:8080"}, checks, nil)
+	if f.CheckPath != "" {
+		t.Fatalf("check path %q", f.CheckPath)
 	}
 }

@@ -153,7 +153,7 @@ func (k *Keeper) Round(ctx context.Context) error {
 		endpoints := Endpoints(s.Shape, o.Rows, o.Live[s.Project], o.Drains, now)
 		current[key] = endpoints
 		shapesByKey[key] = s
-		frontends = append(frontends, Frontend(s.Project, s.Deployment, s.Shape.Name, *s.Shape.Traffic, endpoints))
+		frontends = append(frontends, Frontend(s.Project, s.Deployment, s.Shape.Name, *s.Shape.Traffic, s.Shape.Health, endpoints))
 	}
 
 	sort.Slice(frontends, func(i, j int) bool { return frontends[i].Key < frontends[j].Key })
@@ -323,11 +323,16 @@ func NewObserver(cluster *db.Cluster, lxd *backend.LXD) Observer {
 }
 
 // Observe reads the shapes with traffic, their records and drains in one transaction,
-// then LXD (nothing from LXD when no shape has traffic).
+// then LXD. With no shape with traffic it reads one count and nothing from LXD.
 func (o dbObserver) Observe(ctx context.Context) (Observation, error) {
 	var obs Observation
 	err := o.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		obs = Observation{Live: map[string]map[string]backend.Serving{}}
+		n, err := db.CountShapesWithTraffic(ctx, tx)
+		if err != nil || n == 0 {
+			return err
+		}
+
 		deployments, err := db.GetDeployments(ctx, tx, db.DeploymentFilter{})
 		if err != nil {
 			return err

@@ -144,3 +144,60 @@ func TestWaitDrain(t *testing.T) {
 		t.Fatal("a stopping daemon's drain did not end")
 	}
 }
+
+// A delete cut short by a restart is finished by reconcile only once its drain is over:
+// no mark, a deadline passed, or the door's word.
+func TestDrainOver(t *testing.T) {
+	c := dbtest.Open(t)
+	ctx := context.Background()
+	var id int64
+	err := c.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		deploymentID, err := db.CreateDeployment(ctx, tx, "default", api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "shop"}})
+		if err != nil {
+			return err
+		}
+
+		shapeID, err := db.CreateShape(ctx, tx, deploymentID, api.DeploymentShapesPost{DeploymentShapePost: api.DeploymentShapePost{Name: "web"}, DeploymentShapePut: api.DeploymentShapePut{ScalingMaximum: 5}})
+		if err != nil {
+			return err
+		}
+
+		id, err = db.CreateInstance(ctx, tx, "default", shapeID, "web1", "", 1, "me", time.Now())
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	mark := func(until *time.Time) {
+		err := c.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error { return db.SetInstanceDrain(ctx, tx, id, until) })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	drains := &fakeDrains{drained: map[string]bool{}}
+	f := &Fleet{db: c, drains: drains, logger: slog.Default()}
+	row := db.Instance{ID: id, Project: "default", Deployment: "shop", Shape: "web", Name: "web1", State: db.InstanceDeleting}
+	if !f.drainOver(ctx, row) {
+		t.Fatal("an instance that never drained waits")
+	}
+
+	later := time.Now().Add(time.Hour)
+	mark(&later)
+	if f.drainOver(ctx, row) {
+		t.Fatal("a drain with open connections and time left is over")
+	}
+
+	drains.set("default/shop/web", "web1")
+	if !f.drainOver(ctx, row) {
+		t.Fatal("a drain the door reports done is not over")
+	}
+
+	past := time.Now().Add(-time.Second)
+	mark(&past)
+	f.drains = &fakeDrains{drained: map[string]bool{}}
+	if !f.drainOver(ctx, row) {
+		t.Fatal("a drain past its deadline is not over")
+	}
+}

@@ -28,7 +28,7 @@ type backend struct {
 	srv     *http.Server
 	ln      net.Listener
 	port    int
-	served  atomic.Int64
+	served  atomic.Int64 // requests from clients, not checks
 	inSlow  atomic.Int64
 	release chan struct{}
 }
@@ -45,7 +45,10 @@ func startBackend(t testing.TB, name string) *backend {
 			b.inSlow.Add(1)
 			<-b.release
 		}
-		b.served.Add(1)
+		// HAProxy's checks send no User-Agent; served counts clients' requests only.
+		if r.UserAgent() != "" {
+			b.served.Add(1)
+		}
 		w.Header().Set("X-Backend", b.name)
 		io.WriteString(w, b.name)
 	})}

@@ -43,6 +43,8 @@ type Private struct {
 	binary  string
 	threads int
 	log     *slog.Logger
+	// known is the master pid this door started or adopted, so each is logged once.
+	known int
 }
 
 var _ frontdoor.Door = (*Private)(nil)
@@ -122,12 +124,18 @@ func (d *Private) runningPid() (int, bool) {
 // ensureRunning adopts or starts the HAProxy, and waits until its admin socket answers.
 func (d *Private) ensureRunning(ctx context.Context) error {
 	if pid, ok := d.runningPid(); ok {
-		if _, err := command(ctx, d.p.Admin, "show info"); err == nil {
-			return nil
+		if d.known == pid {
+			if _, err := command(ctx, d.p.Admin, "show info"); err == nil {
+				return nil
+			}
 		}
-		// A master whose worker does not answer yet (just reloaded) gets a moment.
+		// One found running (a daemon restarted), or whose worker does not answer yet
+		// (just reloaded), gets a moment, master and worker both.
 		if err := d.waitAdmin(ctx, 0); err == nil {
-			d.log.Info("front door: adopted running haproxy", "pid", pid, "dir", d.dirName())
+			if d.known != pid {
+				d.log.Info("front door: adopted running haproxy", "pid", pid, "dir", d.dirName())
+				d.known = pid
+			}
 			return nil
 		}
 		return fmt.Errorf("haproxy %d runs from %s but its admin socket does not answer: stop it (kill %d) and the daemon starts a new one", pid, d.dirName(), pid)
@@ -169,7 +177,8 @@ func (d *Private) start(ctx context.Context) error {
 	if err := d.waitAdmin(ctx, 0); err != nil {
 		return err
 	}
-	d.log.Info("front door: started haproxy", "pid", d.Pid(), "dir", d.dirName())
+	d.known = d.Pid()
+	d.log.Info("front door: started haproxy", "pid", d.known, "dir", d.dirName())
 	return nil
 }
 
@@ -278,10 +287,9 @@ func (d *Private) reload(ctx context.Context, running, next []byte) error {
 		}
 		return cause
 	}
-	// The master closes the connection as it re-executes; there is no answer to read.
-	if _, err := masterCommand(ctx, d.p.Master, "reload"); err != nil {
-		return restore(err)
-	}
+	// The master closes the connection as it re-executes, so there is no answer to read
+	// and a read error says nothing: what show proc says next is the answer.
+	_, _ = masterCommand(ctx, d.p.Master, "reload")
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
@@ -325,8 +333,9 @@ func (d *Private) Stop(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	// The workers are told too: a master just started may not pass the signal on (seen
-	// with haproxy 2.6 started cold from a file with frontends).
+	// The workers are told too: a master still starting loses the signal (the door waits
+	// for the master to list its worker before using it, but Stop may meet one it did not
+	// start).
 	pids := []int{pid}
 	if proc, err := command(ctx, d.p.Master, "show proc"); err == nil {
 		pids = append(pids, parseWorkers(proc)...)
