@@ -57,6 +57,13 @@ func needHAProxy(t testing.TB) {
 // and the loop that gives each running instance an address and an httpd.
 func newZeroEnv(t testing.TB, holdMax int, holdTimeout string) *zeroEnv {
 	t.Helper()
+	return newZeroEnvGoverned(t, holdMax, holdTimeout, true)
+}
+
+// newZeroEnvGoverned is newZeroEnv, with the test as the governor or without one (the
+// caller runs the reference governor).
+func newZeroEnvGoverned(t testing.TB, holdMax int, holdTimeout string, testGoverns bool) *zeroEnv {
+	t.Helper()
 	needHAProxy(t)
 	for _, args := range [][]string{
 		{"link", "set", "lo", "up"},
@@ -77,12 +84,15 @@ func newZeroEnv(t testing.TB, holdMax int, holdTimeout string) *zeroEnv {
 	})
 	env.lxd.Lxc(t, "profile", "device", "add", "default", "eth0", "nic", "nictype=bridged", "parent=br0", "name=eth0")
 	z := &zeroEnv{governorEnv: env, launch: true, handled: map[string]bool{}}
-	z.hook = env.hookTo(t)
 	z.setHold(t, holdMax, holdTimeout)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go z.serveInstances(ctx, t)
-	go z.govern(ctx, t)
+	if testGoverns {
+		z.hook = env.hookTo(t)
+		go z.govern(ctx, t)
+	}
+
 	// The private HAProxy starts at the doorkeeper's first round with the shape.
 	z.waitUntil(t, "the front door listening", time.Minute, func() bool {
 		c, err := net.DialTimeout("tcp", zeroDoorAddress, time.Second)
@@ -187,7 +197,9 @@ func (z *zeroEnv) serveInstances(ctx context.Context, t testing.TB) {
 		instances, err := z.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
 		if err == nil {
 			for _, i := range instances {
-				if done[i.Name] || i.StatusCode != lxdapi.Running || !strings.HasPrefix(i.Name, z.prefix+"-") {
+				// The LXD is the namespace's own: every instance is the shape's (the
+				// reference governor names its own, outside the env's prefix).
+				if done[i.Name] || i.StatusCode != lxdapi.Running {
 					continue
 				}
 
