@@ -101,7 +101,9 @@ Example policy file:
       scale_down_stabilization: 120s   # scale down only to the highest recommendation seen
     api:                               # target tracking on a Prometheus query (--prometheus-url)
       query: 'sum(rate(http_requests_total{shape="api"}[1m]))'
-      query_target: 100                # of the query's value per instance: ceil(value / 100) instances`,
+      query_target: 100                # of the query's value per instance: ceil(value / 100) instances
+    preview:                           # scale to zero (scaling_minimum 0 and a front door)
+      idle_to_zero: 5m                 # no request through the front door for 5m: 0 instances`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.governorRun(cmd.Context(), &f)

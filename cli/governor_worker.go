@@ -223,7 +223,7 @@ func (g *governor) handle(w *shapeWorker, j governorJob) {
 
 	// Metrics of shapes without a cpu target are no decision at all: keep them out of the log.
 	level := slog.LevelInfo
-	if j.kind == policy.Metrics && w.state.Policy.CPUTarget <= 0 {
+	if j.kind == policy.Metrics && w.state.Policy.CPUTarget <= 0 && d.Action() == policy.None {
 		level = slog.LevelDebug
 	}
 

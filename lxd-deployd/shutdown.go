@@ -57,5 +57,11 @@ func (d *daemon) stop(ctx context.Context) error {
 		d.logger.Warn("background work still running at shutdown: exiting without it", "waited", backgroundWait, "err", err)
 	}
 
+	// Held connections of shapes at zero are the one part of the data path through the
+	// daemon: they are refused now (a hold timing out would refuse them too).
+	if d.holds != nil {
+		d.holds.Close()
+	}
+
 	return d.opened.close(ctx, d.logger)
 }

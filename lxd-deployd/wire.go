@@ -12,6 +12,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/doorkeeper"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/frontdoor/waker"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
@@ -49,7 +50,18 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 	ops := operations.NewManager(logger, eventServer, o.member, cluster.NewOperationRecorder(o.db.Writes(), o.member))
 	// Every member keeps its own front door (doc/traffic.md); endpoint changes go out as
 	// events of this member.
-	doors := doorkeeper.New(doorkeeper.Config{Observer: doorkeeper.NewObserver(o.db, lxd), Door: o.door, Logger: logger,
+	// Holds (scale to zero) sit behind a private door only: an operator's HAProxy may not
+	// reach this daemon's loopback (doc/traffic.md). A wake asks the governor through the
+	// reporter, which is made after the metrics that read the doorkeeper: the wake calls
+	// the daemon built below, and runs only once it has started.
+	var d *daemon
+	var holds *waker.Set
+	if o.config.frontDoor == frontDoorPrivate {
+		holds = waker.NewSet(waker.SetConfig{Logger: logger})
+	}
+
+	doors := doorkeeper.New(doorkeeper.Config{Observer: doorkeeper.NewObserver(o.db, lxd), Door: o.door, Logger: logger, Holds: holds,
+		Wake: func(s doorkeeper.ObservedShape, waiting func() int) { d.wakeShape(s, waiting) },
 		Notify: func(project string, deploymentID int64, event api.DeploymentShapeEndpointsEvent) {
 			eventServer.Send(api.EventTypeEndpoints, project, deploymentID, event)
 		}})
@@ -63,7 +75,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 	f := fleet.New(fleet.Config{DB: o.db, LXD: lxd, Ops: ops, Inflight: inflight, Sockets: o.governors, Reporter: l, Metrics: m, Logger: logger,
 		RequestLogger: requestLoggerIfAny, Stopping: stopping, Owner: owner, OfflineAfter: cluster.OfflineAfter, PoolWake: wake.pools, Drains: doors})
 
-	d := &daemon{
+	d = &daemon{
 		opened:    o,
 		logger:    logger,
 		lxd:       lxd,
@@ -81,6 +93,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		scheduler: scheduler.New(o.db, l, clock, logger),
 		conns:     newConnLimitsWith(defaultConnBudgets, logger),
 		doors:     doors,
+		holds:     holds,
 		usage:     newUsageCache(usageFetched(m)),
 		stopping:  stopping,
 		quit:      quit,

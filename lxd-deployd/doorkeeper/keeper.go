@@ -11,6 +11,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/frontdoor"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/frontdoor/waker"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -56,6 +57,12 @@ type Config struct {
 	// ApplyEvery is how often the door is given the whole picture even when nothing
 	// changed (a door restarted behind the daemon's back is refilled); default 10s.
 	ApplyEvery time.Duration
+
+	// Holds, when set, gives each private front door of a shape that may scale to zero
+	// (scaling_minimum 0) a hold for the connections that arrive while it has no serving
+	// instance (hold.go); Wake is then asked for capacity at a hold's first connection.
+	Holds *waker.Set
+	Wake  Wake
 }
 
 // Keeper keeps the door in step with the endpoints. Every daemon runs one for its own
@@ -68,6 +75,10 @@ type Keeper struct {
 	applyEvery time.Duration
 	wake       loop.Loop
 	now        func() time.Time
+	holds      *waker.Set
+
+	// holdAt is where each shape's hold listens, as the door was last given it.
+	holdAt map[string]string
 
 	mu sync.Mutex
 	// endpoints are the last computed endpoints by frontdoor key, with their shape.
@@ -98,8 +109,14 @@ func New(c Config) *Keeper {
 		c.Notify = func(string, int64, api.DeploymentShapeEndpointsEvent) {}
 	}
 
-	return &Keeper{observer: c.Observer, door: c.Door, notify: c.Notify, logger: c.Logger, applyEvery: c.ApplyEvery, wake: loop.New(), now: time.Now,
-		endpoints: map[string][]api.DeploymentShapeEndpoint{}, shapes: map[string]ObservedShape{}, applied: map[string]map[string]string{}, outSince: map[string]map[string]time.Time{}}
+	k := &Keeper{observer: c.Observer, door: c.Door, notify: c.Notify, logger: c.Logger, applyEvery: c.ApplyEvery, wake: loop.New(), now: time.Now,
+		endpoints: map[string][]api.DeploymentShapeEndpoint{}, shapes: map[string]ObservedShape{}, applied: map[string]map[string]string{}, outSince: map[string]map[string]time.Time{},
+		holds: c.Holds, holdAt: map[string]string{}}
+	if c.Holds != nil {
+		c.Holds.SetCallbacks(k.wakeFor(c.Wake), k.Poke)
+	}
+
+	return k
 }
 
 // Poke has the keeper look now rather than at its next round (nil: no keeper).
@@ -140,8 +157,9 @@ func (k *Keeper) Round(ctx context.Context) error {
 	}
 
 	sort.Slice(frontends, func(i, j int) bool { return frontends[i].Key < frontends[j].Key })
+	holdsMoved := k.syncHolds(shapesByKey, current, frontends)
 	k.mu.Lock()
-	changed := len(current) != len(k.endpoints)
+	changed := len(current) != len(k.endpoints) || holdsMoved
 	for key, endpoints := range current {
 		if !Equal(endpoints, k.endpoints[key]) {
 			changed = true

@@ -52,6 +52,11 @@ type Frontend struct {
 	CheckPath string
 	// Servers is every instance the shape has, whatever its state.
 	Servers []Server
+	// Hold, when set, is the address (host:port) of the daemon's hold for this shape
+	// (frontdoor/waker): the load balancer sends a connection there only when no server
+	// is up, so that a shape scaled to zero holds its first requests instead of refusing
+	// them (doc/traffic.md, "Scale to zero").
+	Hold string
 }
 
 // ServerStats is what the load balancer measured for one server.

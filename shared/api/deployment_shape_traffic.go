@@ -27,12 +27,29 @@ type DeploymentShapeTraffic struct {
 	// anyway (0 to 1h, default 30s; AWS's deregistration delay)
 	// Example: 30s
 	DrainTimeout string `json:"drain_timeout,omitempty" yaml:"drain_timeout,omitempty"`
+
+	// How many connections the front door holds while the shape has no serving instance
+	// (a shape with scaling_minimum 0 at zero, waking; 1 to 10000, default 100); one more
+	// is refused (http: 503 saying so, with Retry-After; tcp: closed)
+	// Example: 100
+	HoldMax int `json:"hold_max,omitempty" yaml:"hold_max,omitempty"`
+
+	// How long a held connection waits for an instance before it is refused (1s to 50s,
+	// default 30s; below the private door's 60 s server timeout)
+	// Example: 30s
+	HoldTimeout string `json:"hold_timeout,omitempty" yaml:"hold_timeout,omitempty"`
 }
 
 // Traffic protocols.
 const (
 	TrafficProtocolHTTP = "http"
 	TrafficProtocolTCP  = "tcp"
+)
+
+// Hold defaults (doc/traffic.md, "Scale to zero").
+const (
+	TrafficHoldMaxDefault     = 100
+	TrafficHoldTimeoutDefault = "30s"
 )
 
 // TrafficDrainTimeoutDefault is the drain timeout of a traffic object that names none.

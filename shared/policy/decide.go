@@ -39,12 +39,15 @@ type Input struct {
 
 	// Value is what the shape's query returned (kind Query).
 	Value float64
+
+	// Traffic is what the shape's front door measured (kind Metrics; nil without one).
+	Traffic *api.WebhookTrafficMetrics
 }
 
 // MetricsInput turns the metrics of one shape into an input: sizes and bounds as the
 // event reports them, and the cpu_rate of each Running instance that has one.
 func MetricsInput(m api.WebhookShapeMetrics) Input {
-	in := Input{Kind: Metrics, Current: m.ScalingCurrent, Minimum: m.ScalingMinimum, Maximum: m.ScalingMaximum}
+	in := Input{Kind: Metrics, Current: m.ScalingCurrent, Minimum: m.ScalingMinimum, Maximum: m.ScalingMaximum, Traffic: m.Traffic}
 
 	// Sorted by instance name so that the sum, and so the decision, does not depend on map order.
 	names := make([]string, 0, len(m.Instances))
@@ -136,6 +139,9 @@ type State struct {
 
 	lastScale       time.Time
 	recommendations []recommendation
+
+	// lastBusy is when the shape last had traffic or was asked to scale (idle.go).
+	lastBusy time.Time
 }
 
 // NewState returns the state of a shape governed by p.
@@ -158,8 +164,13 @@ func (s *State) LastScale() time.Time {
 func (s *State) Decide(now time.Time, in Input) Decision {
 	switch in.Kind {
 	case ScaleRequest:
+		s.lastBusy = now
 		return s.scaleRequest(now, in)
 	case Metrics:
+		if d, ok := s.idle(now, in); ok {
+			return d
+		}
+
 		return s.metrics(now, in)
 	case Query:
 		return s.query(now, in)

@@ -47,6 +47,12 @@ type Shape struct {
 	Query       string
 	QueryTarget float64
 
+	// IdleToZero scales a shape whose scaling_minimum is 0 in to zero instances once its
+	// front door has seen no request, open connection or queued request for this long
+	// (the traffic figures of the metrics events, doc/traffic.md "Scale to zero"); 0
+	// turns it off. The front door wakes the shape at its next request.
+	IdleToZero time.Duration
+
 	// MemoryTarget is the share of its memory limit the hungriest instance should use (the
 	// vertical mode, vertical.go); 0 turns it off.
 	MemoryTarget float64
@@ -79,6 +85,10 @@ func (s Shape) String() string {
 		parts = append(parts, fmt.Sprintf("query %q with a target of %g per instance (tolerance %g%%)", s.Query, s.QueryTarget, s.Tolerance*100))
 		parts = append(parts, fmt.Sprintf("cooldowns up %s down %s", s.ScaleUpCooldown, s.ScaleDownCooldown))
 		parts = append(parts, fmt.Sprintf("scale-down stabilization %s", s.ScaleDownStabilization))
+	}
+
+	if s.IdleToZero > 0 {
+		parts = append(parts, fmt.Sprintf("idle to zero after %s without requests", s.IdleToZero))
 	}
 
 	if s.MemoryTarget > 0 {
@@ -131,6 +141,7 @@ type fileShape struct {
 	MemoryTarget           float64  `yaml:"memory_target"`
 	Query                  string   `yaml:"query"`
 	QueryTarget            float64  `yaml:"query_target"`
+	IdleToZero             duration `yaml:"idle_to_zero"`
 }
 
 // duration reads "30s", "2m" or "1h30m". A bare number is refused: yaml.v2 would read it as
@@ -190,6 +201,7 @@ func Parse(data []byte) (*Policy, error) {
 		s.MemoryTarget = fs.MemoryTarget
 		s.Query = strings.TrimSpace(fs.Query)
 		s.QueryTarget = fs.QueryTarget
+		s.IdleToZero = time.Duration(fs.IdleToZero)
 
 		err = s.Validate()
 		if err != nil {
@@ -238,6 +250,7 @@ func (s Shape) Validate() error {
 		{"scale_up_cooldown", s.ScaleUpCooldown},
 		{"scale_down_cooldown", s.ScaleDownCooldown},
 		{"scale_down_stabilization", s.ScaleDownStabilization},
+		{"idle_to_zero", s.IdleToZero},
 	} {
 		if d.value < 0 {
 			return fmt.Errorf("%s must not be negative, got %s", d.key, d.value)

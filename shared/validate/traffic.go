@@ -51,7 +51,45 @@ func ShapeTraffic(t *api.DeploymentShapeTraffic) error {
 	}
 
 	_, err := TrafficDrainTimeout(t)
+	if err != nil {
+		return err
+	}
+
+	_, _, err = TrafficHold(t)
 	return err
+}
+
+// Bounds of a front door's hold queue (doc/traffic.md, "Scale to zero"). A held request
+// waits below the private door's server timeout (60 s), so that the hold's 503 naming the
+// limit comes before HAProxy's 504.
+const (
+	trafficHoldMaxLimit     = 10000
+	trafficHoldTimeoutLimit = 50 * time.Second
+)
+
+// TrafficHold returns how many connections a shape's front door holds while the shape has
+// no serving instance and how long each waits (the defaults when the object names none).
+func TrafficHold(t *api.DeploymentShapeTraffic) (int, time.Duration, error) {
+	n := t.HoldMax
+	if n == 0 {
+		n = api.TrafficHoldMaxDefault
+	}
+
+	if n < 1 || n > trafficHoldMaxLimit {
+		return 0, 0, fmt.Errorf("traffic.hold_max %d is out of range: hold 1 to %d connections (0 or absent: %d)", t.HoldMax, trafficHoldMaxLimit, api.TrafficHoldMaxDefault)
+	}
+
+	value := t.HoldTimeout
+	if value == "" {
+		value = api.TrafficHoldTimeoutDefault
+	}
+
+	d, err := time.ParseDuration(value)
+	if err != nil || d < time.Second || d > trafficHoldTimeoutLimit {
+		return 0, 0, fmt.Errorf("traffic.hold_timeout must be a duration such as 30s or 45s, from 1s to %s, got %q", trafficHoldTimeoutLimit, value)
+	}
+
+	return n, d, nil
 }
 
 // TrafficDrainTimeout returns a traffic object's drain timeout (the default when it names

@@ -25,6 +25,9 @@ const (
 	hardStopAfter = "5m"
 )
 
+// holdServer is the backup server of a frontend with a hold (Frontend.Hold).
+const holdServer = "hold"
+
 // paths are where a private door keeps its HAProxy's files.
 type paths struct {
 	Config, Pid, Admin, Master, State, Log string
@@ -71,6 +74,15 @@ func validate(fs []frontdoor.Frontend, private bool) error {
 				return fmt.Errorf("frontends %q and %q both listen on %s: give each its own", other, f.Key, f.Listen)
 			}
 			listens[f.Listen] = f.Key
+		}
+		if f.Hold != "" {
+			if !private {
+				return fmt.Errorf("frontend %q has a hold but this door drives an operator's haproxy: holds are for a private door (doc/traffic.md)", f.Key)
+			}
+
+			if _, err := netip.ParseAddrPort(f.Hold); err != nil {
+				return fmt.Errorf("frontend %q has hold %q: give the hold's ip:port", f.Key, f.Hold)
+			}
 		}
 		if f.CheckPath != "" && (!strings.HasPrefix(f.CheckPath, "/") || strings.ContainsAny(f.CheckPath, " \t\r\n")) {
 			return fmt.Errorf("frontend %q has check path %q: give a path starting with / and without spaces", f.Key, f.CheckPath)
@@ -120,6 +132,9 @@ func layout(fs []frontdoor.Frontend) string {
 	h := sha256.New()
 	for _, f := range sortedFrontends(fs) {
 		fmt.Fprintf(h, "%q %q %q %q\n", f.Key, f.Listen, f.Protocol, f.CheckPath)
+		if f.Hold != "" {
+			fmt.Fprintf(h, "hold %q\n", f.Hold)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
@@ -173,6 +188,11 @@ defaults
 				b.WriteString(" disabled")
 			}
 			b.WriteString("\n")
+		}
+		if f.Hold != "" {
+			// Used only while no instance is up; no check: the hold is always there, and
+			// named without serverPrefix, so the runtime API plans never touch it.
+			fmt.Fprintf(&b, "    server %s %s backup\n", holdServer, f.Hold)
 		}
 	}
 	return b.String()
