@@ -25,7 +25,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/frontdoor"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/frontdoor/waker"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
@@ -125,7 +124,6 @@ type daemon struct {
 	scheduler *scheduler.Scheduler // scheduled actions (schedule.go)
 	conns     *connLimits          // the HTTPS connection budgets (conn_limits.go)
 	doors     *doorkeeper.Keeper   // keeps the door in step with the endpoints
-	holds     *waker.Set           // holds of shapes at zero (wake.go; nil: no private door)
 	usage     *usageCache          // LXD's usage of the instances, kept fresh in the background (instance_usage*.go)
 
 	// tasks are the background loops (wire.go), started by start and stopped by stop.

@@ -59,9 +59,7 @@ func (d *daemon) stop(ctx context.Context) error {
 
 	// Held connections of shapes at zero are the one part of the data path through the
 	// daemon: they are refused now (a hold timing out would refuse them too).
-	if d.holds != nil {
-		d.holds.Close()
-	}
+	d.doors.CloseHolds()
 
 	return d.opened.close(ctx, d.logger)
 }

@@ -55,9 +55,9 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 	// reporter, which is made after the metrics that read the doorkeeper: the wake calls
 	// the daemon built below, and runs only once it has started.
 	var d *daemon
-	var holds *waker.Set
+	var holds *waker.SetConfig
 	if o.config.frontDoor == frontDoorPrivate {
-		holds = waker.NewSet(waker.SetConfig{Logger: logger})
+		holds = &waker.SetConfig{Logger: logger}
 	}
 
 	doors := doorkeeper.New(doorkeeper.Config{Observer: doorkeeper.NewObserver(o.db, lxd), Door: o.door, Logger: logger, Holds: holds,
@@ -93,7 +93,6 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		scheduler: scheduler.New(o.db, l, clock, logger),
 		conns:     newConnLimitsWith(defaultConnBudgets, logger),
 		doors:     doors,
-		holds:     holds,
 		usage:     newUsageCache(usageFetched(m)),
 		stopping:  stopping,
 		quit:      quit,

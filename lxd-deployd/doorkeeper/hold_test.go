@@ -41,15 +41,14 @@ func TestKeeperHolds(t *testing.T) {
 	kept.Traffic = &api.DeploymentShapeTraffic{Port: p, Listen: "127.0.0.1:8081"}
 	observer := &fakeObserver{obs: Observation{Shapes: []ObservedShape{{Project: "default", Deployment: "shop", Shape: zero}, {Project: "default", Deployment: "shop", Shape: kept}}}}
 	door := &fakeDoor{sessions: map[string]int{}}
-	holds := waker.NewSet(waker.SetConfig{})
-	defer holds.Close()
 	var mu sync.Mutex
 	var woken []string
-	k := New(Config{Observer: observer, Door: door, ApplyEvery: time.Hour, Holds: holds, Wake: func(s ObservedShape, waiting func() int) {
+	k := New(Config{Observer: observer, Door: door, ApplyEvery: time.Hour, Holds: &waker.SetConfig{}, Wake: func(s ObservedShape, waiting func() int) {
 		mu.Lock()
 		woken = append(woken, s.Shape.Name)
 		mu.Unlock()
 	}})
+	defer k.CloseHolds()
 	ctx := context.Background()
 	if err := k.Round(ctx); err != nil {
 		t.Fatal(err)

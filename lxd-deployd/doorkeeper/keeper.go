@@ -61,7 +61,8 @@ type Config struct {
 	// Holds, when set, gives each private front door of a shape that may scale to zero
 	// (scaling_minimum 0) a hold for the connections that arrive while it has no serving
 	// instance (hold.go); Wake is then asked for capacity at a hold's first connection.
-	Holds *waker.Set
+	// The keeper makes the holds itself, so that they call back into it from the start.
+	Holds *waker.SetConfig
 	Wake  Wake
 }
 
@@ -111,12 +112,22 @@ func New(c Config) *Keeper {
 
 	k := &Keeper{observer: c.Observer, door: c.Door, notify: c.Notify, logger: c.Logger, applyEvery: c.ApplyEvery, wake: loop.New(), now: time.Now,
 		endpoints: map[string][]api.DeploymentShapeEndpoint{}, shapes: map[string]ObservedShape{}, applied: map[string]map[string]string{}, outSince: map[string]map[string]time.Time{},
-		holds: c.Holds, holdAt: map[string]string{}}
+		holdAt: map[string]string{}}
 	if c.Holds != nil {
-		c.Holds.SetCallbacks(k.wakeFor(c.Wake), k.Poke)
+		holds := *c.Holds
+		holds.Wake, holds.Waiting = k.wakeFor(c.Wake), k.Poke
+		k.holds = waker.NewSet(holds)
 	}
 
 	return k
+}
+
+// CloseHolds refuses the connections the holds keep and stops them listening: they are
+// the one part of the data path through the daemon, and it is stopping.
+func (k *Keeper) CloseHolds() {
+	if k.holds != nil {
+		k.holds.Close()
+	}
 }
 
 // Poke has the keeper look now rather than at its next round (nil: no keeper).

@@ -48,14 +48,6 @@ func NewSet(c SetConfig) *Set {
 	return &Set{cfg: c, holds: map[string]*Hold{}}
 }
 
-// SetCallbacks sets Wake and Waiting after the set is built (its user is built after it).
-// Call it before the first Sync.
-func (s *Set) SetCallbacks(wake func(key string, waiting int), waiting func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.cfg.Wake, s.cfg.Waiting = wake, waiting
-}
-
 // Sync makes the set hold exactly the shapes of specs, and returns where each listens by
 // key (a shape whose hold could not listen is left out, and logged).
 func (s *Set) Sync(specs []Spec) map[string]string {
