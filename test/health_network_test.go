@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -102,10 +104,14 @@ func TestHTTPAndTCPHealthChecks(t *testing.T) {
 	})
 }
 
+// netnsCount numbers the namespaces runInNetns makes.
+var netnsCount atomic.Int64
+
 // runInNetns runs the calling test again, in a copy of the test binary inside a fresh
 // network namespace, and fails if it fails there.
 func runInNetns(t *testing.T) {
-	name := fmt.Sprintf("ldd-test-%d", os.Getpid())
+	// One namespace per test: the tests that run in one run in parallel.
+	name := fmt.Sprintf("ldd-test-%d-%d", os.Getpid(), netnsCount.Add(1))
 	out, err := exec.Command("ip", "netns", "add", name).CombinedOutput()
 	if err != nil {
 		if os.Getenv("LXDTEST_REQUIRE") != "" {
@@ -119,7 +125,7 @@ func runInNetns(t *testing.T) {
 	// ip netns exec, unlike a bare nsenter --net, also mounts a /sys of the namespace, where
 	// LXD looks for the bridge.
 	cmd := exec.Command("ip", "netns", "exec", name, os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), netnsChildEnv+"=1")
+	cmd.Env = append(os.Environ(), netnsChildEnv+"=1", builtBinariesEnv+"="+filepath.Dir(daemonBinary))
 	out, err = cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
 		t.Fatalf("inside network namespace %s: %v\n%s", name, err, out)
