@@ -97,7 +97,10 @@ func TestMain(m *testing.M) {
 // test binary runInNetns starts, so that it does not build them again.
 const builtBinariesEnv = "LXD_DEPLOYD_TEST_BINARIES"
 
-// buildBinaries builds the daemon and the CLI, at once, into a new directory.
+// buildBinaries builds the daemon and the CLI, at once, into a new directory. The CLI is
+// built as `make build` builds it, without cgo: what users run, and what
+// TestCLIBuildsWithoutCgo and the static binaries pushed into containers build again from
+// the same cache.
 func buildBinaries() (string, error) {
 	dir, err := os.MkdirTemp("", "lxd-deployd-bin-")
 	if err != nil {
@@ -108,6 +111,10 @@ func buildBinaries() (string, error) {
 	for binary, pkg := range map[string]string{"lxd-deployd": "../lxd-deployd", "lxd-deploy": "../cli"} {
 		go func() {
 			build := exec.Command("go", "build", "-o", filepath.Join(dir, binary), pkg)
+			if pkg == "../cli" {
+				build.Env = append(os.Environ(), "CGO_ENABLED=0")
+			}
+
 			out, err := build.CombinedOutput()
 			if err != nil {
 				err = fmt.Errorf("build %s: %v\n%s", pkg, err, out)
