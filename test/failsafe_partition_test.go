@@ -341,7 +341,8 @@ func (e *failsafeEnv) lastChecks(t testing.TB) string {
 // deleted, restarted or replaced (LXD's own list, init pids), LXD never holds more than the
 // shape's bound, no acknowledged write is lost, and after each cut every instance is
 // healthy again by a fresh check within partitionHealthyBound. Then the control: a really
-// sick instance is still replaced.
+// sick instance is still replaced. Serial: a dqlite cluster, whose elections and leases
+// run on timers that a busy machine stretches (test/main_test.go).
 func TestFailSafeDaemonPartition(t *testing.T) {
 	private := lxdtest.Start(t)
 	net := lxdtest.StartPartition(t, "m1", "m2", "m3")

@@ -27,6 +27,13 @@ import (
 // replaced, none restarted. Then the control: an instance whose check really fails while
 // LXD is fine is still replaced within its thresholds, so a fix that stops autohealing for
 // good does not pass either.
+//
+// The tests run in parallel (test/main_test.go) but for the cluster group's, which forms a
+// private LXD cluster: each stops, freezes or slows only its own LXD and daemon, and none
+// asserts on how long anything takes (a fault lasts a fixed time, holds watch for a fixed
+// window, waits are bounds of a minute; the durations are logged). What a busy machine
+// could turn into a false verdict is a check's command still running at its 2 s timeout
+// twice in a row, for a `test` that takes milliseconds; a slow LXD is no verdict.
 
 // failsafeSize is how many instances the shape runs, as in the issue.
 const failsafeSize = 4
@@ -339,6 +346,7 @@ func execIn(t testing.TB, c lxd.InstanceServer, instance string, command ...stri
 // TestFailSafeControl: with LXD fine, an instance whose check fails is replaced within
 // its thresholds, and only it.
 func TestFailSafeControl(t *testing.T) {
+	t.Parallel()
 	e := newFailsafeEnv(t, false)
 	t.Logf("control: the sick instance replaced by a healthy one in %v", e.control(t))
 	t.Logf("health: %s", e.healthState(t))
@@ -351,6 +359,7 @@ func TestFailSafeControl(t *testing.T) {
 // there for one more probe interval, and checks that cannot run meanwhile must not count.
 // (Stopped at a random moment, the old code replaced an instance in about half the runs.)
 func TestFailSafeLXDRestart(t *testing.T) {
+	t.Parallel()
 	e := newFailsafeEnv(t, true)
 	before := e.fleet(t)
 	if !e.proxy.WaitFor(http.MethodGet, "/1.0", 15*time.Second) {
@@ -377,6 +386,7 @@ func TestFailSafeLXDRestart(t *testing.T) {
 // TestFailSafeLXDFreeze: LXD frozen 15 s (SIGSTOP, then SIGCONT). The issue saw 1-2 healthy
 // instances replaced.
 func TestFailSafeLXDFreeze(t *testing.T) {
+	t.Parallel()
 	e := newFailsafeEnv(t, false)
 	before := e.fleet(t)
 	e.lxd.Freeze(t)
@@ -395,6 +405,7 @@ func TestFailSafeLXDFreeze(t *testing.T) {
 // TestFailSafeExecFails: LXD answers, but exec fails to start (500 to every POST .../exec,
 // through the slow-LXD proxy) for 10 s: no check could run, none failed.
 func TestFailSafeExecFails(t *testing.T) {
+	t.Parallel()
 	e := newFailsafeEnv(t, true)
 	before := e.fleet(t)
 	e.proxy.Set(lxdtest.ProxyFaults{ExecFails: true})
@@ -414,6 +425,7 @@ func TestFailSafeExecFails(t *testing.T) {
 // the instances are. (The torture run's lxd-slow replaced healthy instances before issue
 // 31's fix: seed 31.)
 func TestFailSafeLXDSlow(t *testing.T) {
+	t.Parallel()
 	e := newFailsafeEnv(t, true)
 	before := e.fleet(t)
 	e.proxy.Set(lxdtest.ProxyFaults{Delay: 3 * time.Second, Jitter: 500 * time.Millisecond})
@@ -431,6 +443,7 @@ func TestFailSafeLXDSlow(t *testing.T) {
 // not the instances: none is replaced, and the shape says so (health_status.check broken,
 // with a reason).
 func TestFailSafeCheckTypo(t *testing.T) {
+	t.Parallel()
 	e := newFailsafeEnv(t, false)
 	before := e.fleet(t)
 	typo := failsafeHealth()
@@ -464,7 +477,7 @@ func TestFailSafeCheckTypo(t *testing.T) {
 // TestFailSafeClusterGroupFresh: a cluster group created in LXD, then at once a launch of a
 // shape targeting it (placement.targets @g23). The issue saw 400 "names cluster group g23,
 // which the LXD cluster does not have" until a cache ran out 12 s later: the daemon must
-// look a group it does not know up afresh.
+// look a group it does not know up afresh. Serial: it forms a private LXD cluster.
 func TestFailSafeClusterGroupFresh(t *testing.T) {
 	e := newClusterEnv(t, map[string][]string{"gpu": {"m3"}})
 	// A first launch on a group, so that whatever the daemon keeps of LXD's groups is filled.

@@ -22,6 +22,7 @@ import (
 // dialer's destination policy, the second finds no address on a NIC LXD attached. As in
 // TestHTTPAndTCPHealthChecks, all of it runs in a network namespace the test makes.
 func TestHealthChecksNeverReachTheHost(t *testing.T) {
+	t.Parallel()
 	if os.Getenv(netnsChildEnv) == "" {
 		runInNetns(t)
 		return

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -124,7 +125,7 @@ func runInNetns(t *testing.T) {
 	// ip netns exec, unlike a bare nsenter --net, also mounts a /sys of the namespace, where
 	// LXD looks for the bridge.
 	cmd := exec.Command("ip", "netns", "exec", name, os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), netnsChildEnv+"=1")
+	cmd.Env = append(os.Environ(), netnsChildEnv+"=1", builtBinariesEnv+"="+filepath.Dir(daemonBinary))
 	out, err = cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
 		t.Fatalf("inside network namespace %s: %v\n%s", name, err, out)

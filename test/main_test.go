@@ -21,7 +21,10 @@
 // own from a small pool (LXDTEST_SHARED_POOL, default 3), so tests on the shared LXD do not
 // see each other's instances, images or deployments; TestMain runs defaultParallel tests at
 // once unless -parallel says otherwise. Serial tests run first, alone, then the parallel
-// ones together. A test stays serial (no t.Parallel) when it:
+// ones together. A test that restarts, kills, freezes or slows an LXD runs in parallel too
+// when that LXD is its own (lxdtest.Start, as the fail-safe suites do): nothing else talks
+// to it, and its stop ends no thread that forked another test's processes (Pdeathsig; see
+// internal/privatelxd's start). A test stays serial (no t.Parallel) when it:
 //   - changes process-wide state (umask, environment, working directory: t.Setenv panics
 //     in a parallel test anyway);
 //   - asserts on timing (a state within a second, a stop within 10 s, fixed sleeps between
@@ -68,27 +71,65 @@ func TestMain(m *testing.M) {
 		_ = flag.Set("test.parallel", strconv.Itoa(defaultParallel))
 	}
 
-	dir, err := os.MkdirTemp("", "lxd-deployd-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-
-	daemonBinary = filepath.Join(dir, "lxd-deployd")
-	cliBinary = filepath.Join(dir, "lxd-deploy")
-	for binary, pkg := range map[string]string{daemonBinary: "../lxd-deployd", cliBinary: "../cli"} {
-		build := exec.Command("go", "build", "-o", binary, pkg)
-		build.Stdout = os.Stderr
-		build.Stderr = os.Stderr
-		err = build.Run()
+	// A copy of the binary that runInNetns starts uses its parent's binaries.
+	dir := os.Getenv(builtBinariesEnv)
+	if dir == "" {
+		var err error
+		dir, err = buildBinaries()
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n", pkg, err)
+			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 	}
 
+	daemonBinary = filepath.Join(dir, "lxd-deployd")
+	cliBinary = filepath.Join(dir, "lxd-deploy")
 	code := m.Run()
 	lxdtest.StopShared()
-	_ = os.RemoveAll(dir)
+	if os.Getenv(builtBinariesEnv) == "" {
+		_ = os.RemoveAll(dir)
+	}
+
 	os.Exit(code)
+}
+
+// builtBinariesEnv names the directory of the binaries TestMain built, for the copy of the
+// test binary runInNetns starts, so that it does not build them again.
+const builtBinariesEnv = "LXD_DEPLOYD_TEST_BINARIES"
+
+// buildBinaries builds the daemon and the CLI, at once, into a new directory. The CLI is
+// built as `make build` builds it, without cgo: what users run, and what
+// TestCLIBuildsWithoutCgo and the static binaries pushed into containers build again from
+// the same cache.
+func buildBinaries() (string, error) {
+	dir, err := os.MkdirTemp("", "lxd-deployd-bin-")
+	if err != nil {
+		return "", err
+	}
+
+	errs := make(chan error, 2)
+	for binary, pkg := range map[string]string{"lxd-deployd": "../lxd-deployd", "lxd-deploy": "../cli"} {
+		go func() {
+			build := exec.Command("go", "build", "-o", filepath.Join(dir, binary), pkg)
+			if pkg == "../cli" {
+				build.Env = append(os.Environ(), "CGO_ENABLED=0")
+			}
+
+			out, err := build.CombinedOutput()
+			if err != nil {
+				err = fmt.Errorf("build %s: %v\n%s", pkg, err, out)
+			}
+
+			errs <- err
+		}()
+	}
+
+	for range 2 {
+		if err := <-errs; err != nil {
+			_ = os.RemoveAll(dir)
+			return "", err
+		}
+	}
+
+	return dir, nil
 }

@@ -20,6 +20,7 @@ import (
 // cannot start on this machine (no KVM): the test checks the shape's request and that LXD
 // was asked for a VM (its refusal says so), and stops there.
 func TestShapeCreateSources(t *testing.T) {
+	t.Parallel()
 	// The image server: its own LXD, its busybox image public under an alias of its own.
 	// It starts before the daemon so that it stops after it: its stop ends the OS thread
 	// it is locked to, and a daemon forked from that thread would die of its Pdeathsig.

@@ -172,7 +172,10 @@ func (d *daemon) env(client bool) []string {
 // The daemon gets Pdeathsig=SIGKILL so that it dies with the test binary
 // even if cleanup never runs. Pdeathsig fires when the *thread* that forked
 // the child exits, so the fork happens on a goroutine that stays locked to
-// its thread until the daemon has exited.
+// its thread until the daemon has exited. It unlocks then rather than end the
+// thread: a goroutine ending locked ends its thread, and with it (Pdeathsig
+// again) every process another goroutine forked on that thread before it was
+// locked, such as a daemon under test of a test running in parallel.
 func (d *daemon) start() error {
 	out, err := os.Create(filepath.Join(d.dir, "lxd.stderr"))
 	if err != nil {
@@ -189,7 +192,8 @@ func (d *daemon) start() error {
 
 	started := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the daemon
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread() // once lxd has exited: the thread lives on
 		defer out.Close()
 		if err := cmd.Start(); err != nil {
 			started <- err

@@ -423,7 +423,8 @@ func (m *Member) run(input []byte, args ...string) ([]byte, error) {
 
 // start runs the member's lxd in the namespace. As in internal/privatelxd, the fork happens
 // on a goroutine locked to its thread so that Pdeathsig takes the daemon down with the test
-// binary; nsenter and sh exec, so the pid is LXD's.
+// binary, unlocked once it has exited so that the thread does not end (see privatelxd's
+// start); nsenter and sh exec, so the pid is LXD's.
 func (m *Member) start() error {
 	out, err := os.OpenFile(filepath.Join(m.Dir, "lxd.stderr"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -438,7 +439,8 @@ func (m *Member) start() error {
 	exited := make(chan struct{})
 	started := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the daemon
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread() // once lxd has exited: the thread lives on
 		defer out.Close()
 		if err := cmd.Start(); err != nil {
 			started <- err
