@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -28,17 +27,7 @@ func TestHealthChecksNeverReachTheHost(t *testing.T) {
 		return
 	}
 
-	for _, args := range [][]string{
-		{"link", "set", "lo", "up"},
-		{"link", "add", "br0", "type", "bridge"},
-		{"addr", "add", "10.77.0.1/24", "dev", "br0"},
-		{"link", "set", "br0", "up"},
-	} {
-		out, err := exec.Command("ip", args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("ip %v: %v\n%s", args, err, out)
-		}
-	}
+	netnsBridge(t, "10.77.0.1/24")
 
 	// The host's own service, on the namespace's loopback only.
 	var connections atomic.Int64

@@ -29,17 +29,7 @@ func TestHTTPAndTCPHealthChecks(t *testing.T) {
 		return
 	}
 
-	for _, args := range [][]string{
-		{"link", "set", "lo", "up"},
-		{"link", "add", "br0", "type", "bridge"},
-		{"addr", "add", "10.77.0.1/24", "dev", "br0"},
-		{"link", "set", "br0", "up"},
-	} {
-		out, err := exec.Command("ip", args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("ip %v: %v\n%s", args, err, out)
-		}
-	}
+	netnsBridge(t, "10.77.0.1/24")
 
 	env := newGovernorEnv(t, 0, 3)
 	env.lxd.Lxc(t, "profile", "device", "add", "default", "eth0", "nic", "nictype=bridged", "parent=br0", "name=eth0")
@@ -102,6 +92,23 @@ func TestHTTPAndTCPHealthChecks(t *testing.T) {
 
 		verdicts(api.HealthUnhealthy, "HTTP 404", api.HealthUnhealthy, "refused")
 	})
+}
+
+// netnsBridge makes, in the network namespace runInNetns put the test in, its loopback and
+// a bridge br0 with address (a CIDR) for an LXD network to attach to.
+func netnsBridge(t testing.TB, address string) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"link", "set", "lo", "up"},
+		{"link", "add", "br0", "type", "bridge"},
+		{"addr", "add", address, "dev", "br0"},
+		{"link", "set", "br0", "up"},
+	} {
+		out, err := exec.Command("ip", args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip %v: %v\n%s", args, err, out)
+		}
+	}
 }
 
 // netnsSeq numbers the namespaces runInNetns makes in this process.

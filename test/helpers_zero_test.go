@@ -65,17 +65,7 @@ func newZeroEnv(t testing.TB, holdMax int, holdTimeout string) *zeroEnv {
 func newZeroEnvGoverned(t testing.TB, holdMax int, holdTimeout string, testGoverns bool) *zeroEnv {
 	t.Helper()
 	needHAProxy(t)
-	for _, args := range [][]string{
-		{"link", "set", "lo", "up"},
-		{"link", "add", "br0", "type", "bridge"},
-		{"addr", "add", "10.79.0.1/24", "dev", "br0"},
-		{"link", "set", "br0", "up"},
-	} {
-		out, err := exec.Command("ip", args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("ip %v: %v\n%s", args, err, out)
-		}
-	}
+	netnsBridge(t, "10.79.0.1/24")
 
 	env := newGovernorEnv(t, 0, 3)
 	t.Cleanup(func() {

@@ -46,17 +46,7 @@ func TestTrafficFrontDoor(t *testing.T) {
 		t.Skip("haproxy is missing (Debian package haproxy, make deps-test): the front door needs it")
 	}
 
-	for _, args := range [][]string{
-		{"link", "set", "lo", "up"},
-		{"link", "add", "br0", "type", "bridge"},
-		{"addr", "add", "10.79.0.1/24", "dev", "br0"},
-		{"link", "set", "br0", "up"},
-	} {
-		out, err := exec.Command("ip", args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("ip %v: %v\n%s", args, err, out)
-		}
-	}
+	netnsBridge(t, "10.79.0.1/24")
 
 	const drain = 2 * time.Minute
 	// Registered first, so it runs last: after the daemon stopped (a running daemon starts

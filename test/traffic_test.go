@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -29,17 +28,7 @@ func TestTrafficEndpointsAndDrain(t *testing.T) {
 		return
 	}
 
-	for _, args := range [][]string{
-		{"link", "set", "lo", "up"},
-		{"link", "add", "br0", "type", "bridge"},
-		{"addr", "add", "10.78.0.1/24", "dev", "br0"},
-		{"link", "set", "br0", "up"},
-	} {
-		out, err := exec.Command("ip", args...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("ip %v: %v\n%s", args, err, out)
-		}
-	}
+	netnsBridge(t, "10.78.0.1/24")
 
 	const drain = 8 * time.Second
 	args := []string{"--front-door", "none", "--reconcile-interval", "1s"}
