@@ -32,6 +32,7 @@ PRIVATE_LXD ?= $(RUN_DIR)/lxd
 .PHONY: run
 run: build ## run the daemon in the foreground, data in ./.run/ (a private LXD in ./.run/lxd if none answers; PRIVATE_LXD= turns it off)
 	@if [ -n "$(PRIVATE_LXD)" ]; then ./.ci/apt-install lxd busybox-static; fi
+	@./.ci/apt-install haproxy # the private front door of shapes with traffic (doc/traffic.md)
 	mkdir -p $(RUN_DIR)
 	LXD_DEPLOYD_DIR=$(RUN_DIR) ./bin/lxd-deployd --private-lxd="$(PRIVATE_LXD)"
 
