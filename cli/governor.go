@@ -81,7 +81,8 @@ timestamp window; anything else is answered 401), deduplicated by event id, answ
 and acted on in the background, one shape at a time per shape. Scale requests bring a shape to
 their target within its bounds; metrics drive CPU target tracking as Kubernetes' HPA does, per
 the policy file (see "lxd-deploy governor policy-check"), or a shape's Prometheus query
-(asked every --query-interval of --prometheus-url). Shapes the policy file does not list
+(asked every --query-interval of --prometheus-url), or requests per instance through the
+shape's front door (the traffic figures of the metrics events). Shapes the policy file does not list
 follow scale requests only. Every decision is logged with its reason.
 
 Reaching lxd-deployd, with a deployment key's certificate and private key (role admin to act,
@@ -102,6 +103,8 @@ Example policy file:
     api:                               # target tracking on a Prometheus query (--prometheus-url)
       query: 'sum(rate(http_requests_total{shape="api"}[1m]))'
       query_target: 100                # of the query's value per instance: ceil(value / 100) instances
+    shop:                              # target tracking on requests through the shape's front door
+      requests_per_instance: 50        # requests per second per instance: ceil(rate / 50) instances
     preview:                           # scale to zero (scaling_minimum 0 and a front door)
       idle_to_zero: 5m                 # no request through the front door for 5m: 0 instances`,
 		Args: cobra.NoArgs,

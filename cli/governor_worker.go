@@ -221,9 +221,11 @@ func (g *governor) handle(w *shapeWorker, j governorJob) {
 
 	d := w.state.Decide(g.now(), in)
 
-	// Metrics of shapes without a cpu target are no decision at all: keep them out of the log.
+	// Metrics of shapes tracking neither CPU nor requests are no decision at all: keep them
+	// out of the log. A requests shape logs "no traffic data" at info: it is why nothing moves.
 	level := slog.LevelInfo
-	if j.kind == policy.Metrics && w.state.Policy.CPUTarget <= 0 && d.Action() == policy.None {
+	tracked := w.state.Policy.CPUTarget > 0 || w.state.Policy.RequestsPerInstance > 0
+	if j.kind == policy.Metrics && !tracked && d.Action() == policy.None {
 		level = slog.LevelDebug
 	}
 

@@ -171,6 +171,10 @@ func (s *State) Decide(now time.Time, in Input) Decision {
 			return d
 		}
 
+		if s.Policy.RequestsPerInstance > 0 {
+			return s.requests(now, in)
+		}
+
 		return s.metrics(now, in)
 	case Query:
 		return s.query(now, in)

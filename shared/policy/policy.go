@@ -47,6 +47,11 @@ type Shape struct {
 	Query       string
 	QueryTarget float64
 
+	// RequestsPerInstance is the request rate (requests, or connections for tcp, per second)
+	// one instance should carry, read from the front door's figures in the metrics events
+	// (requests.go); 0 turns it off.
+	RequestsPerInstance float64
+
 	// IdleToZero scales a shape whose scaling_minimum is 0 in to zero instances once its
 	// front door has seen no request, open connection or queued request for this long
 	// (the traffic figures of the metrics events, doc/traffic.md "Scale to zero"); 0
@@ -77,8 +82,14 @@ func (s Shape) String() string {
 		parts = append(parts, fmt.Sprintf("cpu target %g cores per instance (tolerance %g%%)", s.CPUTarget, s.Tolerance*100))
 		parts = append(parts, fmt.Sprintf("cooldowns up %s down %s", s.ScaleUpCooldown, s.ScaleDownCooldown))
 		parts = append(parts, fmt.Sprintf("scale-down stabilization %s", s.ScaleDownStabilization))
-	} else if s.Query == "" {
+	} else if s.Query == "" && s.RequestsPerInstance <= 0 {
 		parts = append(parts, "no cpu target tracking")
+	}
+
+	if s.RequestsPerInstance > 0 {
+		parts = append(parts, fmt.Sprintf("%g requests per second per instance through the front door (tolerance %g%%)", s.RequestsPerInstance, s.Tolerance*100))
+		parts = append(parts, fmt.Sprintf("cooldowns up %s down %s", s.ScaleUpCooldown, s.ScaleDownCooldown))
+		parts = append(parts, fmt.Sprintf("scale-down stabilization %s", s.ScaleDownStabilization))
 	}
 
 	if s.Query != "" {
@@ -141,6 +152,7 @@ type fileShape struct {
 	MemoryTarget           float64  `yaml:"memory_target"`
 	Query                  string   `yaml:"query"`
 	QueryTarget            float64  `yaml:"query_target"`
+	RequestsPerInstance    float64  `yaml:"requests_per_instance"`
 	IdleToZero             duration `yaml:"idle_to_zero"`
 }
 
@@ -201,6 +213,7 @@ func Parse(data []byte) (*Policy, error) {
 		s.MemoryTarget = fs.MemoryTarget
 		s.Query = strings.TrimSpace(fs.Query)
 		s.QueryTarget = fs.QueryTarget
+		s.RequestsPerInstance = fs.RequestsPerInstance
 		s.IdleToZero = time.Duration(fs.IdleToZero)
 
 		err = s.Validate()
@@ -235,12 +248,21 @@ func (s Shape) Validate() error {
 		return errors.New("cpu_target and query are exclusive: track one signal per shape (a query can read CPU from Prometheus too)")
 	}
 
+	if math.IsNaN(s.RequestsPerInstance) || math.IsInf(s.RequestsPerInstance, 0) || s.RequestsPerInstance < 0 {
+		return fmt.Errorf("requests_per_instance must be 0 (off) or a positive request rate per instance, such as 50 (requests per second), got %g", s.RequestsPerInstance)
+	}
+
+	if s.RequestsPerInstance > 0 && (s.CPUTarget > 0 || s.Query != "") {
+		// As for cpu_target and query: one signal per shape, or they fight over one window.
+		return errors.New("requests_per_instance, cpu_target and query are exclusive: track one signal per shape")
+	}
+
 	if math.IsNaN(s.MemoryTarget) || s.MemoryTarget < 0 || s.MemoryTarget > 1 {
 		return fmt.Errorf("memory_target must be 0 (off) or a share of the memory limit up to 1, such as 0.7, got %g", s.MemoryTarget)
 	}
 
 	if math.IsNaN(s.Tolerance) || s.Tolerance < 0 || s.Tolerance >= 1 {
-		return fmt.Errorf("tolerance must be at least 0 and below 1 (a fraction of cpu_target or query_target), got %g", s.Tolerance)
+		return fmt.Errorf("tolerance must be at least 0 and below 1 (a fraction of cpu_target, query_target or requests_per_instance), got %g", s.Tolerance)
 	}
 
 	for _, d := range []struct {

@@ -42,6 +42,15 @@ func (s *State) query(now time.Time, in Input) Decision {
 	}
 
 	why := fmt.Sprintf("query value %.4g for a target of %.4g per instance", value, target)
+	return s.perInstance(now, in, value, target, why)
+}
+
+// perInstance is target tracking on a load of the whole shape (a query's value, the front
+// door's request rate) of which one instance should carry target: inside the tolerance,
+// taken on the load per instance, nothing changes; otherwise ceil(value / target)
+// instances, then settle (stabilization, bounds, cooldowns). A shape with no instance has
+// no load per instance, so any value asks for ceil(value / target) of them.
+func (s *State) perInstance(now time.Time, in Input, value float64, target float64, why string) Decision {
 	raw := in.Current
 	if in.Current > 0 {
 		perInstance := value / float64(in.Current)
