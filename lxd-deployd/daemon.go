@@ -330,7 +330,7 @@ func (d *daemon) apis() apis {
 		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l, usage: d.usage},
 		placement:    placementAPI{db: d.db, fleet: d.fleet},
 		schedule:     scheduleAPI{db: d.db, scheduler: d.scheduler},
-		endpoints:    endpointsAPI{db: d.db, lxd: d.lxd},
+		endpoints:    endpointsAPI{db: d.db, lxd: d.lxd, stats: d.doors.FrontendStats},
 		health:       newInstanceHealthAPI(d.db, d.checker, d.metrics),
 		operations:   operationsAPI{ops: d.ops, events: d.events, access: access, cluster: d.clusterOps()},
 		webhooks:     webhooksAPI{db: d.db, dispatcher: d.webhooks, metrics: d.metrics},

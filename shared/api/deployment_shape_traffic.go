@@ -83,6 +83,10 @@ type DeploymentShapeEndpoint struct {
 	// serving, draining or not-ready
 	// Example: serving
 	State string `json:"state" yaml:"state"`
+
+	// What the front door measured for the instance at its last read (GET only: absent
+	// from events, without a door, and on a member whose door has no figures yet)
+	Traffic *WebhookTrafficMetrics `json:"traffic,omitempty" yaml:"traffic,omitempty"`
 }
 
 // EventTypeEndpoints is the /1.0/events type of a shape's endpoint changes: its metadata

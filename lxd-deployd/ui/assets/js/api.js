@@ -85,6 +85,7 @@ export const paths = {
   rollouts: (d, s) => `/1.0/deployments/${seg(d)}/shapes/${seg(s)}/rollouts`,
   rollout: (d, s, n) => `/1.0/deployments/${seg(d)}/shapes/${seg(s)}/rollouts/${n}`,
   rollback: (d, s) => `/1.0/deployments/${seg(d)}/shapes/${seg(s)}/rollback`,
+  endpoints: (d, s) => `/1.0/deployments/${seg(d)}/shapes/${seg(s)}/endpoints`,
   warmPool: (d, s) => `/1.0/deployments/${seg(d)}/shapes/${seg(s)}/warm-pool`,
   activity: (d, s) => `/1.0/deployments/${seg(d)}/activity` + (s ? `?shape=${seg(s)}` : ""),
   deliveries: (d) => `/1.0/deployments/${seg(d)}/webhook/deliveries`,

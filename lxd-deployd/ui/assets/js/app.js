@@ -73,8 +73,15 @@ export async function render(navigated, initial) {
     else a.removeAttribute("aria-current");
   }
   rendering = false;
+  // Figures that change without an event (a front door's request rate) are read again
+  // while their page is shown: the page says how often.
+  clearTimeout(pollTimer);
+  const every = page.pollEvery ? page.pollEvery() : 0;
+  if (every) pollTimer = setTimeout(() => render(false), every);
   if (dirty) render(false);
 }
+
+let pollTimer = null;
 
 // refreshSoon redraws 150 ms after the first of a burst of events: a busy daemon's stream
 // of events delays a redraw by that much at most, never indefinitely.

@@ -1,4 +1,5 @@
-// The /1.0/events websocket: every lifecycle and operation event, reconnecting with backoff.
+// The /1.0/events websocket: every lifecycle, operation and endpoints event (an instance
+// starting or stopping to serve behind a front door), reconnecting with backoff.
 import { session } from "./api.js";
 
 const listeners = new Set();
@@ -14,7 +15,7 @@ export function connect() {
   // A page cannot set headers on a websocket: the session's binding travels as a
   // subprotocol the daemon reads and never echoes (it answers "lxd-deployd").
   const protocols = session.binding ? ["lxd-deployd", `lxd-deployd.session.${session.binding}`] : [];
-  const ws = new WebSocket(`${proto}//${location.host}/1.0/events?type=operation,lifecycle&all-projects=true`, protocols);
+  const ws = new WebSocket(`${proto}//${location.host}/1.0/events?type=operation,lifecycle,endpoints&all-projects=true`, protocols);
   ws.onopen = () => {
     delay = 500;
     status.textContent = "live";

@@ -8,6 +8,14 @@ import { randomSuffix } from "./deployment.js";
 // diffs remembers the last diff asked for, so that live re-renders keep showing it.
 const diffs = {};
 
+// fronted is whether the shape shown last has a front door, whose figures change without
+// events: app.js then redraws the page every few seconds.
+let fronted = false;
+
+export function pollEvery() {
+  return fronted ? 5000 : 0;
+}
+
 export async function render(dep, name) {
   const [s, instances, revisions, rollouts, activity] = await Promise.all([
     get(paths.shape(dep, name)),
@@ -16,6 +24,19 @@ export async function render(dep, name) {
     get(`${paths.rollouts(dep, name)}?recursion=1`),
     get(paths.activity(dep, name)),
   ]);
+  // Only a shape with traffic has endpoints (400 otherwise).
+  fronted = !!s.traffic;
+  // The rest of the page does not depend on the endpoints: a failure to read them is shown
+  // in their place.
+  let endpoints = null;
+  let doorError = "";
+  if (fronted) {
+    try {
+      endpoints = await get(paths.endpoints(dep, name));
+    } catch (err) {
+      doorError = `Cannot read the front door's endpoints: ${err.message}`;
+    }
+  }
   const f = bound(s);
   return h("div", {},
     h("p", { class: "crumbs" }, h("a", { href: route("deployments") }, "Deployments"), " / ",
@@ -24,13 +45,15 @@ export async function render(dep, name) {
     s.description ? h("p", { class: "muted" }, s.description) : null,
     sizeBar(s),
     countList(s, counts(instances)),
+    endpoints ? doorSummary(s, endpoints) : null,
+    doorError ? h("p", { class: "msg error" }, doorError) : null,
     boundsForm(dep, s),
     h("h2", { id: "instances" }, "Instances"),
     form(`Launch an instance of ${name}`,
       field("launch-name", "New instance name", { name: "name", placeholder: `${name}-…`, autocomplete: "off" }),
       "Launch",
       (v) => call("POST", paths.instance(dep, name, v.name || `${name}-${randomSuffix()}`))),
-    instanceTable(dep, name, instances),
+    instanceTable(dep, name, instances, endpoints),
     h("h2", { id: "rollouts" }, "Rollouts"),
     rolloutSection(dep, name, s, rollouts),
     h("h2", { id: "revisions" }, "Revisions"),
@@ -50,9 +73,46 @@ function boundsForm(dep, s) {
   }));
 }
 
-function instanceTable(dep, shape, instances) {
+// rate shows a request rate per second, as HAProxy counts it (over the last second).
+function rate(r) {
+  return `${Number.isInteger(r) ? r : r.toFixed(1)}/s`;
+}
+
+// doorSummary is the shape's front door at a glance: its request rate (the sum of its
+// instances' at the door's last read) and how many instances serve, drain or wait.
+function doorSummary(s, endpoints) {
+  const n = { serving: 0, draining: 0, "not-ready": 0 };
+  let total = 0;
+  let measured = false;
+  for (const e of endpoints) {
+    n[e.state] = (n[e.state] || 0) + 1;
+    if (e.traffic) {
+      total += e.traffic.request_rate;
+      measured = true;
+    }
+  }
+  const item = (label, v, cls) => h("li", { class: cls }, `${label} `, h("b", {}, v));
+  return h("ul", { class: "counts", id: "front-door", "aria-label": `${s.name} front door` },
+    item("requests", measured ? rate(total) : "no figures"),
+    item("serving", n.serving),
+    item("draining", n.draining, n.draining ? "warn" : ""),
+    item("not ready", n["not-ready"]),
+    s.traffic.listen ? item("listens on", s.traffic.listen) : null);
+}
+
+function instanceTable(dep, shape, instances, endpoints) {
   const healthKind = { healthy: "ok", unhealthy: "bad" };
-  return table(`Instances of ${shape}`, ["Name", "Status", "Health", "Last check", "Revision", "Hook", ""],
+  const doorKind = { serving: "ok", draining: "warn" };
+  const byName = new Map((endpoints || []).map((e) => [e.instance, e]));
+  // The traffic columns only for a shape with a front door.
+  const door = (i) => {
+    if (!endpoints) return [];
+    const e = byName.get(i.name);
+    if (!e) return ["", ""];
+    return [badge(e.state, doorKind[e.state]), e.traffic ? rate(e.traffic.request_rate) : ""];
+  };
+  const headers = ["Name", "Status", "Health", "Last check", "Revision", "Hook"];
+  return table(`Instances of ${shape}`, [...headers, ...(endpoints ? ["Traffic", "Requests"] : []), ""],
     instances.sort((a, b) => a.name.localeCompare(b.name)).map((i) => [
       i.name,
       h("span", {}, i.status, i.state !== "created" ? h("span", { class: "muted" }, ` (${i.state})`) : null),
@@ -60,6 +120,7 @@ function instanceTable(dep, shape, instances) {
       i.health_check && i.health_check.output ? h("pre", { class: "output" }, i.health_check.output) : "",
       h("span", {}, String(i.revision), i.outdated ? [" ", badge("outdated", "warn")] : null),
       i.lifecycle ? h("span", {}, i.lifecycle, i.lifecycle_deadline ? [" until ", when(i.lifecycle_deadline)] : null) : "",
+      ...door(i),
       button("Delete", `Delete instance ${i.name}`, () => call("DELETE", paths.instance(dep, shape, i.name)), { class: "secondary" }),
     ]), "No instances.");
 }
