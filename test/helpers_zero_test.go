@@ -31,6 +31,9 @@ type zeroEnv struct {
 	*governorEnv
 	hook *receiver
 
+	// governorLog is the reference governor's log (runReferenceGovernor), if it runs one.
+	governorLog string
+
 	mu       sync.Mutex
 	launch   bool
 	handled  map[string]bool

@@ -25,11 +25,32 @@ func TestReferenceGovernorIdleToZero(t *testing.T) {
 	}
 
 	z := newZeroEnvGoverned(t, 100, "45s", false)
+	z.runReferenceGovernor(t, "shapes:\n  web:\n    idle_to_zero: 4s\n")
+	for round := 1; round <= 2; round++ {
+		a := ask()
+		if a.err != nil || a.code != http.StatusOK {
+			t.Fatalf("round %d: the first request at zero: %v", round, a)
+		}
+
+		t.Logf("measured: round %d: the first request at zero served after %v (the reference governor woke the shape)", round, a.took.Round(time.Millisecond))
+		start := time.Now()
+		z.waitUntil(t, "the governor taking the idle shape to zero", 2*time.Minute, func() bool { return z.size() == 0 })
+		t.Logf("measured: round %d: back at zero %v after the last request (idle_to_zero 4s, metrics every 1s)", round, time.Since(start).Round(100*time.Millisecond))
+		// The door's servers go at the doorkeeper's next round.
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// runReferenceGovernor runs lxd-deploy governor run for dep1 with this policy file, as an
+// admin deployment key over HTTPS, receiving the deployment's webhooks (metrics every
+// second) until the test ends; its log is shown when the test fails.
+func (z *zeroEnv) runReferenceGovernor(t *testing.T, policy string) {
+	t.Helper()
 	dir := t.TempDir()
 	id := newIdentity(t)
 	trustIdentity(t, z.admin, id, "autoscaler", "deployments")
 	must(t, z.admin.CreateDeploymentKey("dep1", api.DeploymentKeysPost{DeploymentKeyPost: api.DeploymentKeyPost{Name: "autoscaler"}, DeploymentKeyPut: api.DeploymentKeyPut{Role: "admin"}, CertificateFingerprint: id.Fingerprint}))
-	files := map[string]string{"gov.crt": id.CertPEM, "gov.key": id.KeyPEM, "server.crt": z.d.ServerCert, "policy.yaml": "shapes:\n  web:\n    idle_to_zero: 4s\n"}
+	files := map[string]string{"gov.crt": id.CertPEM, "gov.key": id.KeyPEM, "server.crt": z.d.ServerCert, "policy.yaml": policy}
 	for name, content := range files {
 		must(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
 	}
@@ -62,27 +83,15 @@ func TestReferenceGovernorIdleToZero(t *testing.T) {
 			t.Logf("governor log:\n%s", data)
 		}
 	})
+	z.governorLog = log
+}
 
-	size := func() int {
-		s, _, err := z.admin.GetDeploymentShape("dep1", "web")
-		if err != nil {
-			return -1
-		}
-
-		return s.ScalingCurrent
+// size is the shape's scaling_current (-1 when it cannot be read).
+func (z *zeroEnv) size() int {
+	s, _, err := z.admin.GetDeploymentShape("dep1", "web")
+	if err != nil {
+		return -1
 	}
 
-	for round := 1; round <= 2; round++ {
-		a := ask()
-		if a.err != nil || a.code != http.StatusOK {
-			t.Fatalf("round %d: the first request at zero: %v", round, a)
-		}
-
-		t.Logf("measured: round %d: the first request at zero served after %v (the reference governor woke the shape)", round, a.took.Round(time.Millisecond))
-		start := time.Now()
-		z.waitUntil(t, "the governor taking the idle shape to zero", 2*time.Minute, func() bool { return size() == 0 })
-		t.Logf("measured: round %d: back at zero %v after the last request (idle_to_zero 4s, metrics every 1s)", round, time.Since(start).Round(100*time.Millisecond))
-		// The door's servers go at the doorkeeper's next round.
-		time.Sleep(2 * time.Second)
-	}
+	return s.ScalingCurrent
 }
