@@ -102,10 +102,12 @@ func TestTrafficDoorDaemonKilled(t *testing.T) {
 	load.stop()
 }
 
-// TestTrafficDoorInstanceKilled (issue 35): under constant load, an instance is stopped
-// outright through LXD (lxc stop --force): the requests that fail are counted and printed
-// (at most those in flight to it; HAProxy's retries usually save them all), and none sent
-// after HAProxy's check took its server down fails.
+// TestTrafficDoorInstanceKilled (issue 35): under constant load, an instance dies outright,
+// twice: its container stopped through LXD (lxc stop --force), then another's server killed
+// (kill -9 httpd) while its container runs on, which only HAProxy's check (or its
+// observation of real traffic) sees at first. The requests that fail are counted and
+// printed (at most those in flight to it; HAProxy's retries may save them all), and none
+// sent after the door took its server out may fail.
 func TestTrafficDoorInstanceKilled(t *testing.T) {
 	t.Parallel()
 	if os.Getenv(netnsChildEnv) == "" {
@@ -118,25 +120,60 @@ func TestTrafficDoorInstanceKilled(t *testing.T) {
 	load := env.load()
 	time.Sleep(2 * time.Second)
 	load.check(t, "the steady state")
-	victim := names[0]
-	// The moment the door has taken the server out (HAProxy's check or its observation of
-	// real traffic marks it DOWN, or the doorkeeper puts it in MAINT or removes it, as the
-	// stopped instance is not ready any more), watched from before the stop.
-	type taken struct {
-		at     time.Time
-		status string
+	stop := env.killUnderLoad(t, names[0], "its container stopped with --force", func() {
+		env.lxd.Lxc(t, "stop", "--force", names[0])
+	})
+	kill := env.killUnderLoad(t, names[1], "its httpd killed with -9", func() {
+		env.exec(t, names[1], "killall", "-9", "httpd")
+	})
+	end := time.Now()
+	load.stop()
+	sent := load.sent.Load()
+	t.Logf("measured: %d requests sent through the door over both kills", sent)
+	failedAfter := 0
+	for i, k := range []killed{stop, kill} {
+		until := end
+		if i == 0 {
+			until = kill.began
+		}
+
+		before := load.failedSent(k.began, k.out)
+		after := load.failedSent(k.out, until)
+		failedAfter += after
+		t.Logf("measured: %s %s under load: out of the door (%s) %v after; %d requests failed of those sent before, %d of those sent after",
+			k.instance, k.how, k.status, k.out.Sub(k.began).Round(10*time.Millisecond), before, after)
 	}
 
-	out := make(chan taken, 1)
+	if failedAfter > 0 {
+		load.mu.Lock()
+		errs := load.errors
+		load.mu.Unlock()
+		t.Fatalf("%d requests sent after the door took a dead instance out failed: %v\n%s", failedAfter, errs, load.explain())
+	}
+}
+
+// killed is one instance killed under load: when, and when the door had its server out.
+type killed struct {
+	instance, how, status string
+	began, out            time.Time
+}
+
+// killUnderLoad kills an instance (kill), waits until the door has its server out (HAProxy
+// marks it DOWN, by its check or by errors on real traffic; or the doorkeeper puts it in
+// MAINT or removes it once the instance is not ready), watched from before the kill, then
+// until autohealing has replaced it and two serve again.
+func (e *doorEnv) killUnderLoad(t *testing.T, instance string, how string, kill func()) killed {
+	t.Helper()
+	out := make(chan killed, 1)
 	go func() {
 		for {
-			s, err := doorServerStatus(env.d.DataDir, victim)
+			s, err := doorServerStatus(e.d.DataDir, instance)
 			if err == nil && !strings.HasPrefix(s, "UP") {
 				if s == "" {
 					s = "removed by the doorkeeper"
 				}
 
-				out <- taken{time.Now(), s}
+				out <- killed{status: s, out: time.Now()}
 				return
 			}
 
@@ -144,33 +181,20 @@ func TestTrafficDoorInstanceKilled(t *testing.T) {
 		}
 	}()
 
-	killed := time.Now()
-	env.lxd.Lxc(t, "stop", "--force", victim)
-	stopped := time.Now()
-	var down time.Time
-	var status string
+	k := killed{instance: instance, how: how, began: time.Now()}
+	kill()
 	select {
 	case o := <-out:
-		down, status = o.at, o.status
+		k.status, k.out = o.status, o.out
 	case <-time.After(time.Minute):
-		t.Fatalf("the door still sends to %s a minute after it was stopped", victim)
+		t.Fatalf("the door still sends to %s a minute after %s", instance, how)
 	}
 
-	// Requests go on well past it, while autohealing replaces the stopped instance.
-	env.waitUntil(t, victim+" replaced", 3*time.Minute, func() bool {
-		_, ok := env.endpoints()[victim]
-		return !ok && env.serving() == 2
-	}, showing(func() string { return strings.TrimSpace(env.d.Log()[max(0, len(env.d.Log())-3000):]) }))
+	// Requests go on well past it, while autohealing replaces the dead instance.
+	e.waitUntil(t, instance+" replaced", 3*time.Minute, func() bool {
+		_, ok := e.endpoints()[instance]
+		return !ok && e.serving() == 2
+	}, showing(func() string { return strings.TrimSpace(e.d.Log()[max(0, len(e.d.Log())-3000):]) }))
 	time.Sleep(3 * time.Second)
-	load.stop()
-	before, after := load.failedSentAfter(down)
-	sent := load.sent.Load()
-	t.Logf("measured: %s stopped with --force under load (lxc stop took %v): out of the door (%s) %v after the stop began; %d requests sent since the steady state, %d failed of those sent before it was out, %d of those sent after",
-		victim, stopped.Sub(killed).Round(10*time.Millisecond), status, down.Sub(killed).Round(10*time.Millisecond), sent, before, after)
-	if after > 0 {
-		load.mu.Lock()
-		errs := load.errors
-		load.mu.Unlock()
-		t.Fatalf("%d requests sent after HAProxy took %s out failed: %v\n%s", after, victim, errs, load.explain())
-	}
+	return k
 }

@@ -284,20 +284,19 @@ func (l *loadGenerator) check(t *testing.T, during string) {
 	}
 }
 
-// failedSentAfter counts the failed requests (since the start) sent before and after a
-// moment.
-func (l *loadGenerator) failedSentAfter(moment time.Time) (before int, after int) {
+// failedSent counts the failed requests sent from a moment (included) until another (not
+// included).
+func (l *loadGenerator) failedSent(from, until time.Time) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	n := 0
 	for _, sent := range l.failedAt {
-		if sent.After(moment) {
-			after++
-		} else {
-			before++
+		if !sent.Before(from) && sent.Before(until) {
+			n++
 		}
 	}
 
-	return before, after
+	return n
 }
 
 func (l *loadGenerator) stop() {
