@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -206,20 +207,26 @@ type loadGenerator struct {
 	// were sent rather than when they ended.
 	failedAt []time.Time
 	cancel   context.CancelFunc
+	url      string
 	explain  func() string
 	done     sync.WaitGroup
 }
 
 // startLoad starts 8 workers, each sending a request every pause (about 8/pause a second
-// at most; fewer on a busy machine).
+// at most; fewer on a busy machine) through the door at doorAddress.
 func startLoad(pause time.Duration) *loadGenerator {
+	return startLoadTo(pause, "http://"+doorAddress+"/", nil)
+}
+
+// startLoadTo is startLoad to url, connecting with dial (nil: the default dialer).
+func startLoadTo(pause time.Duration, url string, dial func(ctx context.Context, network, address string) (net.Conn, error)) *loadGenerator {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &loadGenerator{cancel: cancel}
+	l := &loadGenerator{cancel: cancel, url: url}
 	// A connection idle in the client's pool longer than HAProxy's http-keep-alive timeout
 	// (10 s) is closed by HAProxy, and a request written onto it as it closes fails with EOF
 	// whatever is behind the door: the client drops its idle connections sooner, and keeps
 	// one per worker so that none sits idle under a busier one.
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 5 * time.Second}}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 5 * time.Second, DialContext: dial}}
 	for w := 0; w < 8; w++ {
 		l.done.Add(1)
 		go func() {
@@ -248,7 +255,7 @@ func startLoad(pause time.Duration) *loadGenerator {
 }
 
 func (l *loadGenerator) one(client *http.Client) error {
-	resp, err := client.Get("http://" + doorAddress + "/")
+	resp, err := client.Get(l.url)
 	if err != nil {
 		return err
 	}
