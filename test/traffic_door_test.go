@@ -5,9 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -38,69 +38,11 @@ func TestTrafficFrontDoor(t *testing.T) {
 		return
 	}
 
-	if _, err := exec.LookPath("haproxy"); err != nil {
-		if os.Getenv("LXDTEST_REQUIRE") == "1" {
-			t.Fatal("haproxy is missing: install the Debian package haproxy (make deps-test)")
-		}
-
-		t.Skip("haproxy is missing (Debian package haproxy, make deps-test): the front door needs it")
-	}
-
-	netnsBridge(t, "10.79.0.1/24")
-
 	const drain = 2 * time.Minute
-	// Registered first, so it runs last: after the daemon stopped (a running daemon starts
-	// its door again).
-	var env *governorEnv
-	t.Cleanup(func() {
-		if env != nil {
-			stopPrivateDoor(env.d.DataDir)
-		}
-	})
-	env = newRolloutEnv(t, 0, 7)
-	env.lxd.Lxc(t, "profile", "device", "add", "default", "eth0", "nic", "nictype=bridged", "parent=br0", "name=eth0")
-	env.setShape(t, func(put *api.DeploymentShapePut) {
-		put.Traffic = &api.DeploymentShapeTraffic{Port: 8080, Protocol: "http", Listen: doorAddress, DrainTimeout: drain.String()}
-		put.Health = &api.DeploymentShapeHealth{HTTP: &api.DeploymentShapeHealthHTTP{Port: 8080, Path: "/"}, Interval: "1s", Timeout: "1s", Grace: "0s", UnhealthyThreshold: 2}
-		put.Rollout = api.DeploymentShapeRollout{MaxSurge: "1", MaxUnavailable: "0", MinReady: "1s"}
-	})
-
-	// Every instance of the shape gets an address and a server as soon as it runs: busybox
-	// has no DHCP client and its init starts nothing.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go configureServers(ctx, t, env)
-
-	serving := func() int {
-		list, err := env.gov.GetDeploymentShapeEndpoints("dep1", "web")
-		if err != nil {
-			return -1
-		}
-
-		n := 0
-		for _, e := range list {
-			if e.State == api.EndpointServing {
-				n++
-			}
-		}
-
-		return n
-	}
-
-	show := showing(func() string {
-		list, err := env.gov.GetDeploymentShapeEndpoints("dep1", "web")
-		return fmt.Sprintf("%+v %v", list, err)
-	})
-	waitServing := func(t *testing.T, n int) {
-		env.waitUntil(t, fmt.Sprintf("%d serving", n), 3*time.Minute, func() bool { return serving() == n }, show)
-	}
-
-	names := env.scaleTo(t, 2)
-	waitServing(t, 2)
-	env.waitUntil(t, "the door answering", time.Minute, func() bool { return get(t, "/") == nil })
-
-	load := startLoad(20 * time.Millisecond)
-	load.explain = func() string { return doorDiagnostics(env) }
+	env := newDoorEnv(t, drain, &api.DeploymentShapeHealth{HTTP: &api.DeploymentShapeHealthHTTP{Port: 8080, Path: "/"}, Interval: "1s", Timeout: "1s", Grace: "0s", UnhealthyThreshold: 2})
+	waitServing := env.waitServing
+	names := env.startAt(t, 2)
+	load := env.load()
 	phase(t, "scale 2 -> 6 -> 2", func(t *testing.T) {
 		var ops []interface{ Wait(context.Context) error }
 		var more []string
@@ -215,7 +157,7 @@ func configureServers(ctx context.Context, t *testing.T, env *governorEnv) {
 					continue
 				}
 
-				script := fmt.Sprintf("ip addr add 10.79.0.%d/24 dev eth0 && ip link set eth0 up && mkdir -p /www/cgi-bin && echo %s > /www/index.html && printf '%%s' \"$SLOW\" > /www/cgi-bin/slow && chmod 755 /www/cgi-bin/slow && httpd -p 8080 -h /www", next, i.Name)
+				script := fmt.Sprintf("ip addr add 10.79.0.%d/24 dev eth0 && ip link set eth0 up && mkdir -p /www/cgi-bin && echo %s > /www/index.html && echo ok > /www/healthz && printf '%%s' \"$SLOW\" > /www/cgi-bin/slow && chmod 755 /www/cgi-bin/slow && httpd -p 8080 -h /www", next, i.Name)
 				var stdout, stderr bytes.Buffer
 				wait := make(chan bool)
 				op, err := env.lxdConn.ExecInstance(i.Name, lxdapi.InstanceExecPost{Command: []string{"sh", "-c", script}, Environment: map[string]string{"SLOW": slow}, WaitForWS: true}, lxdExecArgs(&stdout, &stderr, wait))
@@ -261,31 +203,42 @@ type loadGenerator struct {
 	sent, failed atomic.Int64
 	mu           sync.Mutex
 	errors       []string
-	cancel       context.CancelFunc
-	explain      func() string
-	done         sync.WaitGroup
+	// failedAt is when each failed request was sent, for counting failures by when they
+	// were sent rather than when they ended.
+	failedAt []time.Time
+	cancel   context.CancelFunc
+	url      string
+	explain  func() string
+	done     sync.WaitGroup
 }
 
 // startLoad starts 8 workers, each sending a request every pause (about 8/pause a second
-// at most; fewer on a busy machine).
+// at most; fewer on a busy machine) through the door at doorAddress.
 func startLoad(pause time.Duration) *loadGenerator {
+	return startLoadTo(pause, "http://"+doorAddress+"/", nil)
+}
+
+// startLoadTo is startLoad to url, connecting with dial (nil: the default dialer).
+func startLoadTo(pause time.Duration, url string, dial func(ctx context.Context, network, address string) (net.Conn, error)) *loadGenerator {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &loadGenerator{cancel: cancel}
+	l := &loadGenerator{cancel: cancel, url: url}
 	// A connection idle in the client's pool longer than HAProxy's http-keep-alive timeout
 	// (10 s) is closed by HAProxy, and a request written onto it as it closes fails with EOF
 	// whatever is behind the door: the client drops its idle connections sooner, and keeps
 	// one per worker so that none sits idle under a busier one.
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 5 * time.Second}}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 5 * time.Second, DialContext: dial}}
 	for w := 0; w < 8; w++ {
 		l.done.Add(1)
 		go func() {
 			defer l.done.Done()
 			for ctx.Err() == nil {
+				sent := time.Now()
 				err := l.one(client)
 				l.sent.Add(1)
 				if err != nil {
 					l.failed.Add(1)
 					l.mu.Lock()
+					l.failedAt = append(l.failedAt, sent)
 					if len(l.errors) < 5 {
 						l.errors = append(l.errors, time.Now().Format("15:04:05.000")+" "+err.Error())
 					}
@@ -302,7 +255,7 @@ func startLoad(pause time.Duration) *loadGenerator {
 }
 
 func (l *loadGenerator) one(client *http.Client) error {
-	resp, err := client.Get("http://" + doorAddress + "/")
+	resp, err := client.Get(l.url)
 	if err != nil {
 		return err
 	}
@@ -336,6 +289,21 @@ func (l *loadGenerator) check(t *testing.T, during string) {
 	if sent == 0 {
 		t.Fatalf("no request was sent during %s", during)
 	}
+}
+
+// failedSent counts the failed requests sent from a moment (included) until another (not
+// included).
+func (l *loadGenerator) failedSent(from, until time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, sent := range l.failedAt {
+		if !sent.Before(from) && sent.Before(until) {
+			n++
+		}
+	}
+
+	return n
 }
 
 func (l *loadGenerator) stop() {

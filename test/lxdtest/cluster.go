@@ -37,6 +37,12 @@ type ClusterOptions struct {
 
 	// Groups are LXD cluster groups to create: name -> member names.
 	Groups map[string][]string
+
+	// OwnSysfs runs each member in a mount namespace of its own with a sysfs of the
+	// cluster's network namespace on /sys (the host's cgroup tree moved onto it), so that
+	// LXD finds the namespace's interfaces there: a bridge the test makes in the namespace
+	// for bridged NICs. Without it LXD sees the host's /sys and refuses any NIC.
+	OwnSysfs bool
 }
 
 // Cluster is a private LXD cluster: every member in one network namespace that has only
@@ -47,6 +53,8 @@ type Cluster struct {
 	Dir     string // /tmp/lxdc-*: one LXD_DIR per member below it
 	NetNS   string // the namespace's name (/run/netns/NetNS)
 	Members []*Member
+
+	ownSysfs bool
 }
 
 // Member is one LXD member of a [Cluster].
@@ -79,7 +87,7 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	if err != nil {
 		t.Fatalf("lxdtest: %v", err)
 	}
-	c := &Cluster{Dir: dir, NetNS: filepath.Base(dir)}
+	c := &Cluster{Dir: dir, NetNS: filepath.Base(dir), ownSysfs: opts.OwnSysfs}
 	t.Cleanup(func() {
 		if err := c.remove(); err != nil {
 			t.Errorf("lxdtest: cleanup of cluster %s: %v", c.Dir, err)
@@ -430,7 +438,15 @@ func (m *Member) start() error {
 	if err != nil {
 		return err
 	}
-	argv := m.nsenter("sh", "-c", `umask 022 && exec lxd "$@"`, "lxd", "--group", "root", "--logfile", filepath.Join(m.Dir, "lxd.log"))
+	script := `umask 022 && exec lxd "$@"`
+	if m.cluster.ownSysfs {
+		// The host's cgroup tree is kept aside, a sysfs of this network namespace mounted
+		// on /sys, and the tree moved back onto it.
+		keep := filepath.Join(m.Dir, "cgroup-keep")
+		script = fmt.Sprintf(`mkdir -p %[1]s && mount --rbind /sys/fs/cgroup %[1]s && mount -t sysfs sysfs /sys && mount --move %[1]s /sys/fs/cgroup && `, keep) + script
+		script = `exec unshare -m --propagation private sh -c '` + script + `' "$0" "$@"`
+	}
+	argv := m.nsenter("sh", "-c", script, "lxd", "--group", "root", "--logfile", filepath.Join(m.Dir, "lxd.log"))
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = m.env()
 	cmd.Stdout = out

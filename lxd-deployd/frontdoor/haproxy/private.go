@@ -171,6 +171,7 @@ func (d *Private) start(ctx context.Context) error {
 	cmd := exec.CommandContext(ctx, d.binary, "-W", "-D", "-S", d.p.Master+",mode,600", "-p", d.p.Pid, "-f", d.p.Config)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	closeOnExec()
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("start haproxy from %s: %w (see %s)", d.p.Config, err, d.p.Log)
 	}
