@@ -3,15 +3,11 @@ package test
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/test/promtest"
 )
 
@@ -133,43 +129,9 @@ func TestReferenceGovernorTracksQuery(t *testing.T) {
 }
 
 // startQueryGovernor runs the reference governor for dep1 with an admin key, the policy and
-// --prometheus-url, asking every second; it returns the path of its log.
+// --prometheus-url, asking every second; it returns the path of its log. No webhook URL is
+// set: the queries are all it decides on.
 func startQueryGovernor(t *testing.T, env *governorEnv, prometheusURL string, policy string) string {
 	t.Helper()
-	dir := t.TempDir()
-	id := newIdentity(t)
-	trustIdentity(t, env.admin, id, "autoscaler", "deployments")
-	must(t, env.admin.CreateDeploymentKey("dep1", api.DeploymentKeysPost{DeploymentKeyPost: api.DeploymentKeyPost{Name: "autoscaler"}, DeploymentKeyPut: api.DeploymentKeyPut{Role: "admin"}, CertificateFingerprint: id.Fingerprint}))
-	secret, err := env.admin.GetWebhookSecret("dep1", false)
-	must(t, err)
-	files := map[string]string{"gov.crt": id.CertPEM, "gov.key": id.KeyPEM, "server.crt": env.d.ServerCert, "policy.yaml": policy, "secret": secret}
-	for name, content := range files {
-		must(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
-	}
-
-	log := filepath.Join(dir, "governor.log")
-	logFile, err := os.Create(log)
-	must(t, err)
-
-	// No webhook URL is set: the queries are all it decides on.
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	governor := exec.Command(cliBinary, "governor", "run", "--listen", listen, "--deployment", "dep1",
-		"--secret-file", filepath.Join(dir, "secret"), "--remote", "https://"+env.d.HTTPSAddress,
-		"--cert", filepath.Join(dir, "gov.crt"), "--key", filepath.Join(dir, "gov.key"), "--server-cert", filepath.Join(dir, "server.crt"),
-		"--policy", filepath.Join(dir, "policy.yaml"), "--prometheus-url", prometheusURL, "--query-interval", "1s")
-	governor.Env = append(os.Environ(), "LXD_DEPLOY_CONF="+dir)
-	governor.Stdout, governor.Stderr = logFile, logFile
-	governor.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	must(t, governor.Start())
-	t.Cleanup(func() {
-		_ = governor.Process.Signal(syscall.SIGTERM)
-		_ = governor.Wait()
-		_ = logFile.Close()
-		if t.Failed() {
-			data, _ := os.ReadFile(log)
-			t.Logf("governor log:\n%s", data)
-		}
-	})
-
-	return log
+	return startPolicyGovernor(t, env, policy, "--prometheus-url", prometheusURL, "--query-interval", "1s").log
 }

@@ -3,10 +3,7 @@ package test
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,52 +22,15 @@ func TestReferenceGovernorAutoscales(t *testing.T) {
 	// The governor names its instances web-<random>, outside the env's prefix: force-delete
 	// the shape through the daemon so that none outlives a failed run in the shared LXD.
 	t.Cleanup(func() { _ = env.admin.DeleteDeploymentShape("dep1", "web", true) })
-	dir := t.TempDir()
-
-	// The governor's identity: a deployments certificate with an admin key.
-	id := newIdentity(t)
-	trustIdentity(t, env.admin, id, "autoscaler", "deployments")
-	must(t, env.admin.CreateDeploymentKey("dep1", api.DeploymentKeysPost{DeploymentKeyPost: api.DeploymentKeyPost{Name: "autoscaler"}, DeploymentKeyPut: api.DeploymentKeyPut{Role: "admin"}, CertificateFingerprint: id.Fingerprint}))
-	files := map[string]string{"gov.crt": id.CertPEM, "gov.key": id.KeyPEM, "server.crt": env.d.ServerCert, "policy.yaml": `shapes:
+	// The governor, with an admin key, takes dep1's webhooks (no periodic metrics events).
+	g := startWebhookGovernor(t, env, `shapes:
   web:
     cpu_target: 0.25
     scale_up_cooldown: 2s
     scale_down_cooldown: 2s
     scale_down_stabilization: 6s
-`}
-	for name, content := range files {
-		must(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
-	}
-
-	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	d, etag, err := env.admin.GetDeployment("dep1")
-	must(t, err)
-	d.GovernorWebhookURL = "http://" + listen + "/hook"
-	d.Config = map[string]string{"webhook.metrics_interval": "0", "webhook.retry_initial_delay": "200ms"}
-	must(t, env.admin.UpdateDeployment("dep1", d.DeploymentPut, etag))
-	secret, err := env.admin.GetWebhookSecret("dep1", false)
-	must(t, err)
-	must(t, os.WriteFile(filepath.Join(dir, "secret"), []byte(secret), 0o600))
-
-	log := filepath.Join(dir, "governor.log")
-	logFile, err := os.Create(log)
-	must(t, err)
-	governor := exec.Command(cliBinary, "governor", "run", "--listen", listen, "--deployment", "dep1",
-		"--secret-file", filepath.Join(dir, "secret"), "--remote", "https://"+env.d.HTTPSAddress,
-		"--cert", filepath.Join(dir, "gov.crt"), "--key", filepath.Join(dir, "gov.key"), "--server-cert", filepath.Join(dir, "server.crt"),
-		"--policy", filepath.Join(dir, "policy.yaml"))
-	governor.Env = append(os.Environ(), "LXD_DEPLOY_CONF="+dir)
-	governor.Stdout, governor.Stderr = logFile, logFile
-	governor.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	must(t, governor.Start())
-	t.Cleanup(func() {
-		_ = governor.Process.Signal(syscall.SIGTERM)
-		_ = governor.Wait()
-		if t.Failed() {
-			data, _ := os.ReadFile(log)
-			t.Logf("governor log:\n%s", data)
-		}
-	})
+`, "0")
+	log := g.log
 
 	running := func() []string {
 		instances, err := env.admin.GetDeploymentShapeInstances("dep1", "web")
@@ -99,7 +59,7 @@ func TestReferenceGovernorAutoscales(t *testing.T) {
 	env.launch(t, env.admin, env.name("seed"))
 
 	// An admin asks for 3; the governor makes it so.
-	_, err = env.admin.RequestShapeScale("dep1", "web", api.DeploymentShapeScaleRequest{Target: 3, Reason: "test"})
+	_, err := env.admin.RequestShapeScale("dep1", "web", api.DeploymentShapeScaleRequest{Target: 3, Reason: "test"})
 	must(t, err)
 	names := waitSize("after the scale request", 3, 60*time.Second)
 
@@ -112,7 +72,7 @@ func TestReferenceGovernorAutoscales(t *testing.T) {
 		must(t, err)
 	}
 
-	d, etag, err = env.admin.GetDeployment("dep1")
+	d, etag, err := env.admin.GetDeployment("dep1")
 	must(t, err)
 	d.Config["webhook.metrics_interval"] = "1s"
 	must(t, env.admin.UpdateDeployment("dep1", d.DeploymentPut, etag))

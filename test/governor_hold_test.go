@@ -17,9 +17,10 @@ import (
 
 // referenceGovernor is one "lxd-deploy governor run" process of a test.
 type referenceGovernor struct {
-	cmd  *exec.Cmd
-	log  string
-	done chan error
+	cmd    *exec.Cmd
+	log    string
+	listen string // where it takes the deployment's webhooks
+	done   chan error
 }
 
 // startReferenceGovernor runs "lxd-deploy governor run" for dep1 over HTTPS with id's key
@@ -33,10 +34,11 @@ func startReferenceGovernor(t *testing.T, env *governorEnv, id *identity, extra 
 		must(t, os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600))
 	}
 
-	args := append([]string{"governor", "run", "--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--deployment", "dep1",
+	listen := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	args := append([]string{"governor", "run", "--listen", listen, "--deployment", "dep1",
 		"--secret-file", filepath.Join(dir, "secret"), "--remote", "https://" + env.d.HTTPSAddress,
 		"--cert", filepath.Join(dir, "gov.crt"), "--key", filepath.Join(dir, "gov.key"), "--server-cert", filepath.Join(dir, "server.crt")}, extra...)
-	g := &referenceGovernor{cmd: exec.Command(cliBinary, args...), log: filepath.Join(dir, "governor.log"), done: make(chan error, 1)}
+	g := &referenceGovernor{cmd: exec.Command(cliBinary, args...), log: filepath.Join(dir, "governor.log"), listen: listen, done: make(chan error, 1)}
 	logFile, err := os.Create(g.log)
 	must(t, err)
 	g.cmd.Env = append(os.Environ(), "LXD_DEPLOY_CONF="+dir)
@@ -57,6 +59,31 @@ func startReferenceGovernor(t *testing.T, env *governorEnv, id *identity, extra 
 		}
 	})
 
+	return g
+}
+
+// startPolicyGovernor runs the reference governor for dep1 with policy (a policy file's
+// YAML) as an admin deployment key "autoscaler" over HTTPS, with extra flags.
+func startPolicyGovernor(t *testing.T, env *governorEnv, policy string, extra ...string) *referenceGovernor {
+	t.Helper()
+	id := newIdentity(t)
+	trustIdentity(t, env.admin, id, "autoscaler", "deployments")
+	must(t, env.admin.CreateDeploymentKey("dep1", api.DeploymentKeysPost{DeploymentKeyPost: api.DeploymentKeyPost{Name: "autoscaler"}, DeploymentKeyPut: api.DeploymentKeyPut{Role: "admin"}, CertificateFingerprint: id.Fingerprint}))
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	must(t, os.WriteFile(path, []byte(policy), 0o600))
+	return startReferenceGovernor(t, env, id, append([]string{"--policy", path}, extra...)...)
+}
+
+// startWebhookGovernor is startPolicyGovernor receiving dep1's webhooks, metrics events
+// every metricsInterval ("0": none).
+func startWebhookGovernor(t *testing.T, env *governorEnv, policy string, metricsInterval string) *referenceGovernor {
+	t.Helper()
+	g := startPolicyGovernor(t, env, policy)
+	d, etag, err := env.admin.GetDeployment("dep1")
+	must(t, err)
+	d.GovernorWebhookURL = "http://" + g.listen + "/hook"
+	d.Config = map[string]string{"webhook.metrics_interval": metricsInterval, "webhook.retry_initial_delay": "200ms"}
+	must(t, env.admin.UpdateDeployment("dep1", d.DeploymentPut, etag))
 	return g
 }
 
