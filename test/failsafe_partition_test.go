@@ -1,7 +1,6 @@
 package test
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"sort"
@@ -14,7 +13,6 @@ import (
 	lxd "github.com/canonical/lxd/client"
 	lxdapi "github.com/canonical/lxd/shared/api"
 
-	"github.com/lxd-deployd/lxd-deployd/client"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/test/lxdtest"
 )
@@ -348,20 +346,7 @@ func TestFailSafeDaemonPartition(t *testing.T) {
 	net := lxdtest.StartPartition(t, "m1", "m2", "m3")
 	members := partitionMembers(t, private.Socket, net)
 	e := &failsafeEnv{lxd: private, lxdConn: private.Client(t), d: members["m1"], admin: members["m1"].Unix(t), prefix: fmt.Sprintf("fp%d", time.Now().UnixNano()%1e6)}
-	must(t, e.admin.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}}))
-	web := webShape("web", 0, failsafeSize+1) // room for a replacement's surge
-	web.Health = failsafeHealth()
-	must(t, e.admin.CreateDeploymentShape("dep1", web))
-	var ops []*client.Operation
-	for i := range failsafeSize {
-		op, err := e.admin.CreateDeploymentShapeInstance("dep1", "web", fmt.Sprintf("%s-%d", e.prefix, i))
-		must(t, err)
-		ops = append(ops, op)
-	}
-
-	for _, op := range ops {
-		must(t, op.Wait(context.Background()))
-	}
+	e.launchShape(t)
 
 	origin := time.Now()
 	e.waitFreshHealthy(t, "the shape's instances healthy", origin.Add(-time.Minute), time.Minute)

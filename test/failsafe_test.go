@@ -79,8 +79,18 @@ func newFailsafeEnv(t *testing.T, throughProxy bool) *failsafeEnv {
 	e.d = startDaemon(t, daemonOptions{LXDSocket: socket, ExtraArgs: []string{"--reconcile-interval", "1s", "--lxd-poll-interval", "5s"}})
 	waitLXDOnline(t, e.d)
 	e.admin = e.d.Unix(t)
+	e.launchShape(t)
+
+	e.waitHealthy(t, "the shape's instances healthy", time.Minute)
+	return e
+}
+
+// launchShape makes deployment dep1 with shape web (the check, room for a
+// replacement's surge) and launches its failsafeSize instances.
+func (e *failsafeEnv) launchShape(t testing.TB) {
+	t.Helper()
 	must(t, e.admin.CreateDeployment(api.DeploymentsPost{DeploymentPost: api.DeploymentPost{Name: "dep1"}}))
-	web := webShape("web", 0, failsafeSize+1) // room for a replacement's surge
+	web := webShape("web", 0, failsafeSize+1)
 	web.Health = failsafeHealth()
 	must(t, e.admin.CreateDeploymentShape("dep1", web))
 	var ops []*client.Operation
@@ -93,9 +103,6 @@ func newFailsafeEnv(t *testing.T, throughProxy bool) *failsafeEnv {
 	for _, op := range ops {
 		must(t, op.Wait(context.Background()))
 	}
-
-	e.waitHealthy(t, "the shape's instances healthy", time.Minute)
-	return e
 }
 
 // fleet is the shape's instances as LXD itself holds them: name -> init pid (0 when the
