@@ -3,6 +3,7 @@ package doorkeeper
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"log/slog"
 	"sort"
 	"sync"
@@ -147,6 +148,12 @@ func (k *Keeper) Run(ctx context.Context, interval time.Duration) {
 // door's figures.
 func (k *Keeper) Round(ctx context.Context) error {
 	o, err := k.observer.Observe(ctx)
+	if errors.Is(err, ErrLXDUnavailable) {
+		// The door keeps the last picture (its own checks still take a dead instance out);
+		// the LXD connection says once why LXD is unavailable, so this round says nothing.
+		return nil
+	}
+
 	if err != nil {
 		return err
 	}
@@ -327,6 +334,9 @@ type dbObserver struct {
 	lxd *backend.LXD
 }
 
+// ErrLXDUnavailable says an observation found LXD unavailable: a round then changes nothing.
+var ErrLXDUnavailable = errors.New("LXD is unavailable")
+
 // NewObserver returns the daemon's observer: the records from dqlite, one recursion=2
 // listing per project with a shape with traffic from LXD.
 func NewObserver(cluster *db.Cluster, lxd *backend.LXD) Observer {
@@ -383,6 +393,10 @@ func (o dbObserver) Observe(ctx context.Context) (Observation, error) {
 	})
 	if err != nil || len(obs.Shapes) == 0 {
 		return obs, err
+	}
+
+	if !o.lxd.Status().Online {
+		return obs, ErrLXDUnavailable
 	}
 
 	client, err := o.lxd.Requests()

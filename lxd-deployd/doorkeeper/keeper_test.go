@@ -2,6 +2,7 @@ package doorkeeper
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"sync"
 	"testing"
@@ -54,12 +55,13 @@ func (d *fakeDoor) Close() error { return nil }
 type fakeObserver struct {
 	mu  sync.Mutex
 	obs Observation
+	err error
 }
 
 func (o *fakeObserver) Observe(context.Context) (Observation, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.obs, nil
+	return o.obs, o.err
 }
 
 // The keeper applies the picture when it changes (and not otherwise within ApplyEvery),
@@ -176,5 +178,40 @@ func TestKeeperWithoutDoor(t *testing.T) {
 
 	if k.Drained(frontdoor.Key("default", "shop", "web"), "web1") {
 		t.Fatal("drained without a door")
+	}
+}
+
+// While LXD is unavailable a round changes nothing and is no error (the door keeps its
+// last picture; the LXD connection says why once): before, the loop logged a warning a
+// second for as long as LXD was away.
+func TestKeeperRoundWhileLXDUnavailable(t *testing.T) {
+	shape := db.Shape{ID: 7, DeploymentID: 3}
+	shape.Name = "web"
+	shape.Traffic = &api.DeploymentShapeTraffic{Port: 80, Listen: "127.0.0.1:8080"}
+	observer := &fakeObserver{obs: Observation{Shapes: []ObservedShape{{Project: "default", Deployment: "shop", Shape: shape}}, Live: map[string]map[string]backend.Serving{}}}
+	door := &fakeDoor{sessions: map[string]int{}}
+	k := New(Config{Observer: observer, Door: door, ApplyEvery: time.Hour})
+	ctx := context.Background()
+	if err := k.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	applies := door.applies
+	observer.mu.Lock()
+	observer.err = ErrLXDUnavailable
+	observer.mu.Unlock()
+	if err := k.Round(ctx); err != nil {
+		t.Fatalf("a round while LXD is unavailable: %v", err)
+	}
+
+	if door.applies != applies || len(door.applied) != 1 {
+		t.Fatalf("a round while LXD is unavailable changed the door: %d applies, %+v", door.applies-applies, door.applied)
+	}
+
+	observer.mu.Lock()
+	observer.err = errors.New("database is locked")
+	observer.mu.Unlock()
+	if err := k.Round(ctx); err == nil {
+		t.Fatal("another failure of the observation is still an error")
 	}
 }
