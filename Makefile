@@ -110,6 +110,7 @@ check-static: ## gofmt, go vet, and staticcheck when installed
 	@if command -v staticcheck >/dev/null; then staticcheck ./...; else echo "staticcheck not installed: skipped"; fi
 
 .PHONY: clean
-clean: ## remove built binaries and ./.run (and the private LXD ./.run/lxd links to, if any)
+clean: ## remove built binaries and ./.run (and the private LXD ./.run/lxd links to, if any); stops the private front door's HAProxy, which outlives the daemon
+	if [ -f $(RUN_DIR)/frontdoor/haproxy.pid ]; then kill $$(cat $(RUN_DIR)/frontdoor/haproxy.pid) 2>/dev/null || true; fi
 	if [ -L $(RUN_DIR)/lxd ]; then rm -rf "$$(readlink $(RUN_DIR)/lxd)"; fi
 	rm -rf bin $(RUN_DIR)
