@@ -12,6 +12,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -38,7 +39,7 @@ func (a access) allowDeploymentAdmin(r *http.Request) error {
 	}
 
 	if role != api.DeploymentKeyRoleAdmin {
-		return forbidden("this certificate's key on the deployment is read-only: instance changes need a key with role admin")
+		return rest.Forbidden("this certificate's key on the deployment is read-only: instance changes need a key with role admin")
 	}
 
 	return nil
@@ -54,7 +55,7 @@ func (a access) deploymentRole(r *http.Request, what string) (string, error) {
 	}
 
 	if !caller.Trusted {
-		return "", forbidden("not trusted: use a client certificate, or a deployments certificate bound to a deployment key")
+		return "", rest.Forbidden("not trusted: use a client certificate, or a deployments certificate bound to a deployment key")
 	}
 
 	if caller.CertificateType == auth.CertificateTypeDeployer {
@@ -62,7 +63,7 @@ func (a access) deploymentRole(r *http.Request, what string) (string, error) {
 	}
 
 	if caller.CertificateType != api.CertificateTypeDeployments {
-		return "", forbidden("a %s certificate may not %s a deployment", caller.CertificateType, what)
+		return "", rest.Forbidden("a %s certificate may not %s a deployment", caller.CertificateType, what)
 	}
 
 	ref, err := deploymentFromRequest(r)
@@ -73,7 +74,7 @@ func (a access) deploymentRole(r *http.Request, what string) (string, error) {
 	var role string
 	err = a.db.Read(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		if caller.Protocol == auth.ProtocolGovernor {
-			shape, _ := pathName(r, "shape", "shape")
+			shape, _ := rest.PathName(r, "shape", "shape")
 			err := checkGovernorScope(ctx, tx, caller, ref, shape)
 			if err != nil {
 				return err
@@ -88,7 +89,7 @@ func (a access) deploymentRole(r *http.Request, what string) (string, error) {
 	}
 
 	if role == "" {
-		return "", forbidden("this certificate has no key on deployment %q in project %q: an admin must create one (lxd-deploy deployment key create)", ref.Name, ref.Project)
+		return "", rest.Forbidden("this certificate has no key on deployment %q in project %q: an admin must create one (lxd-deploy deployment key create)", ref.Name, ref.Project)
 	}
 
 	return role, nil
@@ -180,14 +181,14 @@ func (a access) allowAdminOn(ctx context.Context, caller *auth.Caller, deploymen
 		}
 	}
 
-	return forbidden("changing this needs an admin, or an admin key on its deployment")
+	return rest.Forbidden("changing this needs an admin, or an admin key on its deployment")
 }
 
 // allowTrusted lets any trusted caller through; the handler scopes what it shows.
 func allowTrusted(r *http.Request) error {
 	caller := auth.CallerFromContext(r.Context())
 	if !caller.Trusted {
-		return forbidden("not trusted: add this client's certificate to the trust store")
+		return rest.Forbidden("not trusted: add this client's certificate to the trust store")
 	}
 
 	if caller.CertificateType == api.CertificateTypeMetrics {
@@ -203,4 +204,4 @@ func allowTrusted(r *http.Request) error {
 
 // errMemberOnly refuses another member's own certificate outside the internal member
 // routes: what a member forwards carries the original caller, who is checked instead.
-var errMemberOnly = forbidden("a cluster member's certificate may use the internal member routes only (event relay, forwarded requests)")
+var errMemberOnly = rest.Forbidden("a cluster member's certificate may use the internal member routes only (event relay, forwarded requests)")

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 )
 
 // Credential routes (the trust store and its tokens, deployment keys, the webhook secret,
@@ -42,11 +43,11 @@ func refuseSessionCredentials(caller *auth.Caller, write bool) error {
 	}
 
 	if caller.ReadOnly {
-		return forbidden("a read-only web session has no access to credentials or unmasked secrets: use lxd-deploy with a client certificate or on the daemon's host")
+		return rest.Forbidden("a read-only web session has no access to credentials or unmasked secrets: use lxd-deploy with a client certificate or on the daemon's host")
 	}
 
 	if write {
-		return forbidden("a web session cannot change credentials, which would outlive it: use lxd-deploy with a client certificate or on the daemon's host")
+		return rest.Forbidden("a web session cannot change credentials, which would outlive it: use lxd-deploy with a client certificate or on the daemon's host")
 	}
 
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -79,16 +80,16 @@ func deployerRole(r *http.Request, caller *auth.Caller) (string, error) {
 	}
 
 	if caller.Audience != auth.TokenAudience(ref.Project, ref.Name) {
-		return "", forbidden("this deployer's credential is for shape %s of %s: it may not act on deployment %q in project %q", caller.Shape, strings.TrimPrefix(caller.Audience, auth.TokenAudiencePrefix), ref.Name, ref.Project)
+		return "", rest.Forbidden("this deployer's credential is for shape %s of %s: it may not act on deployment %q in project %q", caller.Shape, strings.TrimPrefix(caller.Audience, auth.TokenAudiencePrefix), ref.Name, ref.Project)
 	}
 
-	shape, _ := pathName(r, "shape", "shape")
+	shape, _ := rest.PathName(r, "shape", "shape")
 	if shape != caller.Shape {
 		if shape == "" {
-			return "", forbidden("this deployer's credential is for shape %s only: read .../shapes/%s instead of the whole deployment", caller.Shape, caller.Shape)
+			return "", rest.Forbidden("this deployer's credential is for shape %s only: read .../shapes/%s instead of the whole deployment", caller.Shape, caller.Shape)
 		}
 
-		return "", forbidden("this deployer's credential is for shape %s: it may not act on shape %s", caller.Shape, shape)
+		return "", rest.Forbidden("this deployer's credential is for shape %s: it may not act on shape %s", caller.Shape, shape)
 	}
 
 	return api.DeploymentKeyRoleAdmin, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 )
 
 // allowInstanceHook guards continue, abandon and heartbeat on an instance's lifecycle hook.
@@ -36,7 +37,7 @@ func (a access) allowOwnInstance(r *http.Request, may string) error {
 		return err
 	}
 
-	refused := forbidden("a governor inside instance %q may %s, not %q's: ask an admin, or a governor holding a key over HTTPS", caller.Instance, may, ref.Instance)
+	refused := rest.Forbidden("a governor inside instance %q may %s, not %q's: ask an admin, or a governor holding a key over HTTPS", caller.Instance, may, ref.Instance)
 	if caller.Instance == "" || caller.Instance != ref.Instance {
 		return refused
 	}

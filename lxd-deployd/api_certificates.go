@@ -19,6 +19,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
@@ -37,7 +38,7 @@ type certificatesAPI struct {
 }
 
 func (a certificatesAPI) list(r *http.Request) response.Response {
-	level, err := recursion(r)
+	level, err := rest.Recursion(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -51,7 +52,7 @@ func (a certificatesAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	return listResponse(level, certs,
+	return rest.ListResponse(level, certs,
 		func(c db.Certificate) string { return api.CertificateURL(c.Fingerprint) },
 		func(c db.Certificate) lxdapi.Certificate { return c.API() })
 }
@@ -61,7 +62,7 @@ func (a certificatesAPI) list(r *http.Request) response.Response {
 // to get its own TLS certificate trusted.
 func (a certificatesAPI) create(r *http.Request) response.Response {
 	var req lxdapi.CertificatesPost
-	err := decodeBody(r, &req)
+	err := rest.DecodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -84,11 +85,11 @@ func (a certificatesAPI) create(r *http.Request) response.Response {
 
 	err = validate.CertificateType(req.Type)
 	if err != nil {
-		return response.SmartError(badRequest(err))
+		return response.SmartError(rest.BadRequest(err))
 	}
 
 	if req.Restricted || len(req.Projects) > 0 {
-		return response.SmartError(badRequest(errRestricted))
+		return response.SmartError(rest.BadRequest(errRestricted))
 	}
 
 	if req.Token {
@@ -118,7 +119,7 @@ var errRestricted = lxdapi.StatusErrorf(http.StatusBadRequest, "restricted certi
 // issueToken creates a single-use trust token. Only a hash of its secret is stored.
 func (a certificatesAPI) issueToken(ctx context.Context, name string, certType string) (*api.CertificateToken, error) {
 	if name == "" {
-		return nil, badRequest(errNameRequired)
+		return nil, rest.BadRequest(errNameRequired)
 	}
 
 	secretBytes := make([]byte, 32)
@@ -153,7 +154,7 @@ var errNameRequired = lxdapi.StatusErrorf(http.StatusBadRequest, "a name is requ
 // token, once.
 func (a certificatesAPI) redeemToken(r *http.Request, caller *auth.Caller, req lxdapi.CertificatesPost) response.Response {
 	if caller.Trusted {
-		return response.SmartError(forbidden("only admins may add certificates: a %s certificate may not", caller.CertificateType))
+		return response.SmartError(rest.Forbidden("only admins may add certificates: a %s certificate may not", caller.CertificateType))
 	}
 
 	secret := req.TrustToken
@@ -162,7 +163,7 @@ func (a certificatesAPI) redeemToken(r *http.Request, caller *auth.Caller, req l
 	}
 
 	if secret == "" {
-		return response.SmartError(forbidden("not trusted: present a trust token (trust_token) from an admin"))
+		return response.SmartError(rest.Forbidden("not trusted: present a trust token (trust_token) from an admin"))
 	}
 
 	// Accept the whole encoded token as well as its secret, as people paste either.
@@ -172,7 +173,7 @@ func (a certificatesAPI) redeemToken(r *http.Request, caller *auth.Caller, req l
 	}
 
 	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
-		return response.SmartError(forbidden("redeeming a trust token needs a TLS client certificate"))
+		return response.SmartError(rest.Forbidden("redeeming a trust token needs a TLS client certificate"))
 	}
 
 	cert := r.TLS.PeerCertificates[0]
@@ -214,7 +215,7 @@ func (a certificatesAPI) trust(ctx context.Context, cert *x509.Certificate, name
 func certificateFromRequest(r *http.Request, field string) (*x509.Certificate, error) {
 	if field == "" {
 		if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
-			return nil, badRequest(errCertificateRequired)
+			return nil, rest.BadRequest(errCertificateRequired)
 		}
 
 		return r.TLS.PeerCertificates[0], nil
@@ -227,7 +228,7 @@ func certificateFromRequest(r *http.Request, field string) (*x509.Certificate, e
 	} else {
 		decoded, err := base64.StdEncoding.DecodeString(strings.TrimSpace(field))
 		if err != nil {
-			return nil, badRequest(errCertificateFormat)
+			return nil, rest.BadRequest(errCertificateFormat)
 		}
 
 		// base64 of a PEM file is common too.
@@ -291,7 +292,7 @@ func (a certificatesAPI) patch(r *http.Request) response.Response {
 // update changes a certificate's name and type; the certificate itself cannot change (add
 // the new one and remove the old one instead).
 func (a certificatesAPI) update(r *http.Request, patch bool) response.Response {
-	body, err := readBody(r)
+	body, err := rest.ReadBody(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -310,13 +311,13 @@ func (a certificatesAPI) update(r *http.Request, patch bool) response.Response {
 
 		var put lxdapi.CertificatePut
 		if patch {
-			put, err = patchBase(writable)
+			put, err = rest.PatchBase(writable)
 			if err != nil {
 				return err
 			}
 		}
 
-		err = unmarshalBody(body, &put)
+		err = rest.UnmarshalBody(body, &put)
 		if err != nil {
 			return err
 		}
@@ -335,7 +336,7 @@ func (a certificatesAPI) update(r *http.Request, patch bool) response.Response {
 
 		err = validate.CertificateType(put.Type)
 		if err != nil {
-			return badRequest(err)
+			return rest.BadRequest(err)
 		}
 
 		return db.UpdateCertificate(ctx, tx, current.ID, put.Name, put.Type)

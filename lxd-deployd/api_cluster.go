@@ -8,6 +8,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
@@ -23,54 +24,54 @@ type clusterAPI struct {
 }
 
 // clusterEndpoints are the routes of the cluster API.
-func clusterEndpoints(a clusterAPI) []endpoint {
-	admin := action{access: allowAdmin}
+func clusterEndpoints(a clusterAPI) []rest.Endpoint {
+	admin := rest.Action{Access: allowAdmin}
 	// Join tokens and the cluster certificate are credentials (access_credentials.go).
-	secretRead := action{access: allowSecretRead}
-	credentialWrite := action{access: allowCredentialWrite}
-	with := func(base action, h handlerFunc) action {
-		base.handler = h
+	secretRead := rest.Action{Access: allowSecretRead}
+	credentialWrite := rest.Action{Access: allowCredentialWrite}
+	with := func(base rest.Action, h rest.HandlerFunc) rest.Action {
+		base.Handler = h
 		return base
 	}
 
-	return []endpoint{
+	return []rest.Endpoint{
 		{
-			path: "/1.0/cluster",
-			get:  with(admin, a.get),
+			Path: "/1.0/cluster",
+			Get:  with(admin, a.get),
 		},
 		{
-			path: "/1.0/cluster/members",
-			get:  with(admin, a.listMembers),
-			post: with(credentialWrite, a.createJoinToken),
+			Path: "/1.0/cluster/members",
+			Get:  with(admin, a.listMembers),
+			Post: with(credentialWrite, a.createJoinToken),
 		},
 		{
 			// A name yet to join is a pending member: GET shows its token, DELETE revokes it.
-			path:   "/1.0/cluster/members/{member}",
-			get:    with(admin, a.getMember),
-			delete: with(admin, a.deleteMember),
+			Path:   "/1.0/cluster/members/{member}",
+			Get:    with(admin, a.getMember),
+			Delete: with(admin, a.deleteMember),
 		},
 		{
-			path: "/1.0/cluster/tokens",
-			get:  with(secretRead, a.listTokens),
+			Path: "/1.0/cluster/tokens",
+			Get:  with(secretRead, a.listTokens),
 		},
 		{
-			path:   "/1.0/cluster/tokens/{member}",
-			get:    with(secretRead, a.getMember),
-			delete: with(credentialWrite, a.revokeToken),
+			Path:   "/1.0/cluster/tokens/{member}",
+			Get:    with(secretRead, a.getMember),
+			Delete: with(credentialWrite, a.revokeToken),
 		},
 		{
-			path: "/1.0/cluster/certificate",
-			post: with(credentialWrite, a.updateCertificate),
+			Path: "/1.0/cluster/certificate",
+			Post: with(credentialWrite, a.updateCertificate),
 		},
 		{
-			path: cluster.MemberEventsPath,
-			get:  action{handler: a.memberEvents, access: a.allowMember},
+			Path: cluster.MemberEventsPath,
+			Get:  rest.Action{Handler: a.memberEvents, Access: a.allowMember},
 		},
 		{
 			// Public: a new member has no trusted certificate yet; the join token's secret
 			// is what authenticates it, and the handler refuses anything else.
-			path: "/1.0/cluster/join",
-			post: action{handler: a.join, public: true},
+			Path: "/1.0/cluster/join",
+			Post: rest.Action{Handler: a.join, Public: true},
 		},
 	}
 }
@@ -80,7 +81,7 @@ func (a clusterAPI) get(r *http.Request) response.Response {
 }
 
 func (a clusterAPI) listMembers(r *http.Request) response.Response {
-	level, err := recursion(r)
+	level, err := rest.Recursion(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -103,7 +104,7 @@ func (a clusterAPI) listMembers(r *http.Request) response.Response {
 }
 
 func (a clusterAPI) getMember(r *http.Request) response.Response {
-	name, err := pathName(r, "member", "cluster member")
+	name, err := rest.PathName(r, "member", "cluster member")
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -123,14 +124,14 @@ func (a clusterAPI) createJoinToken(r *http.Request) response.Response {
 	}
 
 	var req api.ClusterMembersPost
-	err := decodeBody(r, &req)
+	err := rest.DecodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	err = validate.Name("cluster member", req.ServerName)
 	if err != nil {
-		return response.SmartError(badRequest(err))
+		return response.SmartError(rest.BadRequest(err))
 	}
 
 	token, err := a.member.CreateJoinToken(r.Context(), req.ServerName)
@@ -149,7 +150,7 @@ func (a clusterAPI) join(r *http.Request) response.Response {
 	}
 
 	var req api.ClusterJoinPost
-	err := decodeBody(r, &req)
+	err := rest.DecodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -170,12 +171,12 @@ func (a clusterAPI) join(r *http.Request) response.Response {
 // deleteMember removes a member from the cluster, or revokes the join token of a member
 // yet to join (cluster.Remove); an offline member needs ?force=1.
 func (a clusterAPI) deleteMember(r *http.Request) response.Response {
-	name, err := pathName(r, "member", "cluster member")
+	name, err := rest.PathName(r, "member", "cluster member")
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	err = a.member.Remove(r.Context(), name, forceParam(r))
+	err = a.member.Remove(r.Context(), name, rest.ForceParam(r))
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -188,7 +189,7 @@ func (a clusterAPI) deleteMember(r *http.Request) response.Response {
 func (a clusterAPI) allowMember(r *http.Request) error {
 	caller := auth.CallerFromContext(r.Context())
 	if !a.member.Clustered() || !caller.Trusted || caller.Protocol != auth.ProtocolTLS || caller.CertificateType != auth.CertificateTypeMember || caller.Via != "" {
-		return forbidden("only cluster members may use %s", r.URL.Path)
+		return rest.Forbidden("only cluster members may use %s", r.URL.Path)
 	}
 
 	return nil

@@ -4,12 +4,13 @@ import (
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // listTokens answers GET /1.0/cluster/tokens, as `lxc cluster list-tokens`.
 func (a clusterAPI) listTokens(r *http.Request) response.Response {
-	level, err := recursion(r)
+	level, err := rest.Recursion(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -34,7 +35,7 @@ func (a clusterAPI) listTokens(r *http.Request) response.Response {
 // revokeToken answers DELETE /1.0/cluster/tokens/{member}, as `lxc cluster revoke-token`
 // (cluster.RevokeToken).
 func (a clusterAPI) revokeToken(r *http.Request) response.Response {
-	name, err := pathName(r, "member", "cluster member")
+	name, err := rest.PathName(r, "member", "cluster member")
 	if err != nil {
 		return response.SmartError(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
@@ -31,7 +32,7 @@ func keyFromRequest(r *http.Request) (keyRef, error) {
 		return keyRef{}, err
 	}
 
-	name, err := pathName(r, "key", "deployment key")
+	name, err := rest.PathName(r, "key", "deployment key")
 	if err != nil {
 		return keyRef{}, err
 	}
@@ -62,7 +63,7 @@ func (a keysAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	level, err := recursion(r)
+	level, err := rest.Recursion(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -81,7 +82,7 @@ func (a keysAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	return listResponse(level, keys,
+	return rest.ListResponse(level, keys,
 		func(k db.Key) string { return api.DeploymentKeyURL(ref.Project, ref.Name, k.Name) },
 		func(k db.Key) api.DeploymentKey { return k.DeploymentKey })
 }
@@ -93,7 +94,7 @@ func (a keysAPI) create(r *http.Request) response.Response {
 	}
 
 	var req api.DeploymentKeysPost
-	err = decodeBody(r, &req)
+	err = rest.DecodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -104,7 +105,7 @@ func (a keysAPI) create(r *http.Request) response.Response {
 	}
 
 	url := api.DeploymentKeyURL(ref.Project, ref.Name, req.Name)
-	a.reporter.Send(requestorFromContext(r.Context()), deploymentID, reporter.KeyCreated.Event(ref, req.Name))
+	a.reporter.Send(rest.RequestorFromContext(r.Context()), deploymentID, reporter.KeyCreated.Event(ref, req.Name))
 	return response.SyncResponseLocation(nil, url)
 }
 
@@ -112,7 +113,7 @@ func (a keysAPI) create(r *http.Request) response.Response {
 func createKey(ctx context.Context, cluster *db.Cluster, ref refs.DeploymentRef, req api.DeploymentKeysPost) (int64, error) {
 	err := validate.Name("deployment key", req.Name)
 	if err != nil {
-		return 0, badRequest(err)
+		return 0, rest.BadRequest(err)
 	}
 
 	if req.Role == "" {
@@ -121,12 +122,12 @@ func createKey(ctx context.Context, cluster *db.Cluster, ref refs.DeploymentRef,
 
 	err = validate.Role(req.Role)
 	if err != nil {
-		return 0, badRequest(err)
+		return 0, rest.BadRequest(err)
 	}
 
 	err = validate.Fingerprint(req.CertificateFingerprint)
 	if err != nil {
-		return 0, badRequest(err)
+		return 0, rest.BadRequest(err)
 	}
 
 	var id int64
@@ -176,7 +177,7 @@ func (a keysAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	body, err := readBody(r)
+	body, err := rest.ReadBody(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -191,13 +192,13 @@ func (a keysAPI) update(r *http.Request, patch bool) response.Response {
 
 		var put api.DeploymentKeyPut
 		if patch {
-			put, err = patchBase(key.Writable())
+			put, err = rest.PatchBase(key.Writable())
 			if err != nil {
 				return err
 			}
 		}
 
-		err = unmarshalBody(body, &put)
+		err = rest.UnmarshalBody(body, &put)
 		if err != nil {
 			return err
 		}
@@ -208,7 +209,7 @@ func (a keysAPI) update(r *http.Request, patch bool) response.Response {
 
 		err = validate.Role(put.Role)
 		if err != nil {
-			return badRequest(err)
+			return rest.BadRequest(err)
 		}
 
 		return db.UpdateKey(ctx, tx, key.ID, put)
@@ -217,7 +218,7 @@ func (a keysAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.reporter.Send(requestorFromContext(r.Context()), deploymentID, reporter.KeyUpdated.Event(ref.DeploymentRef, ref.key))
+	a.reporter.Send(rest.RequestorFromContext(r.Context()), deploymentID, reporter.KeyUpdated.Event(ref.DeploymentRef, ref.key))
 	return response.EmptySyncResponse()
 }
 
@@ -228,14 +229,14 @@ func (a keysAPI) rename(r *http.Request) response.Response {
 	}
 
 	var req api.DeploymentKeyPost
-	err = decodeBody(r, &req)
+	err = rest.DecodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	err = validate.Name("deployment key", req.Name)
 	if err != nil {
-		return response.SmartError(badRequest(err))
+		return response.SmartError(rest.BadRequest(err))
 	}
 
 	var deploymentID int64
@@ -248,7 +249,7 @@ func (a keysAPI) rename(r *http.Request) response.Response {
 	}
 
 	url := api.DeploymentKeyURL(ref.Project, ref.Name, req.Name)
-	a.reporter.Send(requestorFromContext(r.Context()), deploymentID, reporter.KeyRenamed.Event(ref.DeploymentRef, req.Name))
+	a.reporter.Send(rest.RequestorFromContext(r.Context()), deploymentID, reporter.KeyRenamed.Event(ref.DeploymentRef, req.Name))
 	return response.SyncResponseLocation(nil, url)
 }
 
@@ -267,6 +268,6 @@ func (a keysAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.reporter.Send(requestorFromContext(r.Context()), deploymentID, reporter.KeyDeleted.Event(ref.DeploymentRef, ref.key))
+	a.reporter.Send(rest.RequestorFromContext(r.Context()), deploymentID, reporter.KeyDeleted.Event(ref.DeploymentRef, ref.key))
 	return response.EmptySyncResponse()
 }

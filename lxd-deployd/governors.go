@@ -17,6 +17,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 )
 
@@ -140,7 +141,7 @@ func instanceByVsockID(lxdConn *backend.LXD, cid uint32) (string, string, error)
 // to governors running inside that deployment, unless the shape lets external ones in.
 func checkGovernorScope(ctx context.Context, tx *sql.Tx, caller *auth.Caller, ref refs.DeploymentRef, shape string) error {
 	if caller.Audience != auth.TokenAudience(ref.Project, ref.Name) {
-		return forbidden("this token is for %s, not deployment %q in project %q: sign one with that audience", strings.TrimPrefix(caller.Audience, auth.TokenAudiencePrefix), ref.Name, ref.Project)
+		return rest.Forbidden("this token is for %s, not deployment %q in project %q: sign one with that audience", strings.TrimPrefix(caller.Audience, auth.TokenAudiencePrefix), ref.Name, ref.Project)
 	}
 
 	deploymentID, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
@@ -170,5 +171,5 @@ func checkGovernorScope(ctx context.Context, tx *sql.Tx, caller *auth.Caller, re
 		}
 	}
 
-	return forbidden("instance %q is not a member of deployment %q: governors act on their own deployment unless a shape sets %s=true", caller.Instance, ref.Name, configGovernorExternal)
+	return rest.Forbidden("instance %q is not a member of deployment %q: governors act on their own deployment unless a shape sets %s=true", caller.Instance, ref.Name, configGovernorExternal)
 }
