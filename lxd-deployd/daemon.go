@@ -123,7 +123,7 @@ type daemon struct {
 	metrics   *metrics.Metrics
 	leases    *lease.Manager
 	scheduler *scheduler.Scheduler // scheduled actions (schedule.go)
-	conns     *rest.ConnLimits     // the HTTPS connection budgets (conn_limits.go)
+	conns     *rest.ConnLimits     // the HTTPS connection budgets (rest/conn_limits.go)
 	doors     *doorkeeper.Keeper   // keeps the door in step with the endpoints
 	usage     *usageCache          // LXD's usage of the instances, kept fresh in the background (instance_usage*.go)
 

@@ -312,7 +312,7 @@ func endpoints(a apis) []rest.Endpoint {
 			Get:  with(trusted, a.ui.Session),
 		},
 		{
-			Path: "/ui/{Path:.*}",
+			Path: "/ui/{path:.*}",
 			Get:  rest.Action{Handler: a.ui.Asset, Public: true},
 		},
 	}

@@ -167,7 +167,7 @@ func BadRequest(err error) error {
 	return lxdapi.StatusErrorf(http.StatusBadRequest, "%v", err)
 }
 
-// forbidden is a 403 naming what the caller lacks.
+// Forbidden is a 403 naming what the caller lacks.
 func Forbidden(format string, a ...any) error {
 	return lxdapi.StatusErrorf(http.StatusForbidden, format, a...)
 }
