@@ -13,18 +13,11 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/authz"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
-)
-
-// Shape config keys for in-instance governors.
-const (
-	// configGovernorExternal lets governors from instances outside the deployment act on
-	// the shape (then only the token counts).
-	configGovernorExternal = "governor.external"
 )
 
 // governorSockets is what instance handlers need of the governor transports.
@@ -74,7 +67,7 @@ func authenticateGovernor(r *http.Request, conn *governor.Conn, cluster *db.Clus
 	}
 
 	if strings.HasPrefix(raw, rollout.CredentialPrefix) {
-		return authenticateDeployer(r.Context(), cluster, conn, raw)
+		return authz.AuthenticateDeployer(r.Context(), cluster, conn, raw)
 	}
 
 	lookup := func(fingerprint string) (*auth.TokenCertificate, error) {
@@ -134,41 +127,4 @@ func instanceByVsockID(lxdConn *backend.LXD, cid uint32) (string, string, error)
 	}
 
 	return found[0].Name, found[0].Project, nil
-}
-
-// checkGovernorScope holds a governor's request to the one deployment its token is for, and
-// to governors running inside that deployment, unless the shape lets external ones in.
-func checkGovernorScope(ctx context.Context, tx *sql.Tx, caller *auth.Caller, ref refs.DeploymentRef, shape string) error {
-	if caller.Audience != auth.TokenAudience(ref.Project, ref.Name) {
-		return forbidden("this token is for %s, not deployment %q in project %q: sign one with that audience", strings.TrimPrefix(caller.Audience, auth.TokenAudiencePrefix), ref.Name, ref.Project)
-	}
-
-	deploymentID, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-	if err != nil {
-		return err
-	}
-
-	member, err := db.GetInstances(ctx, tx, db.InstanceFilter{DeploymentID: deploymentID, Name: caller.Instance})
-	if err != nil {
-		return err
-	}
-
-	for _, row := range member {
-		if row.Project == caller.InstanceProject {
-			return nil
-		}
-	}
-
-	shapes, err := db.GetShapes(ctx, tx, db.ShapeFilter{DeploymentID: deploymentID, Name: shape})
-	if err != nil {
-		return err
-	}
-
-	for _, s := range shapes {
-		if s.Config[configGovernorExternal] == "true" {
-			return nil
-		}
-	}
-
-	return forbidden("instance %q is not a member of deployment %q: governors act on their own deployment unless a shape sets %s=true", caller.Instance, ref.Name, configGovernorExternal)
 }

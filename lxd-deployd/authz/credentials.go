@@ -1,8 +1,6 @@
-package main
+package authz
 
 import (
-	"net/http"
-
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 )
 
@@ -13,30 +11,9 @@ import (
 // hold nothing that changes things. Manifests are read as credentials are: they keep the
 // templates' input as written, secrets unmasked, which only admins may see.
 
-// allowSecretRead lets admins read credentials and unmasked manifests, but not read-only
-// web sessions.
-func allowSecretRead(r *http.Request) error {
-	err := allowAdmin(r)
-	if err != nil {
-		return err
-	}
-
-	return refuseSessionCredentials(auth.CallerFromContext(r.Context()), false)
-}
-
-// allowCredentialWrite lets admins change credentials, but no web session.
-func allowCredentialWrite(r *http.Request) error {
-	err := allowAdmin(r)
-	if err != nil {
-		return err
-	}
-
-	return refuseSessionCredentials(auth.CallerFromContext(r.Context()), true)
-}
-
-// refuseSessionCredentials is the one home of the rule: a web session may not change
+// RefuseSessionCredentials is the one home of the rule: a web session may not change
 // credentials (write), and a read-only one may not see them, nor unmasked secrets, either.
-func refuseSessionCredentials(caller *auth.Caller, write bool) error {
+func RefuseSessionCredentials(caller *auth.Caller, write bool) error {
 	if caller.Session == 0 {
 		return nil
 	}
