@@ -7,7 +7,9 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/authz"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -67,6 +69,12 @@ func (a access) filter(caller *auth.Caller) events.Filter {
 // allowAdminOn checks that the caller may change things in a deployment known by id.
 func (a access) allowAdminOn(ctx context.Context, caller *auth.Caller, deploymentID int64) error {
 	return a.checker().AdminOn(ctx, caller, deploymentID)
+}
+
+// authenticateGovernor turns a request from an in-instance transport into a caller
+// (authz.AuthenticateGovernor).
+func authenticateGovernor(r *http.Request, conn *governor.Conn, cluster *db.Cluster, lxdConn *backend.LXD, verifier *auth.TokenVerifier) (*auth.Caller, error) {
+	return authz.AuthenticateGovernor(r.Context(), r.Header.Get("Authorization"), conn, cluster, lxdConn, verifier)
 }
 
 // allowTrusted lets any trusted caller through; the handler scopes what it shows.

@@ -4,20 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
-	"net/http"
-	"strconv"
-	"strings"
-	"time"
-
-	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/authz"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 )
 
 // governorSockets is what instance handlers need of the governor transports.
@@ -49,82 +38,4 @@ func restoreGovernorSockets(ctx context.Context, cluster *db.Cluster, sockets go
 	}
 
 	return nil
-}
-
-// authenticateGovernor turns a request from an in-instance transport into a caller: the
-// bearer token says which key pair signs for which deployment; the transport says which
-// instance is calling.
-func authenticateGovernor(r *http.Request, conn *governor.Conn, cluster *db.Cluster, lxdConn *backend.LXD, verifier *auth.TokenVerifier) (*auth.Caller, error) {
-	if conn == nil {
-		return nil, lxdapi.StatusErrorf(http.StatusUnauthorized, "unknown governor transport")
-	}
-
-	header := r.Header.Get("Authorization")
-	raw, found := strings.CutPrefix(header, "Bearer ")
-	if !found || raw == "" {
-		// GET /1.0 stays public, as on HTTPS.
-		return &auth.Caller{Protocol: auth.ProtocolGovernor, Instance: conn.Instance, InstanceProject: conn.Project}, nil
-	}
-
-	if strings.HasPrefix(raw, rollout.CredentialPrefix) {
-		return authz.AuthenticateDeployer(r.Context(), cluster, conn, raw)
-	}
-
-	lookup := func(fingerprint string) (*auth.TokenCertificate, error) {
-		var cert *db.Certificate
-		err := cluster.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-			var err error
-			cert, err = db.GetCertificate(ctx, tx, fingerprint)
-			return err
-		})
-		if err != nil || cert.Fingerprint != fingerprint {
-			return nil, err
-		}
-
-		parsed, err := auth.ParsePEMCertificate(cert.Certificate)
-		if err != nil {
-			return nil, err
-		}
-
-		return &auth.TokenCertificate{TrustedCertificate: auth.TrustedCertificate{Fingerprint: cert.Fingerprint, Type: cert.Type, Name: cert.Name}, Certificate: parsed}, nil
-	}
-
-	caller, err := verifier.Verify(raw, lookup, time.Now())
-	if err != nil {
-		return nil, err
-	}
-
-	caller.Instance, caller.InstanceProject = conn.Instance, conn.Project
-	if conn.CID != 0 {
-		caller.Instance, caller.InstanceProject, err = instanceByVsockID(lxdConn, conn.CID)
-		if err != nil {
-			return nil, err
-		}
-	}
-
-	return caller, nil
-}
-
-// instanceByVsockID finds the VM whose volatile.vsock_id is cid, in one LXD listing.
-func instanceByVsockID(lxdConn *backend.LXD, cid uint32) (string, string, error) {
-	// LXD 5.0 may not list across projects: VMs falls back to the default project.
-	instances, err := lxdConn.VMs()
-	if err != nil {
-		return "", "", err
-	}
-
-	// Only a running VM can be calling; two with the same id would make the answer a guess.
-	want := strconv.FormatUint(uint64(cid), 10)
-	var found []lxdapi.Instance
-	for _, instance := range instances {
-		if instance.Config["volatile.vsock_id"] == want && instance.StatusCode == lxdapi.Running {
-			found = append(found, instance)
-		}
-	}
-
-	if len(found) != 1 {
-		return "", "", lxdapi.StatusErrorf(http.StatusForbidden, "%d running LXD instances have vsock context id %d: cannot tell which is calling", len(found), cid)
-	}
-
-	return found[0].Name, found[0].Project, nil
 }

@@ -28,3 +28,14 @@ func RefuseSessionCredentials(caller *auth.Caller, write bool) error {
 
 	return nil
 }
+
+// Member lets through only another member itself: a caller presenting a current member's
+// own certificate over TLS (clustered says this daemon has members), not a request it
+// forwards for someone; path names the refused route.
+func Member(caller *auth.Caller, clustered bool, path string) error {
+	if !clustered || !caller.Trusted || caller.Protocol != auth.ProtocolTLS || caller.CertificateType != auth.CertificateTypeMember || caller.Via != "" {
+		return forbidden("only cluster members may use %s", path)
+	}
+
+	return nil
+}
