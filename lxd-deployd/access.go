@@ -11,7 +11,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
-	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // access adapts package authz's checks to the route table: each parses the request's
@@ -77,27 +76,11 @@ func authenticateGovernor(r *http.Request, conn *governor.Conn, cluster *db.Clus
 	return authz.AuthenticateGovernor(r.Context(), r.Header.Get("Authorization"), conn, cluster, lxdConn, verifier)
 }
 
-// allowTrusted lets any trusted caller through; the handler scopes what it shows.
+// allowTrusted lets any trusted caller through; the handler scopes what it shows
+// (authz.Trusted).
 func allowTrusted(r *http.Request) error {
-	caller := auth.CallerFromContext(r.Context())
-	if !caller.Trusted {
-		return forbidden("not trusted: add this client's certificate to the trust store")
-	}
-
-	if caller.CertificateType == api.CertificateTypeMetrics {
-		return errMetricsOnly
-	}
-
-	if caller.CertificateType == auth.CertificateTypeMember {
-		return errMemberOnly
-	}
-
-	return nil
+	return authz.Trusted(auth.CallerFromContext(r.Context()))
 }
-
-// errMemberOnly refuses another member's own certificate outside the internal member
-// routes: what a member forwards carries the original caller, who is checked instead.
-var errMemberOnly = forbidden("a cluster member's certificate may use the internal member routes only (event relay, forwarded requests)")
 
 // allowSecretRead lets admins read credentials and unmasked manifests, but not read-only
 // web sessions (authz.RefuseSessionCredentials).

@@ -4,8 +4,8 @@ import (
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/authz"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/ui"
-	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // apis are the per-resource handler sets, each holding only what it uses.
@@ -317,24 +317,7 @@ func endpoints(a apis) []endpoint {
 	}
 }
 
-// allowAdmin lets through the unix socket and trusted client certificates.
+// allowAdmin lets through the unix socket and trusted client certificates (authz.Admin).
 func allowAdmin(r *http.Request) error {
-	caller := auth.CallerFromContext(r.Context())
-	if caller.IsAdmin() {
-		return nil
-	}
-
-	if !caller.Trusted {
-		return forbidden("not trusted: add this client's certificate to the trust store (lxd-deploy config trust add)")
-	}
-
-	if caller.CertificateType == api.CertificateTypeMetrics {
-		return errMetricsOnly
-	}
-
-	if caller.CertificateType == auth.CertificateTypeMember {
-		return errMemberOnly
-	}
-
-	return forbidden("a %s certificate may only act through deployment keys: the management API needs a client certificate", caller.CertificateType)
+	return authz.Admin(auth.CallerFromContext(r.Context()))
 }
