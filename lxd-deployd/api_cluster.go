@@ -27,7 +27,7 @@ type clusterAPI struct {
 // clusterEndpoints are the routes of the cluster API.
 func clusterEndpoints(a clusterAPI) []endpoint {
 	admin := action{access: allowAdmin}
-	// Join tokens and the cluster certificate are credentials (access_credentials.go).
+	// Join tokens and the cluster certificate are credentials (authz.RefuseSessionCredentials).
 	secretRead := action{access: allowSecretRead}
 	credentialWrite := action{access: allowCredentialWrite}
 	with := func(base action, h handlerFunc) action {

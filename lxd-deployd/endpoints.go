@@ -35,7 +35,7 @@ type apis struct {
 // who may call it.
 func endpoints(a apis) []endpoint {
 	admin := action{access: allowAdmin}
-	// Credentials and unmasked secrets: admins, not web sessions (access_credentials.go).
+	// Credentials and unmasked secrets: admins, not web sessions (authz.RefuseSessionCredentials).
 	secretRead := action{access: allowSecretRead}
 	credentialWrite := action{access: allowCredentialWrite}
 	trusted := action{access: allowTrusted}
