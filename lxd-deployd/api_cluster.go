@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"crypto/x509"
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/authz"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
@@ -26,7 +28,7 @@ type clusterAPI struct {
 // clusterEndpoints are the routes of the cluster API.
 func clusterEndpoints(a clusterAPI) []rest.Endpoint {
 	admin := rest.Action{Access: allowAdmin}
-	// Join tokens and the cluster certificate are credentials (access_credentials.go).
+	// Join tokens and the cluster certificate are credentials (authz.RefuseSessionCredentials).
 	secretRead := rest.Action{Access: allowSecretRead}
 	credentialWrite := rest.Action{Access: allowCredentialWrite}
 	with := func(base rest.Action, h rest.HandlerFunc) rest.Action {
@@ -81,12 +83,18 @@ func (a clusterAPI) get(r *http.Request) response.Response {
 }
 
 func (a clusterAPI) listMembers(r *http.Request) response.Response {
+	return memberList(r, a.member.Members)
+}
+
+// memberList answers a list of members (or of pending ones) the LXD way: their URLs
+// without recursion, the members themselves with it.
+func memberList(r *http.Request, list func(ctx context.Context) ([]api.ClusterMember, error)) response.Response {
 	level, err := rest.Recursion(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	members, err := a.member.Members(r.Context())
+	members, err := list(r.Context())
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -187,12 +195,7 @@ func (a clusterAPI) deleteMember(r *http.Request) response.Response {
 // allowMember lets through only another member itself: a caller presenting a current
 // member's own certificate, not a request it forwards for someone.
 func (a clusterAPI) allowMember(r *http.Request) error {
-	caller := auth.CallerFromContext(r.Context())
-	if !a.member.Clustered() || !caller.Trusted || caller.Protocol != auth.ProtocolTLS || caller.CertificateType != auth.CertificateTypeMember || caller.Via != "" {
-		return rest.Forbidden("only cluster members may use %s", r.URL.Path)
-	}
-
-	return nil
+	return authz.Member(auth.CallerFromContext(r.Context()), a.member.Clustered(), r.URL.Path)
 }
 
 // memberEvents streams this member's own events to a member relaying them.

@@ -5,31 +5,11 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
-	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // listTokens answers GET /1.0/cluster/tokens, as `lxc cluster list-tokens`.
 func (a clusterAPI) listTokens(r *http.Request) response.Response {
-	level, err := rest.Recursion(r)
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	pending, err := a.member.Pending(r.Context())
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	if level == 0 {
-		urls := make([]string, 0, len(pending))
-		for _, m := range pending {
-			urls = append(urls, api.ClusterMemberURL(m.ServerName))
-		}
-
-		return response.SyncResponse(urls)
-	}
-
-	return response.SyncResponse(pending)
+	return memberList(r, a.member.Pending)
 }
 
 // revokeToken answers DELETE /1.0/cluster/tokens/{member}, as `lxc cluster revoke-token`

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -10,14 +8,18 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/trust"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
-	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
-// keysAPI serves /1.0/deployments/{deployment}/keys.
+// keysAPI serves /1.0/deployments/{deployment}/keys (package trust's Keys).
 type keysAPI struct {
 	db       *db.Cluster
 	reporter *reporter.Reporter
+}
+
+func (a keysAPI) keys() trust.Keys {
+	return trust.Keys{DB: a.db}
 }
 
 // keyRef is the deployment key a request is about.
@@ -40,23 +42,6 @@ func keyFromRequest(r *http.Request) (keyRef, error) {
 	return keyRef{DeploymentRef: ref, key: name}, nil
 }
 
-// withKey runs f in a transaction with the deployment id and the key the request names.
-func (a keysAPI) withKey(ctx context.Context, ref keyRef, f func(ctx context.Context, tx *sql.Tx, deploymentID int64, key *db.Key) error) error {
-	return a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		key, err := db.GetKey(ctx, tx, deploymentID, ref.key)
-		if err != nil {
-			return err
-		}
-
-		return f(ctx, tx, deploymentID, key)
-	})
-}
-
 func (a keysAPI) list(r *http.Request) response.Response {
 	ref, err := deploymentFromRequest(r)
 	if err != nil {
@@ -68,16 +53,7 @@ func (a keysAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	var keys []db.Key
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		keys, err = db.GetKeys(ctx, tx, db.KeyFilter{DeploymentID: id})
-		return err
-	})
+	keys, err := a.keys().List(r.Context(), ref)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -99,7 +75,7 @@ func (a keysAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	deploymentID, err := createKey(r.Context(), a.db, ref, req)
+	deploymentID, err := a.keys().Create(r.Context(), ref, req)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -109,52 +85,13 @@ func (a keysAPI) create(r *http.Request) response.Response {
 	return response.SyncResponseLocation(nil, url)
 }
 
-// createKey validates and stores a new deployment key; the role defaults to read-only.
-func createKey(ctx context.Context, cluster *db.Cluster, ref refs.DeploymentRef, req api.DeploymentKeysPost) (int64, error) {
-	err := validate.Name("deployment key", req.Name)
-	if err != nil {
-		return 0, rest.BadRequest(err)
-	}
-
-	if req.Role == "" {
-		req.Role = api.DeploymentKeyRoleReadOnly
-	}
-
-	err = validate.Role(req.Role)
-	if err != nil {
-		return 0, rest.BadRequest(err)
-	}
-
-	err = validate.Fingerprint(req.CertificateFingerprint)
-	if err != nil {
-		return 0, rest.BadRequest(err)
-	}
-
-	var id int64
-	err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		id, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		_, err = db.CreateKey(ctx, tx, id, req)
-		return err
-	})
-
-	return id, err
-}
-
 func (a keysAPI) get(r *http.Request) response.Response {
 	ref, err := keyFromRequest(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	var key *db.Key
-	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, deploymentID int64, k *db.Key) error {
-		key = k
-		return nil
-	})
+	key, err := a.keys().Get(r.Context(), ref.DeploymentRef, ref.key)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -182,38 +119,7 @@ func (a keysAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	var deploymentID int64
-	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, id int64, key *db.Key) error {
-		deploymentID = id
-		err := response.CheckETag(r, key.Writable())
-		if err != nil {
-			return err
-		}
-
-		var put api.DeploymentKeyPut
-		if patch {
-			put, err = rest.PatchBase(key.Writable())
-			if err != nil {
-				return err
-			}
-		}
-
-		err = rest.UnmarshalBody(body, &put)
-		if err != nil {
-			return err
-		}
-
-		if put.Role == "" {
-			put.Role = api.DeploymentKeyRoleReadOnly
-		}
-
-		err = validate.Role(put.Role)
-		if err != nil {
-			return rest.BadRequest(err)
-		}
-
-		return db.UpdateKey(ctx, tx, key.ID, put)
-	})
+	deploymentID, err := a.keys().Update(r.Context(), ref.DeploymentRef, ref.key, putOrPatch[api.DeploymentKeyPut](r, body, patch))
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -234,16 +140,7 @@ func (a keysAPI) rename(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = validate.Name("deployment key", req.Name)
-	if err != nil {
-		return response.SmartError(rest.BadRequest(err))
-	}
-
-	var deploymentID int64
-	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, id int64, key *db.Key) error {
-		deploymentID = id
-		return db.RenameKey(ctx, tx, id, key.ID, req.Name)
-	})
+	deploymentID, err := a.keys().Rename(r.Context(), ref.DeploymentRef, ref.key, req.Name)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -259,11 +156,7 @@ func (a keysAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	var deploymentID int64
-	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, id int64, key *db.Key) error {
-		deploymentID = id
-		return db.DeleteKey(ctx, tx, key.ID)
-	})
+	deploymentID, err := a.keys().Delete(r.Context(), ref.DeploymentRef, ref.key)
 	if err != nil {
 		return response.SmartError(err)
 	}

@@ -16,9 +16,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
-// errMetricsOnly is what a metrics certificate gets anywhere but /1.0/metrics.
-var errMetricsOnly = rest.Forbidden("a metrics certificate may only read /1.0/metrics: use a client certificate for the management API")
-
 // metricsAPI serves /1.0/metrics.
 type metricsAPI struct {
 	metrics *metrics.Metrics

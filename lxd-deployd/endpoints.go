@@ -4,9 +4,9 @@ import (
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/authz"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/ui"
-	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // apis are the per-resource handler sets, each holding only what it uses.
@@ -36,7 +36,7 @@ type apis struct {
 // who may call it.
 func endpoints(a apis) []rest.Endpoint {
 	admin := rest.Action{Access: allowAdmin}
-	// Credentials and unmasked secrets: admins, not web sessions (access_credentials.go).
+	// Credentials and unmasked secrets: admins, not web sessions (authz.RefuseSessionCredentials).
 	secretRead := rest.Action{Access: allowSecretRead}
 	credentialWrite := rest.Action{Access: allowCredentialWrite}
 	trusted := rest.Action{Access: allowTrusted}
@@ -318,24 +318,7 @@ func endpoints(a apis) []rest.Endpoint {
 	}
 }
 
-// allowAdmin lets through the unix socket and trusted client certificates.
+// allowAdmin lets through the unix socket and trusted client certificates (authz.Admin).
 func allowAdmin(r *http.Request) error {
-	caller := auth.CallerFromContext(r.Context())
-	if caller.IsAdmin() {
-		return nil
-	}
-
-	if !caller.Trusted {
-		return rest.Forbidden("not trusted: add this client's certificate to the trust store (lxd-deploy config trust add)")
-	}
-
-	if caller.CertificateType == api.CertificateTypeMetrics {
-		return errMetricsOnly
-	}
-
-	if caller.CertificateType == auth.CertificateTypeMember {
-		return errMemberOnly
-	}
-
-	return rest.Forbidden("a %s certificate may only act through deployment keys: the management API needs a client certificate", caller.CertificateType)
+	return authz.Admin(auth.CallerFromContext(r.Context()))
 }

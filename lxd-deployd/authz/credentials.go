@@ -1,8 +1,6 @@
-package main
+package authz
 
 import (
-	"net/http"
-
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 )
@@ -14,30 +12,9 @@ import (
 // hold nothing that changes things. Manifests are read as credentials are: they keep the
 // templates' input as written, secrets unmasked, which only admins may see.
 
-// allowSecretRead lets admins read credentials and unmasked manifests, but not read-only
-// web sessions.
-func allowSecretRead(r *http.Request) error {
-	err := allowAdmin(r)
-	if err != nil {
-		return err
-	}
-
-	return refuseSessionCredentials(auth.CallerFromContext(r.Context()), false)
-}
-
-// allowCredentialWrite lets admins change credentials, but no web session.
-func allowCredentialWrite(r *http.Request) error {
-	err := allowAdmin(r)
-	if err != nil {
-		return err
-	}
-
-	return refuseSessionCredentials(auth.CallerFromContext(r.Context()), true)
-}
-
-// refuseSessionCredentials is the one home of the rule: a web session may not change
+// RefuseSessionCredentials is the one home of the rule: a web session may not change
 // credentials (write), and a read-only one may not see them, nor unmasked secrets, either.
-func refuseSessionCredentials(caller *auth.Caller, write bool) error {
+func RefuseSessionCredentials(caller *auth.Caller, write bool) error {
 	if caller.Session == 0 {
 		return nil
 	}
@@ -48,6 +25,17 @@ func refuseSessionCredentials(caller *auth.Caller, write bool) error {
 
 	if write {
 		return rest.Forbidden("a web session cannot change credentials, which would outlive it: use lxd-deploy with a client certificate or on the daemon's host")
+	}
+
+	return nil
+}
+
+// Member lets through only another member itself: a caller presenting a current member's
+// own certificate over TLS (clustered says this daemon has members), not a request it
+// forwards for someone; path names the refused route.
+func Member(caller *auth.Caller, clustered bool, path string) error {
+	if !clustered || !caller.Trusted || caller.Protocol != auth.ProtocolTLS || caller.CertificateType != auth.CertificateTypeMember || caller.Via != "" {
+		return forbidden("only cluster members may use %s", path)
 	}
 
 	return nil
