@@ -172,6 +172,14 @@ func benchDoorShape(b *testing.B) {
 				pair, straight.rate, through.rate, through.rate/straight.rate, through.haproxy, loadAverage())
 		}
 
+		var sp99, dp99 time.Duration
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); _, sp99 = openLoop(b, direct, doorBenchRate, doorBenchSpan) }()
+		go func() { defer wg.Done(); _, dp99 = openLoop(b, door, doorBenchRate, doorBenchSpan) }()
+		wg.Wait()
+		fmt.Printf("measured: front door (shape) diagnostic, haproxy at nice -10: latency at %d req/s each, side by side: straight p99 %v, through haproxy p99 %v: added p99 %v\n",
+			doorBenchRate, sp99.Round(time.Microsecond), dp99.Round(time.Microsecond), (dp99 - sp99).Round(time.Microsecond))
 		_ = renice(haproxyPid, 0)
 	}
 
