@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -94,7 +95,8 @@ func runBenchInNetns(b *testing.B) {
 
 	defer func() { _ = exec.Command("ip", "netns", "del", name).Run() }()
 	cmd := exec.Command("ip", "netns", "exec", name, os.Args[0], "-test.run", "^$", "-test.bench", "^"+b.Name()+"$", "-test.benchtime", "1x", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), netnsChildEnv+"=1")
+	// The copy uses the binaries TestMain built, as runInNetns's do.
+	cmd.Env = append(os.Environ(), netnsChildEnv+"=1", builtBinariesEnv+"="+filepath.Dir(daemonBinary))
 	out, err = cmd.CombinedOutput()
 	for _, line := range strings.Split(string(out), "\n") {
 		if strings.Contains(line, "measured: ") || strings.Contains(line, "-ms") {
