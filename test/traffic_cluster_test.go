@@ -150,6 +150,14 @@ func TestTrafficClusterDoorDriverKilled(t *testing.T) {
 		}
 
 		t.Logf("measured: 2 instances drained and deleted %v after the deletes were asked (drain timeout %v)", time.Since(asked).Round(100*time.Millisecond), drain)
+		// The deletes ran on a member that follows the door: it judged each drain by the
+		// door's own word (the server drained, no session left), not by the drain timeout.
+		for _, name := range first {
+			if !logHas(env.d.Log(), "instance drained", "instance="+name) || logHas(env.d.Log(), "instance drain timed out", "instance="+name) {
+				t.Fatalf("%s's drain on %s was not judged by the door:\n%s", name, memberName(members, env.d), clusterDoorDiagnostics(members, admin))
+			}
+		}
+
 		door.waitServing(t, 2)
 		current, err := env.gov.GetDeploymentShapeInstanceNames("dep1", "web")
 		must(t, err)
@@ -182,6 +190,12 @@ func TestTrafficClusterDoorDriverKilled(t *testing.T) {
 	})
 
 	load.stop()
+	for _, m := range survivors {
+		if m != taker && strings.Contains(m.Log(), "this member drives the shared door") {
+			t.Fatalf("%s drove the door too, beside %s", memberName(members, m), memberName(members, taker))
+		}
+	}
+
 	phase(t, "LXD holds exactly the recorded instances", func(t *testing.T) {
 		recorded, err := env.gov.GetDeploymentShapeInstanceNames("dep1", "web")
 		must(t, err)
@@ -340,6 +354,22 @@ func doorDriver(t *testing.T, members []*daemon) *daemon {
 		return len(drivers) == 1
 	}, every(100*time.Millisecond), showing(func() string { return fmt.Sprintf("drivers %v", drivers) }))
 	return driver
+}
+
+// logHas says whether a line of log has every one of parts.
+func logHas(log string, parts ...string) bool {
+	for _, line := range strings.Split(log, "\n") {
+		found := true
+		for _, part := range parts {
+			found = found && strings.Contains(line, part)
+		}
+
+		if found {
+			return true
+		}
+	}
+
+	return false
 }
 
 // memberName is m1, m2 or m3.
