@@ -92,6 +92,11 @@ type Keeper struct {
 	// driver is the context this member drives a shared door under, while it holds the
 	// door's lease (nil: it follows; unused for a private door).
 	driver context.Context
+	// stepDown ends this member's drive of a shared door; failingSince is since when its
+	// Applies have failed, steppedDownAt when it last gave the door up (shared.go).
+	stepDown      context.CancelFunc
+	failingSince  time.Time
+	steppedDownAt time.Time
 	// endpoints are the last computed endpoints by frontdoor key, with their shape.
 	endpoints map[string][]api.DeploymentShapeEndpoint
 	shapes    map[string]ObservedShape
@@ -222,6 +227,7 @@ func (k *Keeper) Round(ctx context.Context) error {
 
 	if due {
 		err = k.door.Apply(driveCtx, frontends)
+		k.driveResult(err)
 		if err != nil {
 			return err
 		}

@@ -51,25 +51,69 @@ func SharedLease(adminSocket string) string {
 	return "front-door/" + adminSocket
 }
 
+// StepDownAfter is how long a driver's changes to a shared door may fail before it hands
+// the door's lease over: a member that cannot reach the door (its admin socket over a
+// network it is cut from) must not keep one that reaches it from driving.
+const StepDownAfter = lease.DefaultTTL
+
 // drive is the lease's job: the keeper drives the door until ctx ends (the lease is lost
-// or about to expire, or the daemon stops), starting with the whole picture.
+// or about to expire, or the daemon stops) or it steps down, starting with the whole
+// picture. A member that stepped down lately lets the lease go at once, for another to try.
 func (k *Keeper) drive(ctx context.Context, held lease.Lease) {
-	k.setDriver(ctx)
+	k.mu.Lock()
+	recent := !k.steppedDownAt.IsZero() && k.now().Sub(k.steppedDownAt) < 3*StepDownAfter
+	k.mu.Unlock()
+	if recent {
+		return
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	k.setDriver(ctx, cancel)
 	k.logger.Info("front door: this member drives the shared door", "lease", held.Name, "token", held.Token)
 	k.Poke()
 	<-ctx.Done()
-	k.setDriver(nil)
+	k.setDriver(nil, nil)
 	k.logger.Info("front door: this member no longer drives the shared door", "lease", held.Name)
 }
 
 // setDriver records the context this member drives the door under (nil: it follows), and
 // forgets what it applied: a new driver gives the door the whole picture at once, and a
 // follower judges drains by the door's own word.
-func (k *Keeper) setDriver(ctx context.Context) {
+func (k *Keeper) setDriver(ctx context.Context, stepDown context.CancelFunc) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.driver = ctx
+	k.driver, k.stepDown, k.failingSince = ctx, stepDown, time.Time{}
 	k.applied, k.outSince, k.appliedAt = map[string]map[string]string{}, map[string]map[string]time.Time{}, time.Time{}
+}
+
+// driveResult notes how a driver's Apply went; once they have failed for StepDownAfter
+// this member gives up the shared door's lease.
+func (k *Keeper) driveResult(err error) {
+	if k.shared == nil {
+		return
+	}
+
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err == nil {
+		k.failingSince = time.Time{}
+		return
+	}
+
+	now := k.now()
+	if k.failingSince.IsZero() {
+		k.failingSince = now
+	}
+
+	if now.Sub(k.failingSince) < StepDownAfter || k.stepDown == nil {
+		return
+	}
+
+	k.logger.Warn("front door: this member cannot change the shared door, so it hands the door's lease over for another member to drive it", "for", now.Sub(k.failingSince).Round(time.Second), "err", err)
+	k.steppedDownAt = now
+	k.stepDown()
+	k.stepDown = nil
 }
 
 // driving returns the context to change the door under, or nil when this member follows

@@ -2,9 +2,11 @@ package doorkeeper
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,5 +219,58 @@ func TestSharedLease(t *testing.T) {
 
 	if got := SharedLease("/run/haproxy/admin.sock"); !strings.HasPrefix(got, "front-door/") || !strings.HasSuffix(got, ":/run/haproxy/admin.sock") {
 		t.Errorf("unix: %s", got)
+	}
+}
+
+// failingDoor is a shared door this member cannot change (its socket out of reach).
+type failingDoor struct{ sharedDoorView }
+
+func (d *failingDoor) Apply(context.Context, []frontdoor.Frontend) error {
+	return errors.New("reach haproxy at 10.0.0.5:9999: connection timed out")
+}
+
+// A driver whose changes keep failing hands the lease over after StepDownAfter, and lets
+// it go at once when it gets it again soon after, for a member that reaches the door.
+func TestSharedDoorStepsDown(t *testing.T) {
+	shape := db.Shape{ID: 7, DeploymentID: 3}
+	shape.Name = "web"
+	shape.Traffic = &api.DeploymentShapeTraffic{Port: 80, Backend: "web"}
+	observer := &fakeObserver{obs: Observation{Shapes: []ObservedShape{{Project: "default", Deployment: "shop", Shape: shape}}, Live: map[string]map[string]backend.Serving{}}}
+	leases := &handLeases{give: make(chan context.Context)}
+	k := New(Config{Observer: observer, Door: &failingDoor{sharedDoorView{door: &sharedDoor{}}}, ApplyEvery: time.Hour, Shared: &Shared{Leases: leases, Lease: "front-door/x"}})
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	k.now = func() time.Time { return time.Unix(0, clock.Load()) }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go k.Run(ctx, time.Hour)
+	leases.give <- ctx
+	waitFor(t, "driving", func() bool { return k.driving(ctx) != nil })
+	if err := k.Round(ctx); err == nil {
+		t.Fatal("a failed Apply is no error")
+	}
+
+	clock.Add(int64(StepDownAfter / 2))
+	_ = k.Round(ctx)
+	if k.driving(ctx) == nil {
+		t.Fatal("stepped down before StepDownAfter")
+	}
+
+	clock.Add(int64(StepDownAfter))
+	_ = k.Round(ctx)
+	waitFor(t, "stepped down", func() bool { return k.driving(ctx) == nil })
+
+	// The lease comes back soon after: it is let go at once (the job returns, so the fake
+	// lease loop takes a second hand-over at once).
+	for i := 0; i < 2; i++ {
+		select {
+		case leases.give <- ctx:
+		case <-time.After(10 * time.Second):
+			t.Fatal("drives again right after stepping down")
+		}
+	}
+
+	if k.driving(ctx) != nil {
+		t.Fatal("drives again right after stepping down")
 	}
 }
