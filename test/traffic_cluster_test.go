@@ -75,7 +75,7 @@ func TestTrafficClusterDoorDriverKilled(t *testing.T) {
 	first := door.startAt(t, 2)
 	waitDoorServers(t, admin, first, nil)
 
-	driver := doorDriver(t, members)
+	driver := doorDriver(t, members, members)
 	t.Logf("measured: %s drives the door", memberName(members, driver))
 	load := startLoad(20 * time.Millisecond)
 	load.explain = func() string { return clusterDoorDiagnostics(members, admin) }
@@ -94,16 +94,13 @@ func TestTrafficClusterDoorDriverKilled(t *testing.T) {
 		driver.Kill(t)
 		// Another member takes the door's lease over; meanwhile the door serves its last
 		// picture.
-		waitUntil(t, "a survivor driving the door", time.Minute, func() bool {
-			for _, m := range survivors {
-				if strings.Contains(m.Log(), "this member drives the shared door") {
-					taker, takenAt = m, time.Now()
-					return true
-				}
+		taker = doorDriver(t, members, survivors)
+		for _, span := range driveSpans(members) {
+			if span.member == memberName(members, taker) && span.end.IsZero() {
+				takenAt = span.start
 			}
+		}
 
-			return false
-		}, every(50*time.Millisecond))
 		t.Logf("measured: the door went %v without a driver (kill -9 of %s until %s took its lease; lease TTL 8s)",
 			takenAt.Sub(killedAt).Round(100*time.Millisecond), memberName(members, driver), memberName(members, taker))
 
@@ -190,11 +187,8 @@ func TestTrafficClusterDoorDriverKilled(t *testing.T) {
 	})
 
 	load.stop()
-	for _, m := range survivors {
-		if m != taker && strings.Contains(m.Log(), "this member drives the shared door") {
-			t.Fatalf("%s drove the door too, beside %s", memberName(members, m), memberName(members, taker))
-		}
-	}
+	spans := noTwoDrivers(t, members, memberName(members, driver), killedAt)
+	t.Logf("measured: who drove the door: %s", describeSpans(spans, killedAt))
 
 	phase(t, "LXD holds exactly the recorded instances", func(t *testing.T) {
 		recorded, err := env.gov.GetDeploymentShapeInstanceNames("dep1", "web")
@@ -282,7 +276,8 @@ backend web
 	return admin
 }
 
-// haproxyStat returns the status of every ld- server of backend web, by instance.
+// haproxyStat returns the status of every ld- server of backend web (an operator's door) or
+// of the be_ backends (a private door), by instance.
 func haproxyStat(admin string) (map[string]string, error) {
 	c, err := net.DialTimeout("unix", admin, time.Second)
 	if err != nil {
@@ -301,7 +296,7 @@ func haproxyStat(admin string) (map[string]string, error) {
 	for scanner.Scan() {
 		// CSV: pxname,svname,...; status is field 18 (index 17).
 		fields := strings.Split(scanner.Text(), ",")
-		if len(fields) > 17 && fields[0] == "web" && strings.HasPrefix(fields[1], "ld-") {
+		if len(fields) > 17 && (fields[0] == "web" || strings.HasPrefix(fields[0], "be_")) && strings.HasPrefix(fields[1], "ld-") {
 			servers[strings.TrimPrefix(fields[1], "ld-")] = fields[17]
 		}
 	}
@@ -337,23 +332,118 @@ func waitDoorServers(t *testing.T, admin string, up []string, gone []string) {
 	}, every(100*time.Millisecond), showing(func() string { return fmt.Sprintf("%v %v", servers, err) }))
 }
 
-// doorDriver waits until exactly one member says it drives the door, and returns it.
-func doorDriver(t *testing.T, members []*daemon) *daemon {
+// driveSpan is a time a member drove the door, from its own log.
+type driveSpan struct {
+	member     string
+	start, end time.Time // end zero: still driving (or killed while driving)
+}
+
+// driveSpans reads every member's log for when it took the door's lease and let it go.
+func driveSpans(members []*daemon) []driveSpan {
+	var spans []driveSpan
+	for i, m := range members {
+		var open *driveSpan
+		for _, line := range strings.Split(m.Log(), "\n") {
+			drives := strings.Contains(line, "this member drives the shared door")
+			stops := strings.Contains(line, "this member no longer drives the shared door")
+			if !drives && !stops {
+				continue
+			}
+
+			at, ok := logLineTime(line)
+			if !ok {
+				continue
+			}
+
+			if drives {
+				open = &driveSpan{member: fmt.Sprintf("m%d", i+1), start: at}
+				continue
+			}
+
+			if open != nil {
+				open.end = at
+				spans = append(spans, *open)
+				open = nil
+			}
+		}
+
+		if open != nil {
+			spans = append(spans, *open)
+		}
+	}
+
+	sort.Slice(spans, func(i, j int) bool { return spans[i].start.Before(spans[j].start) })
+	return spans
+}
+
+// logLineTime is the time= of a daemon's log line.
+func logLineTime(line string) (time.Time, bool) {
+	field, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+	at, err := time.Parse(time.RFC3339Nano, field)
+	return at, err == nil
+}
+
+// doorDriver waits until exactly one live member drives the door, and returns it.
+func doorDriver(t *testing.T, members []*daemon, live []*daemon) *daemon {
 	t.Helper()
 	var driver *daemon
 	var drivers []string
 	waitUntil(t, "one member driving the door", time.Minute, func() bool {
 		drivers = nil
-		for _, m := range members {
-			if strings.Contains(m.Log(), "this member drives the shared door") {
-				driver = m
-				drivers = append(drivers, memberName(members, m))
+		for _, span := range driveSpans(members) {
+			if !span.end.IsZero() {
+				continue
+			}
+
+			for _, m := range live {
+				if memberName(members, m) == span.member {
+					driver = m
+					drivers = append(drivers, span.member)
+				}
 			}
 		}
 
 		return len(drivers) == 1
-	}, every(100*time.Millisecond), showing(func() string { return fmt.Sprintf("drivers %v", drivers) }))
+	}, every(100*time.Millisecond), showing(func() string {
+		return fmt.Sprintf("drivers %v\n%s", drivers, clusterDoorDiagnostics(members, ""))
+	}))
 	return driver
+}
+
+// noTwoDrivers fails the test if two members' drives overlap; killed is when the killed
+// member died (its drive ended then).
+func noTwoDrivers(t *testing.T, members []*daemon, killed string, killedAt time.Time) []driveSpan {
+	t.Helper()
+	spans := driveSpans(members)
+	now := time.Now()
+	for i := range spans {
+		if spans[i].end.IsZero() {
+			spans[i].end = now
+			if spans[i].member == killed && spans[i].start.Before(killedAt) {
+				spans[i].end = killedAt
+			}
+		}
+	}
+
+	for i := 1; i < len(spans); i++ {
+		for j := 0; j < i; j++ {
+			if spans[i].start.Before(spans[j].end) {
+				t.Fatalf("%s and %s drove the door at once: %+v", spans[j].member, spans[i].member, spans)
+			}
+		}
+	}
+
+	return spans
+}
+
+// describeSpans says who drove the door when, relative to the kill.
+func describeSpans(spans []driveSpan, killedAt time.Time) string {
+	var parts []string
+	for _, span := range spans {
+		parts = append(parts, fmt.Sprintf("%s %+.1fs..%+.1fs", span.member, span.start.Sub(killedAt).Seconds(), span.end.Sub(killedAt).Seconds()))
+	}
+
+	return strings.Join(parts, ", ") + " (relative to the kill)"
 }
 
 // logHas says whether a line of log has every one of parts.
@@ -396,7 +486,10 @@ func clusterDoorDiagnostics(members []*daemon, admin string) string {
 		}
 	}
 
-	servers, err := haproxyStat(admin)
-	fmt.Fprintf(&b, "the door's servers: %v %v\n", servers, err)
+	if admin != "" {
+		servers, err := haproxyStat(admin)
+		fmt.Fprintf(&b, "the door's servers: %v %v\n", servers, err)
+	}
+
 	return b.String()
 }
