@@ -189,6 +189,13 @@ func TestTrafficClusterDoorDriverKilled(t *testing.T) {
 	load.stop()
 	spans := noTwoDrivers(t, members, memberName(members, driver), killedAt)
 	t.Logf("measured: who drove the door: %s", describeSpans(spans, killedAt))
+	for _, m := range members {
+		for _, line := range strings.Split(m.Log(), "\n") {
+			if strings.Contains(line, "cannot change the shared door") || (strings.Contains(line, "lease not held") && strings.Contains(line, "front-door")) {
+				t.Logf("measured: %s: %s", memberName(members, m), line)
+			}
+		}
+	}
 
 	phase(t, "LXD holds exactly the recorded instances", func(t *testing.T) {
 		recorded, err := env.gov.GetDeploymentShapeInstanceNames("dep1", "web")
