@@ -94,11 +94,13 @@ func TestTrafficClusterPrivateDoorMemberKilled(t *testing.T) {
 		}
 
 		for _, op := range ops {
-			must(t, op.Wait(context.Background()))
+			waitOperation(t, op)
 		}
 
 		door.waitServing(t, 4)
-		env.remove(t, env.gov, first[0])
+		op, err := env.gov.DeleteDeploymentShapeInstance("dep1", "web", first[0])
+		must(t, err)
+		waitOperation(t, op)
 		door.waitServing(t, 3)
 		servers, err := haproxyStat(admin)
 		must(t, err)
