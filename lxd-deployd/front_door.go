@@ -99,6 +99,21 @@ func (l *lazyDoor) Stats(ctx context.Context) (map[string]frontdoor.FrontendStat
 	return door.Stats(ctx)
 }
 
+// Follow implements frontdoor.Follower for a door that does (an operator's HAProxy,
+// which another member may drive).
+func (l *lazyDoor) Follow(ctx context.Context, frontends []frontdoor.Frontend) error {
+	door, err := l.opened(ctx, len(frontends) > 0)
+	if err != nil || door == nil {
+		return err
+	}
+
+	if follower, ok := door.(frontdoor.Follower); ok {
+		return follower.Follow(ctx, frontends)
+	}
+
+	return nil
+}
+
 // Close implements frontdoor.Door: the load balancer runs on (a restarted daemon adopts it).
 func (l *lazyDoor) Close() error {
 	door, _ := l.opened(context.Background(), false)

@@ -49,8 +49,9 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 	logger = rest.WithLoggingEvents(logger, eventServer)
 	lxd := backend.NewLXD(o.config.lxdSocket, logger)
 	ops := operations.NewManager(logger, eventServer, o.member, cluster.NewOperationRecorder(o.db.Writes(), o.member))
-	// Every member keeps its own front door (doc/traffic.md); endpoint changes go out as
-	// events of this member.
+	// A private front door is its member's own; an operator's HAProxy is driven by the
+	// holder of its lease, the other members follow it (doc/traffic.md, "In a cluster of
+	// daemons"). Endpoint changes go out as events of this member.
 	// Holds (scale to zero) sit behind a private door only: an operator's HAProxy may not
 	// reach this daemon's loopback (doc/traffic.md). A wake asks the governor through the
 	// reporter, which is made after the metrics that read the doorkeeper: the wake calls
@@ -61,7 +62,13 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		holds = &waker.SetConfig{Logger: logger}
 	}
 
-	doors := doorkeeper.New(doorkeeper.Config{Observer: doorkeeper.NewObserver(o.db, lxd), Door: o.door, Logger: logger, Holds: holds,
+	leases := lease.NewManager(o.db, o.member, lease.DefaultTTL, logger)
+	var shared *doorkeeper.Shared
+	if o.config.frontDoor == frontDoorHAProxy {
+		shared = &doorkeeper.Shared{Leases: leases, Lease: doorkeeper.SharedLease(o.config.haproxySocket)}
+	}
+
+	doors := doorkeeper.New(doorkeeper.Config{Observer: doorkeeper.NewObserver(o.db, lxd), Door: o.door, Logger: logger, Holds: holds, Shared: shared,
 		Wake: func(s doorkeeper.ObservedShape, waiting func() int) { d.wakeShape(s, waiting) },
 		Notify: func(project string, deploymentID int64, event api.DeploymentShapeEndpointsEvent) {
 			eventServer.Send(api.EventTypeEndpoints, project, deploymentID, event)
@@ -90,7 +97,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		tokens:    auth.NewSharedTokenVerifier(replayStore{db: o.db}),
 		webhooks:  dispatcher,
 		metrics:   m,
-		leases:    lease.NewManager(o.db, o.member, lease.DefaultTTL, logger),
+		leases:    leases,
 		scheduler: scheduler.New(o.db, l, clock, logger),
 		conns:     rest.NewConnLimits(rest.DefaultConnBudgets, logger),
 		doors:     doors,

@@ -65,10 +65,15 @@ type Config struct {
 	// The keeper makes the holds itself, so that they call back into it from the start.
 	Holds *waker.SetConfig
 	Wake  Wake
+
+	// Shared, when set, says the door is one several members reach (an operator's
+	// HAProxy): only the holder of its lease drives it, the others follow (shared.go).
+	Shared *Shared
 }
 
-// Keeper keeps the door in step with the endpoints. Every daemon runs one for its own
-// door (doc/traffic.md).
+// Keeper keeps the door in step with the endpoints. Every daemon runs one: a private door
+// is its own member's, a shared one is driven by one member at a time (doc/traffic.md,
+// "In a cluster of daemons").
 type Keeper struct {
 	observer   Observer
 	door       frontdoor.Door
@@ -78,11 +83,20 @@ type Keeper struct {
 	wake       loop.Loop
 	now        func() time.Time
 	holds      *waker.Set
+	shared     *Shared
 
 	// holdAt is where each shape's hold listens, as the door was last given it.
 	holdAt map[string]string
 
 	mu sync.Mutex
+	// driver is the context this member drives a shared door under, while it holds the
+	// door's lease (nil: it follows; unused for a private door).
+	driver context.Context
+	// stepDown ends this member's drive of a shared door; failingSince is since when its
+	// Applies have failed, steppedDownAt when it last gave the door up (shared.go).
+	stepDown      context.CancelFunc
+	failingSince  time.Time
+	steppedDownAt time.Time
 	// endpoints are the last computed endpoints by frontdoor key, with their shape.
 	endpoints map[string][]api.DeploymentShapeEndpoint
 	shapes    map[string]ObservedShape
@@ -113,7 +127,7 @@ func New(c Config) *Keeper {
 
 	k := &Keeper{observer: c.Observer, door: c.Door, notify: c.Notify, logger: c.Logger, applyEvery: c.ApplyEvery, wake: loop.New(), now: time.Now,
 		endpoints: map[string][]api.DeploymentShapeEndpoint{}, shapes: map[string]ObservedShape{}, applied: map[string]map[string]string{}, outSince: map[string]map[string]time.Time{},
-		holdAt: map[string]string{}}
+		holdAt: map[string]string{}, shared: c.Shared}
 	if c.Holds != nil {
 		holds := *c.Holds
 		holds.Wake, holds.Waiting = k.wakeFor(c.Wake), k.Poke
@@ -140,7 +154,17 @@ func (k *Keeper) Poke() {
 
 // Run keeps the door in step until ctx ends, a round each interval and on each Poke.
 func (k *Keeper) Run(ctx context.Context, interval time.Duration) {
+	var leased sync.WaitGroup
+	if k.shared != nil && k.door != nil {
+		leased.Add(1)
+		go func() {
+			defer leased.Done()
+			k.shared.Leases.Run(ctx, k.shared.Lease, k.drive)
+		}()
+	}
+
 	k.wake.Run(ctx, interval, k.logger, "front door", k.Round)
+	leased.Wait()
 }
 
 // Round computes every shape's endpoints, tells /1.0/events of those that changed, gives
@@ -196,8 +220,14 @@ func (k *Keeper) Round(ctx context.Context) error {
 		return nil
 	}
 
+	driveCtx := k.driving(ctx)
+	if driveCtx == nil {
+		return k.follow(ctx, frontends)
+	}
+
 	if due {
-		err = k.door.Apply(ctx, frontends)
+		err = k.door.Apply(driveCtx, frontends)
+		k.driveResult(err)
 		if err != nil {
 			return err
 		}
@@ -253,6 +283,10 @@ func (k *Keeper) Drained(key string, instance string) bool {
 
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.shared != nil && (k.driver == nil || k.driver.Err() != nil) {
+		return k.drainedByDoor(key, instance)
+	}
+
 	if k.appliedAt.IsZero() {
 		return false
 	}

@@ -71,6 +71,10 @@ type ServerStats struct {
 	ResponseTime time.Duration
 	// Up is false when the load balancer's own check took the server out.
 	Up bool
+	// Out is true when the load balancer's admin state sends the server no new connection
+	// (drained or in maintenance, as whoever drives the door set it). With Sessions at 0 it
+	// tells a member that does not drive a shared door that the instance is drained.
+	Out bool
 }
 
 // FrontendStats is what the load balancer measured for one frontend.
@@ -94,6 +98,15 @@ type Door interface {
 	// Close lets go of the load balancer without stopping it (a restarted daemon adopts
 	// it). A private door's driver also has a Stop(ctx) that stops its load balancer.
 	Close() error
+}
+
+// Follower is a door several members of a cluster may reach, of which one drives it at
+// a time (an operator's HAProxy): the others follow it, reading its figures without
+// changing it.
+type Follower interface {
+	// Follow tells the door which frontends another member drives, so that Stats reports
+	// their figures; it changes nothing in the load balancer.
+	Follow(ctx context.Context, frontends []Frontend) error
 }
 
 // Sessions is how many connections the door's stats say server name of frontend key

@@ -133,6 +133,7 @@ func statsFromRows(rows []statRow, keyOf func(backend string) (string, bool)) ma
 				Queue:        r.int("qcur"),
 				ResponseTime: time.Duration(r.int("rtime")) * time.Millisecond,
 				Up:           r.up(),
+				Out:          r.out(),
 			}
 			res[key] = fs
 		}

@@ -23,7 +23,10 @@ type Operator struct {
 	keyOf map[string]string // backend -> frontend key, from the last Apply
 }
 
-var _ frontdoor.Door = (*Operator)(nil)
+var (
+	_ frontdoor.Door     = (*Operator)(nil)
+	_ frontdoor.Follower = (*Operator)(nil)
+)
 
 // NewOperator drives the HAProxy whose admin socket is at adminSocket. It checks that the
 // socket answers at admin level; it changes nothing until Apply.
@@ -72,7 +75,23 @@ func (o *Operator) Apply(ctx context.Context, fs []frontdoor.Frontend) error {
 	return err
 }
 
-// Stats implements frontdoor.Door, for the backends of the last Apply.
+// Follow implements frontdoor.Follower: Stats reports these frontends' backends, which
+// another member of the cluster fills (doc/traffic.md, "In a cluster of daemons").
+func (o *Operator) Follow(_ context.Context, fs []frontdoor.Frontend) error {
+	if err := validate(fs, false); err != nil {
+		return err
+	}
+	keyOf := map[string]string{}
+	for _, f := range fs {
+		keyOf[f.Backend] = f.Key
+	}
+	o.mu.Lock()
+	o.keyOf = keyOf
+	o.mu.Unlock()
+	return nil
+}
+
+// Stats implements frontdoor.Door, for the backends of the last Apply or Follow.
 func (o *Operator) Stats(ctx context.Context) (map[string]frontdoor.FrontendStats, error) {
 	o.mu.Lock()
 	keyOf := o.keyOf

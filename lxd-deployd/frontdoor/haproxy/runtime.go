@@ -22,7 +22,13 @@ func command(ctx context.Context, socket, cmd string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, socketTimeout)
 	defer cancel()
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", socket)
+	// A path is a unix socket; host:port is a TCP one (`stats socket ipv4@ADDR:PORT`): an
+	// operator's HAProxy several members of a cluster reach (doc/traffic.md).
+	network := "unix"
+	if !strings.Contains(socket, "/") {
+		network = "tcp"
+	}
+	conn, err := d.DialContext(ctx, network, socket)
 	if err != nil {
 		return "", fmt.Errorf("reach haproxy at %s: %w (is it running, and is this its admin socket?)", socket, err)
 	}
@@ -33,8 +39,8 @@ func command(ctx context.Context, socket, cmd string) (string, error) {
 		return "", fmt.Errorf("send %q to haproxy at %s: %w", firstWords(cmd), socket, err)
 	}
 	// Half-close: the master socket answers only once it sees the end of the input.
-	if uc, ok := conn.(*net.UnixConn); ok {
-		_ = uc.CloseWrite()
+	if hc, ok := conn.(interface{ CloseWrite() error }); ok {
+		_ = hc.CloseWrite()
 	}
 	out, err := io.ReadAll(conn)
 	if err != nil {
@@ -198,6 +204,14 @@ func (r statRow) int(col string) int {
 func (r statRow) up() bool {
 	s := r["status"]
 	return s != "" && !strings.HasPrefix(s, "DOWN") && !strings.HasPrefix(s, "MAINT")
+}
+
+// out is whether the server's admin state keeps new connections from it: DRAIN and
+// MAINT (also "MAINT (via ...)"). A server both drained and DOWN shows DOWN: out is then
+// false, and a drain waiting on it waits for its timeout or its check to come back.
+func (r statRow) out() bool {
+	s := r["status"]
+	return strings.HasPrefix(s, "DRAIN") || strings.HasPrefix(s, "MAINT")
 }
 
 // parseShowProc reads the master socket's `show proc`: the current worker's pid and how many
