@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/doorkeeper"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates/isolate"
 	"github.com/lxd-deployd/lxd-deployd/shared/version"
 )
@@ -68,7 +69,7 @@ func rootCommand() *cobra.Command {
 	flags.Var(&byteSize{&cfg.templateMaxMemory}, "template-max-memory", "memory one template expansion may allocate, in its own process (template.max_memory, e.g. 512MiB)")
 	flags.StringSliceVar(&cfg.webhookAllowedNetworks, "webhook-allowed-networks", nil, "networks (CIDR) webhooks may be delivered to (default: any but link-local and metadata addresses)")
 	flags.StringVar(&cfg.privateLXD, "private-lxd", "", "when no LXD answers at --lxd-socket or the usual sockets, run a private one with this LXD_DIR (make run uses ./.run/lxd); empty: never")
-	flags.StringVar(&cfg.frontDoor, "front-door", frontDoorPrivate, "the load balancer in front of shapes with traffic (doc/traffic.md): private (a private HAProxy of the daemon's own, started when a shape first has traffic), haproxy (an operator's, through --haproxy-socket) or none (the endpoints API only)")
+	flags.StringVar(&cfg.frontDoor, "front-door", doorkeeper.DoorPrivate, "the load balancer in front of shapes with traffic (doc/traffic.md): private (a private HAProxy of the daemon's own, started when a shape first has traffic), haproxy (an operator's, through --haproxy-socket) or none (the endpoints API only)")
 	flags.StringVar(&cfg.haproxySocket, "haproxy-socket", "", "admin socket of the operator's HAProxy (--front-door haproxy)")
 	flags.BoolVar(&debug, "debug", false, "log every request")
 	flags.BoolVar(&cfg.pprof, "debug-pprof", false, "serve Go's /debug/pprof/ profiles on the unix socket (root only)")
