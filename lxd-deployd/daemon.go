@@ -65,7 +65,7 @@ type config struct {
 	// webhookAllowedNetworks limit where webhooks are delivered (empty: the default policy).
 	webhookAllowedNetworks []string
 	// privateLXD, when set, is the LXD_DIR of a private LXD to run when no LXD answers
-	// (make run sets it; see private_lxd.go).
+	// (make run sets it; see backend.ChoosePrivate).
 	privateLXD string
 
 	// pprof serves Go's /debug/pprof/ on the unix socket (root only, like the rest of it):
@@ -73,7 +73,7 @@ type config struct {
 	pprof bool
 
 	// testClockFile, for tests only, holds the time the scheduler reads instead of the
-	// clock's (schedule.go).
+	// clock's (scheduler.FileClock).
 	testClockFile string
 
 	// frontDoor is the front door mode (doorkeeper.OpenDoor), haproxySocket the operator's
@@ -204,7 +204,7 @@ func (o *opened) openAll(ctx context.Context, logger *slog.Logger) error {
 		return err
 	}
 
-	err = o.choosePrivateLXD(ctx, logger)
+	o.config.lxdSocket, o.privateLXD, err = backend.ChoosePrivate(ctx, o.config.lxdSocket, o.config.privateLXD, logger)
 	if err != nil {
 		return err
 	}
@@ -250,7 +250,12 @@ func (o *opened) close(ctx context.Context, logger *slog.Logger) error {
 		}
 	}
 
-	errs = append(errs, o.stopPrivateLXD())
+	// The private LXD's directory is kept for the next run.
+	if o.privateLXD != nil {
+		errs = append(errs, o.privateLXD.Stop())
+		o.privateLXD = nil
+	}
+
 	return errors.Join(errs...)
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
@@ -15,7 +16,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/frontdoor/waker"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
@@ -37,7 +37,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		return nil, fmt.Errorf("--webhook-allowed-networks: %w", err)
 	}
 
-	clock, err := scheduleClock(o.config.testClockFile, logger)
+	clock, err := scheduler.FileClock(o.config.testClockFile, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -67,14 +67,14 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		}})
 	m := newMetrics(o.db, lxd, ops, doors)
 	dispatcher := webhooks.NewDispatcher(webhooks.DispatcherConfig{DB: o.db, Owner: o.db.Address(), Logger: logger, Policy: webhooks.DestinationPolicy{Allowed: allowed}, Attempts: m})
-	wake := wakeups{rollouts: loop.New(), images: loop.New(), pools: loop.New()}
+	wake := reporter.NewWakes()
 	l := reporter.New(reporter.Config{Events: eventServer, Webhooks: dispatcher, Metrics: m, Logger: logger, Waker: wake})
 	wakes = &doorkeeper.Waker{DB: o.db, Notifier: l, Metrics: m, Logger: logger}
 	owner := o.db.Address()
 	stopping := make(chan struct{})
 	inflight := fleet.NewInflight()
 	f := fleet.New(fleet.Config{DB: o.db, LXD: lxd, Ops: ops, Inflight: inflight, Sockets: o.governors, Reporter: l, Metrics: m, Logger: logger,
-		RequestLogger: requestLoggerIfAny, Stopping: stopping, Owner: owner, OfflineAfter: cluster.OfflineAfter, PoolWake: wake.pools, Drains: doors})
+		RequestLogger: requestLoggerIfAny, Stopping: stopping, Owner: owner, OfflineAfter: cluster.OfflineAfter, PoolWake: wake.Pools, Drains: doors})
 
 	d := &daemon{
 		opened:    o,
@@ -85,9 +85,9 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		inflight:  inflight,
 		fleet:     f,
 		checker:   &health.Checker{DB: o.db, LXD: lxd, Logger: logger, Concurrency: healthConcurrency, Metrics: m, OnChange: f.Healer.HealthChanged},
-		rollouts:  rollout.New(o.db, lxd, f, l, logger, owner, o.governors, rollout.Wakes{Rollouts: wake.rollouts, Images: wake.images}),
+		rollouts:  rollout.New(o.db, lxd, f, l, logger, owner, o.governors, rollout.Wakes{Rollouts: wake.Rollouts, Images: wake.Images}),
 		reporter:  l,
-		tokens:    auth.NewSharedTokenVerifier(replayStore{db: o.db}),
+		tokens:    auth.NewSharedTokenVerifier(db.TokenIDs{DB: o.db}),
 		webhooks:  dispatcher,
 		metrics:   m,
 		leases:    lease.NewManager(o.db, o.member, lease.DefaultTTL, logger),
@@ -125,16 +125,3 @@ func (d *daemon) addTasks() {
 		d.usage.run(ctx, d.lxd, func() bool { return d.lxd.Status().Online }, usageRefreshEvery)
 	})
 }
-
-// wakeups are the loops a change wakes (reporter.Waker): the rollout engine's, the
-// image-change trigger's and the warm pools'. Made before the reporter and the engines,
-// and handed to both, so that neither needs the other.
-type wakeups struct {
-	rollouts loop.Loop
-	images   loop.Loop
-	pools    loop.Loop
-}
-
-func (w wakeups) WakeRollouts() { w.rollouts.Poke() }
-func (w wakeups) WatchImages()  { w.images.Poke() }
-func (w wakeups) RefillPools()  { w.pools.Poke() }
