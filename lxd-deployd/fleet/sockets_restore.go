@@ -1,0 +1,37 @@
+package fleet
+
+import (
+	"context"
+	"database/sql"
+	"log/slog"
+
+	"github.com/lxd-deployd/lxd-deployd/db"
+)
+
+// RestoreSockets re-creates, at start, the governor sockets of the instances that were
+// made with one (their proxy device is in LXD whatever the shape says now).
+func RestoreSockets(ctx context.Context, cluster *db.Cluster, sockets Sockets) error {
+	var rows []db.Instance
+	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+
+	// One socket that cannot come back must not keep the daemon down.
+	for _, row := range rows {
+		if !row.GovernorSocket {
+			continue
+		}
+
+		_, err = sockets.AddInstance(row.Project, row.Name)
+		if err != nil {
+			slog.Warn("governor socket not restored", "instance", row.Name, "project", row.Project, "err", err)
+		}
+	}
+
+	return nil
+}
