@@ -9,6 +9,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/care"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/doorkeeper"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
@@ -103,10 +104,14 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 	return d, nil
 }
 
+// healthConcurrency bounds the checks running at once across all shapes. LXD's exec rate is
+// flat from 2 to 16 at once and falls past that (doc/health.md); 16 leaves room for check
+// commands that sleep.
+const healthConcurrency = 16
+
 // addTasks declares the daemon's background loops: the LXD connection and the rollout
 // engine on every member (each rollout is claimed by one member at a time), the heartbeat,
-// and the cluster-wide work each under its lease (cluster.go, instance_care.go,
-// schedule.go).
+// and the cluster-wide work each under its lease (cluster.go, package care, schedule.go).
 func (d *daemon) addTasks() {
 	d.tasks.Add("lxd connection", func(ctx context.Context) { d.lxd.Run(ctx, d.config.lxdPollInterval, d.metrics) })
 	d.tasks.Add("front door", func(ctx context.Context) { d.doors.Run(ctx, doorkeeper.Interval) })
@@ -119,7 +124,9 @@ func (d *daemon) addTasks() {
 	}
 
 	d.addLeasedWork(webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger).WithTraffic(d.doors.FrontendStats))
-	d.tasks.Add("instance care", d.instanceCare)
+	d.tasks.Add("instance care", func(ctx context.Context) {
+		care.Run(ctx, care.Config{Leases: d.leases, Lease: leaseInstances, Fleet: d.fleet, Checker: d.checker, Logger: d.logger, Wait: backgroundWait})
+	})
 	d.tasks.Add("schedule", d.runSchedule)
 	d.tasks.Add("instance usage", func(ctx context.Context) {
 		d.usage.run(ctx, d.lxd, func() bool { return d.lxd.Status().Online }, usageRefreshEvery)
