@@ -64,6 +64,23 @@ func ChoosePrivate(ctx context.Context, configured string, privateDir string, lo
 	return private.Socket, private, nil
 }
 
+// DefaultSocket finds LXD the way its own tools do: $LXD_DIR, then the snap, then the
+// Debian package's path.
+func DefaultSocket() string {
+	lxdDir := os.Getenv("LXD_DIR")
+	if lxdDir != "" {
+		return filepath.Join(lxdDir, "unix.socket")
+	}
+
+	snapSocket := "/var/snap/lxd/common/lxd/unix.socket"
+	_, err := os.Stat(snapSocket)
+	if err == nil {
+		return snapSocket
+	}
+
+	return "/var/lib/lxd/unix.socket"
+}
+
 // lxdSockets lists the sockets to try, the configured one first, without repeats.
 func lxdSockets(configured string) []string {
 	candidates := []string{configured}
