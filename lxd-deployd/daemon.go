@@ -36,8 +36,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/task"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/ui"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
-	"github.com/lxd-deployd/lxd-deployd/shared/templates"
-	"github.com/lxd-deployd/lxd-deployd/shared/templates/registry"
 )
 
 // config is the daemon's configuration, from flags.
@@ -348,20 +346,6 @@ func (d *daemon) apis() apis {
 		ui:           ui.API{DB: d.db, Addresses: d.addresses},
 		access:       access,
 		governorHold: governorHoldAPI{db: d.db},
-	}
-}
-
-// templateFetcher returns the fetcher for the configured template registries, or nil: the
-// daemon fetches from nowhere else (no GitHub fallback, no plain URLs outside them).
-func (d *daemon) templateFetcher() templates.Fetcher {
-	if len(d.config.templateRegistries) == 0 {
-		return nil
-	}
-
-	return &registry.Fetcher{
-		Registries: d.config.templateRegistries,
-		Default:    d.config.templateDefault,
-		Client:     &http.Client{Timeout: 30 * time.Second},
 	}
 }
 

@@ -15,6 +15,6 @@ func (d *daemon) applyEngine() *apply.Engine {
 		Reporter: d.reporter,
 		Metrics:  d.reporter.Metrics(),
 		Expander: apply.Isolated(d.config.templateMaxMemory),
-		Fetch:    d.templateFetcher(),
+		Fetch:    apply.RegistryFetcher(d.config.templateRegistries, d.config.templateDefault),
 	})
 }
