@@ -11,7 +11,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor/authority"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -75,7 +74,7 @@ func (a access) deploymentRole(r *http.Request, what string) (string, error) {
 	err = a.db.Read(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		if caller.Protocol == auth.ProtocolGovernor {
 			shape, _ := pathName(r, "shape", "shape")
-			err := authority.CheckScope(ctx, tx, caller, ref, shape)
+			err := checkGovernorScope(ctx, tx, caller, ref, shape)
 			if err != nil {
 				return err
 			}
@@ -137,7 +136,7 @@ func (a access) filter(caller *auth.Caller) events.Filter {
 						return err
 					}
 
-					err = authority.CheckScope(ctx, tx, caller, refs.DeploymentRef{Project: project, Name: name}, "")
+					err = checkGovernorScope(ctx, tx, caller, refs.DeploymentRef{Project: project, Name: name}, "")
 					if err != nil {
 						return err
 					}

@@ -24,7 +24,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/frontdoor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor/authority"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/listen"
@@ -295,7 +294,7 @@ func (d *daemon) start(ctx context.Context) error {
 // startGovernorTransports serves the governor API to governors inside instances: the
 // per-container sockets (restored for existing instances) and vsock.
 func (d *daemon) startGovernorTransports(ctx context.Context, handlers []endpoint) error {
-	err := fleet.RestoreSockets(ctx, d.db, d.governors)
+	err := restoreGovernorSockets(ctx, d.db, d.governors)
 	if err != nil {
 		return err
 	}
@@ -420,11 +419,7 @@ func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 		return cluster.AuthenticateTLS(r, d.db, d.identity != nil)
 	case auth.ProtocolGovernor:
 		conn, _ := r.Context().Value(governorConnKey{}).(*governor.Conn)
-		deployer := func(ctx context.Context, conn *governor.Conn, raw string) (*auth.Caller, error) {
-			return authenticateDeployer(ctx, d.db, conn, raw)
-		}
-
-		return authority.Authenticate(r, conn, authority.Sources{DB: d.db, VMs: d.lxd.VMs, Verifier: d.tokens, Deployer: deployer})
+		return authenticateGovernor(r, conn, d.db, d.lxd, d.tokens)
 	}
 
 	return &auth.Caller{}, nil

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor/authority"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor/holds"
 )
 
 // allowActiveGovernor guards the governor API's changes (launch, delete, state, resize,
 // rebalance): allowDeploymentAdmin's rule, and while a governor holds the deployment only
-// its certificate among deployment keys may act (authority.CheckActive). Admins always may.
+// its certificate among deployment keys may act (hold.CheckActive). Admins always may.
 func (a access) allowActiveGovernor(r *http.Request) error {
 	err := a.allowDeploymentAdmin(r)
 	if err != nil {
@@ -30,6 +30,6 @@ func (a access) allowActiveGovernor(r *http.Request) error {
 	}
 
 	return a.db.Read(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		return authority.CheckActive(ctx, tx, ref, caller.Fingerprint, time.Now())
+		return holds.CheckActive(ctx, tx, ref, caller.Fingerprint, time.Now())
 	})
 }

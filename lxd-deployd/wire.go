@@ -9,7 +9,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/care"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/doorkeeper"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
@@ -17,6 +16,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/frontdoor/waker"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
@@ -68,14 +68,14 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		}})
 	m := newMetrics(o.db, lxd, ops, doors)
 	dispatcher := webhooks.NewDispatcher(webhooks.DispatcherConfig{DB: o.db, Owner: o.db.Address(), Logger: logger, Policy: webhooks.DestinationPolicy{Allowed: allowed}, Attempts: m})
-	wake := reporter.NewWakes()
+	wake := wakeups{rollouts: loop.New(), images: loop.New(), pools: loop.New()}
 	l := reporter.New(reporter.Config{Events: eventServer, Webhooks: dispatcher, Metrics: m, Logger: logger, Waker: wake})
 	wakes = &doorkeeper.Waker{DB: o.db, Notifier: l, Metrics: m, Logger: logger}
 	owner := o.db.Address()
 	stopping := make(chan struct{})
 	inflight := fleet.NewInflight()
 	f := fleet.New(fleet.Config{DB: o.db, LXD: lxd, Ops: ops, Inflight: inflight, Sockets: o.governors, Reporter: l, Metrics: m, Logger: logger,
-		RequestLogger: requestLoggerIfAny, Stopping: stopping, Owner: owner, OfflineAfter: cluster.OfflineAfter, PoolWake: wake.Pools, Drains: doors})
+		RequestLogger: requestLoggerIfAny, Stopping: stopping, Owner: owner, OfflineAfter: cluster.OfflineAfter, PoolWake: wake.pools, Drains: doors})
 
 	d := &daemon{
 		opened:    o,
@@ -86,7 +86,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		inflight:  inflight,
 		fleet:     f,
 		checker:   &health.Checker{DB: o.db, LXD: lxd, Logger: logger, Concurrency: healthConcurrency, Metrics: m, OnChange: f.Healer.HealthChanged},
-		rollouts:  rollout.New(o.db, lxd, f, l, logger, owner, o.governors, rollout.Wakes{Rollouts: wake.Rollouts, Images: wake.Images}),
+		rollouts:  rollout.New(o.db, lxd, f, l, logger, owner, o.governors, rollout.Wakes{Rollouts: wake.rollouts, Images: wake.images}),
 		reporter:  l,
 		tokens:    auth.NewSharedTokenVerifier(db.TokenIDs{DB: o.db}),
 		webhooks:  dispatcher,
@@ -104,14 +104,10 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 	return d, nil
 }
 
-// healthConcurrency bounds the checks running at once across all shapes. LXD's exec rate is
-// flat from 2 to 16 at once and falls past that (doc/health.md); 16 leaves room for check
-// commands that sleep.
-const healthConcurrency = 16
-
 // addTasks declares the daemon's background loops: the LXD connection and the rollout
 // engine on every member (each rollout is claimed by one member at a time), the heartbeat,
-// and the cluster-wide work each under its lease (cluster.go, package care, schedule.go).
+// and the cluster-wide work each under its lease (cluster.go, instance_care.go,
+// schedule.go).
 func (d *daemon) addTasks() {
 	d.tasks.Add("lxd connection", func(ctx context.Context) { d.lxd.Run(ctx, d.config.lxdPollInterval, d.metrics) })
 	d.tasks.Add("front door", func(ctx context.Context) { d.doors.Run(ctx, doorkeeper.Interval) })
@@ -124,11 +120,22 @@ func (d *daemon) addTasks() {
 	}
 
 	d.addLeasedWork(webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger).WithTraffic(d.doors.FrontendStats))
-	d.tasks.Add("instance care", func(ctx context.Context) {
-		care.Run(ctx, care.Config{Leases: d.leases, Lease: leaseInstances, Fleet: d.fleet, Checker: d.checker, Logger: d.logger, Wait: backgroundWait})
-	})
+	d.tasks.Add("instance care", d.instanceCare)
 	d.tasks.Add("schedule", d.runSchedule)
 	d.tasks.Add("instance usage", func(ctx context.Context) {
 		d.usage.run(ctx, d.lxd, func() bool { return d.lxd.Status().Online }, usageRefreshEvery)
 	})
 }
+
+// wakeups are the loops a change wakes (reporter.Waker): the rollout engine's, the
+// image-change trigger's and the warm pools'. Made before the reporter and the engines,
+// and handed to both, so that neither needs the other.
+type wakeups struct {
+	rollouts loop.Loop
+	images   loop.Loop
+	pools    loop.Loop
+}
+
+func (w wakeups) WakeRollouts() { w.rollouts.Poke() }
+func (w wakeups) WatchImages()  { w.images.Poke() }
+func (w wakeups) RefillPools()  { w.pools.Poke() }

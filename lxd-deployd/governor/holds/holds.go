@@ -1,4 +1,8 @@
-package authority
+// Package holds is the rule of one active governor per deployment: a governor registers
+// (Claim) and renews its hold; while the hold lasts another governor's registration is
+// refused unless it takes over, and other deployment keys may not change the deployment's
+// instances (CheckActive). The rule sits on top of the keys' roles, never replaces one.
+package holds
 
 import (
 	"context"
@@ -53,10 +57,10 @@ func GovernedBy(ref refs.DeploymentRef, h *db.GovernorHold) string {
 	return fmt.Sprintf("deployment %q is governed by governor %q (%s) since %s, its hold lasting until %s unless renewed", ref.Name, h.Governor, who, h.Since.UTC().Format(time.RFC3339), h.ExpiresAt.UTC().Format(time.RFC3339))
 }
 
-// ReadHold returns the deployment's hold and whether its holder may still hold it: an
+// Read returns the deployment's hold and whether its holder may still hold it: an
 // admin always, a deployments certificate while it has an admin key on the deployment
 // (deleting the key or the certificate frees the deployment at once).
-func ReadHold(ctx context.Context, tx *sql.Tx, ref refs.DeploymentRef, deploymentID int64) (*db.GovernorHold, bool, error) {
+func Read(ctx context.Context, tx *sql.Tx, ref refs.DeploymentRef, deploymentID int64) (*db.GovernorHold, bool, error) {
 	hold, err := db.GetGovernorHold(ctx, tx, deploymentID)
 	if err != nil || hold == nil {
 		return hold, false, err
@@ -79,7 +83,7 @@ func CheckActive(ctx context.Context, tx *sql.Tx, ref refs.DeploymentRef, finger
 		return err
 	}
 
-	hold, valid, err := ReadHold(ctx, tx, ref, id)
+	hold, valid, err := Read(ctx, tx, ref, id)
 	if err != nil {
 		return err
 	}

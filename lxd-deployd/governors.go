@@ -1,12 +1,9 @@
-// Package authority decides what a governor may do: who is calling on a governor
-// transport (Authenticate: its token and the instance the transport names), which
-// deployment it acts on (CheckScope), and that one governor at a time holds a deployment
-// (Claim, CheckActive). The rules sit on top of the keys' roles, never replace one.
-package authority
+package main
 
 import (
 	"context"
 	"database/sql"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,33 +13,55 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 )
 
-// ConfigExternal is the shape config key that lets governors from instances outside the
-// deployment act on the shape (then only the token counts).
-const ConfigExternal = "governor.external"
+// Shape config keys for in-instance governors.
+const (
+	// configGovernorExternal lets governors from instances outside the deployment act on
+	// the shape (then only the token counts).
+	configGovernorExternal = "governor.external"
+)
 
-// Sources are what Authenticate reads.
-type Sources struct {
-	DB *db.Cluster
+// governorSockets is what instance handlers need of the governor transports.
+type governorSockets = fleet.Sockets
 
-	// VMs lists LXD's virtual machines (backend.LXD.VMs), to find the one calling on vsock.
-	VMs func() ([]lxdapi.Instance, error)
+// restoreGovernorSockets re-creates, at start, the sockets of the instances that were made
+// with one (their proxy device is in LXD whatever the shape says now).
+func restoreGovernorSockets(ctx context.Context, cluster *db.Cluster, sockets governorSockets) error {
+	var rows []db.Instance
+	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{})
+		return err
+	})
+	if err != nil {
+		return err
+	}
 
-	// Verifier checks governor tokens.
-	Verifier *auth.TokenVerifier
+	// One socket that cannot come back must not keep the daemon down.
+	for _, row := range rows {
+		if !row.GovernorSocket {
+			continue
+		}
 
-	// Deployer authenticates a rollout's deployer credential (rollout.CredentialPrefix).
-	Deployer func(ctx context.Context, conn *governor.Conn, raw string) (*auth.Caller, error)
+		_, err = sockets.AddInstance(row.Project, row.Name)
+		if err != nil {
+			slog.Warn("governor socket not restored", "instance", row.Name, "project", row.Project, "err", err)
+		}
+	}
+
+	return nil
 }
 
-// Authenticate turns a request from an in-instance transport into a caller: the bearer
-// token says which key pair signs for which deployment; the transport says which instance
-// is calling.
-func Authenticate(r *http.Request, conn *governor.Conn, s Sources) (*auth.Caller, error) {
+// authenticateGovernor turns a request from an in-instance transport into a caller: the
+// bearer token says which key pair signs for which deployment; the transport says which
+// instance is calling.
+func authenticateGovernor(r *http.Request, conn *governor.Conn, cluster *db.Cluster, lxdConn *backend.LXD, verifier *auth.TokenVerifier) (*auth.Caller, error) {
 	if conn == nil {
 		return nil, lxdapi.StatusErrorf(http.StatusUnauthorized, "unknown governor transport")
 	}
@@ -55,12 +74,12 @@ func Authenticate(r *http.Request, conn *governor.Conn, s Sources) (*auth.Caller
 	}
 
 	if strings.HasPrefix(raw, rollout.CredentialPrefix) {
-		return s.Deployer(r.Context(), conn, raw)
+		return authenticateDeployer(r.Context(), cluster, conn, raw)
 	}
 
 	lookup := func(fingerprint string) (*auth.TokenCertificate, error) {
 		var cert *db.Certificate
-		err := s.DB.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
+		err := cluster.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 			var err error
 			cert, err = db.GetCertificate(ctx, tx, fingerprint)
 			return err
@@ -77,14 +96,14 @@ func Authenticate(r *http.Request, conn *governor.Conn, s Sources) (*auth.Caller
 		return &auth.TokenCertificate{TrustedCertificate: auth.TrustedCertificate{Fingerprint: cert.Fingerprint, Type: cert.Type, Name: cert.Name}, Certificate: parsed}, nil
 	}
 
-	caller, err := s.Verifier.Verify(raw, lookup, time.Now())
+	caller, err := verifier.Verify(raw, lookup, time.Now())
 	if err != nil {
 		return nil, err
 	}
 
 	caller.Instance, caller.InstanceProject = conn.Instance, conn.Project
 	if conn.CID != 0 {
-		caller.Instance, caller.InstanceProject, err = instanceByVsockID(s.VMs, conn.CID)
+		caller.Instance, caller.InstanceProject, err = instanceByVsockID(lxdConn, conn.CID)
 		if err != nil {
 			return nil, err
 		}
@@ -94,9 +113,9 @@ func Authenticate(r *http.Request, conn *governor.Conn, s Sources) (*auth.Caller
 }
 
 // instanceByVsockID finds the VM whose volatile.vsock_id is cid, in one LXD listing.
-func instanceByVsockID(vms func() ([]lxdapi.Instance, error), cid uint32) (string, string, error) {
+func instanceByVsockID(lxdConn *backend.LXD, cid uint32) (string, string, error) {
 	// LXD 5.0 may not list across projects: VMs falls back to the default project.
-	instances, err := vms()
+	instances, err := lxdConn.VMs()
 	if err != nil {
 		return "", "", err
 	}
@@ -117,11 +136,11 @@ func instanceByVsockID(vms func() ([]lxdapi.Instance, error), cid uint32) (strin
 	return found[0].Name, found[0].Project, nil
 }
 
-// CheckScope holds a governor's request to the one deployment its token is for, and to
-// governors running inside that deployment, unless the shape lets external ones in.
-func CheckScope(ctx context.Context, tx *sql.Tx, caller *auth.Caller, ref refs.DeploymentRef, shape string) error {
+// checkGovernorScope holds a governor's request to the one deployment its token is for, and
+// to governors running inside that deployment, unless the shape lets external ones in.
+func checkGovernorScope(ctx context.Context, tx *sql.Tx, caller *auth.Caller, ref refs.DeploymentRef, shape string) error {
 	if caller.Audience != auth.TokenAudience(ref.Project, ref.Name) {
-		return lxdapi.StatusErrorf(http.StatusForbidden, "this token is for %s, not deployment %q in project %q: sign one with that audience", strings.TrimPrefix(caller.Audience, auth.TokenAudiencePrefix), ref.Name, ref.Project)
+		return forbidden("this token is for %s, not deployment %q in project %q: sign one with that audience", strings.TrimPrefix(caller.Audience, auth.TokenAudiencePrefix), ref.Name, ref.Project)
 	}
 
 	deploymentID, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
@@ -146,10 +165,10 @@ func CheckScope(ctx context.Context, tx *sql.Tx, caller *auth.Caller, ref refs.D
 	}
 
 	for _, s := range shapes {
-		if s.Config[ConfigExternal] == "true" {
+		if s.Config[configGovernorExternal] == "true" {
 			return nil
 		}
 	}
 
-	return lxdapi.StatusErrorf(http.StatusForbidden, "instance %q is not a member of deployment %q: governors act on their own deployment unless a shape sets %s=true", caller.Instance, ref.Name, ConfigExternal)
+	return forbidden("instance %q is not a member of deployment %q: governors act on their own deployment unless a shape sets %s=true", caller.Instance, ref.Name, configGovernorExternal)
 }
