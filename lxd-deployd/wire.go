@@ -53,16 +53,16 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 	// events of this member.
 	// Holds (scale to zero) sit behind a private door only: an operator's HAProxy may not
 	// reach this daemon's loopback (doc/traffic.md). A wake asks the governor through the
-	// reporter, which is made after the metrics that read the doorkeeper: the wake calls the
-	// doorkeeper.Waker made below, and runs only once the daemon has started.
-	var wakes *doorkeeper.Waker
+	// reporter, which is made after the metrics that read the doorkeeper: the wake calls
+	// the daemon built below, and runs only once it has started.
+	var d *daemon
 	var holds *waker.SetConfig
 	if o.config.frontDoor == doorkeeper.DoorPrivate {
 		holds = &waker.SetConfig{Logger: logger}
 	}
 
 	doors := doorkeeper.New(doorkeeper.Config{Observer: doorkeeper.NewObserver(o.db, lxd), Door: o.door, Logger: logger, Holds: holds,
-		Wake: func(s doorkeeper.ObservedShape, waiting func() int) { wakes.Wake(s, waiting) },
+		Wake: func(s doorkeeper.ObservedShape, waiting func() int) { d.wakeShape(s, waiting) },
 		Notify: func(project string, deploymentID int64, event api.DeploymentShapeEndpointsEvent) {
 			eventServer.Send(api.EventTypeEndpoints, project, deploymentID, event)
 		}})
@@ -70,14 +70,13 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 	dispatcher := webhooks.NewDispatcher(webhooks.DispatcherConfig{DB: o.db, Owner: o.db.Address(), Logger: logger, Policy: webhooks.DestinationPolicy{Allowed: allowed}, Attempts: m})
 	wake := wakeups{rollouts: loop.New(), images: loop.New(), pools: loop.New()}
 	l := reporter.New(reporter.Config{Events: eventServer, Webhooks: dispatcher, Metrics: m, Logger: logger, Waker: wake})
-	wakes = &doorkeeper.Waker{DB: o.db, Notifier: l, Metrics: m, Logger: logger}
 	owner := o.db.Address()
 	stopping := make(chan struct{})
 	inflight := fleet.NewInflight()
 	f := fleet.New(fleet.Config{DB: o.db, LXD: lxd, Ops: ops, Inflight: inflight, Sockets: o.governors, Reporter: l, Metrics: m, Logger: logger,
 		RequestLogger: requestLoggerIfAny, Stopping: stopping, Owner: owner, OfflineAfter: cluster.OfflineAfter, PoolWake: wake.pools, Drains: doors})
 
-	d := &daemon{
+	d = &daemon{
 		opened:    o,
 		logger:    logger,
 		lxd:       lxd,

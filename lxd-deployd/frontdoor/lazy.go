@@ -53,6 +53,24 @@ func (l *Lazy) Stats(ctx context.Context) (map[string]FrontendStats, error) {
 	return door.Stats(ctx)
 }
 
+// Follow tells the door which frontends another member drives, for a door that can
+// follow one (an operator's HAProxy several members reach); others ignore it.
+func (l *Lazy) Follow(ctx context.Context, frontends []Frontend) error {
+	door, err := l.opened(ctx, len(frontends) > 0)
+	if err != nil || door == nil {
+		return err
+	}
+
+	follower, ok := door.(interface {
+		Follow(ctx context.Context, frontends []Frontend) error
+	})
+	if ok {
+		return follower.Follow(ctx, frontends)
+	}
+
+	return nil
+}
+
 // Close implements Door: the load balancer runs on (a restarted daemon adopts it).
 func (l *Lazy) Close() error {
 	door, _ := l.opened(context.Background(), false)

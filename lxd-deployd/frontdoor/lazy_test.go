@@ -43,6 +43,10 @@ func TestLazyOpensAtTheFirstFrontend(t *testing.T) {
 		t.Fatalf("opens %d, applied %d, stats %v: want 1, 2 and the door's", opens, door.applied, stats)
 	}
 
+	if l.Follow(ctx, []Frontend{{Key: "k"}}) != nil || opens != 1 {
+		t.Fatalf("following through a door that does not follow: %d opens", opens)
+	}
+
 	if l.Close() != nil || door.closed != 1 {
 		t.Fatalf("close reached the door %d times", door.closed)
 	}
