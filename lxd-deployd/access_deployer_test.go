@@ -12,6 +12,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/authz"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 )
@@ -51,7 +52,7 @@ func TestDeployerCredential(t *testing.T) {
 
 	credential := fmt.Sprintf("%s%d-%s", rollout.CredentialPrefix, id, secret)
 	own := &governor.Conn{Instance: "web-d1-abcdef", Project: "default"}
-	caller, err := authenticateDeployer(context.Background(), a.db, own, credential)
+	caller, err := authz.AuthenticateDeployer(context.Background(), a.db, own, credential)
 	if err != nil || caller.Shape != "web" || caller.CertificateType != auth.CertificateTypeDeployer || caller.Audience != auth.TokenAudience("default", "dep1") {
 		t.Fatalf("deployer caller %+v, err %v", caller, err)
 	}
@@ -66,7 +67,7 @@ func TestDeployerCredential(t *testing.T) {
 		"another rollout":  {own, fmt.Sprintf("%s%d-%s", rollout.CredentialPrefix, id+1, secret)},
 		"garbage":          {own, rollout.CredentialPrefix + "x"},
 	} {
-		_, err := authenticateDeployer(context.Background(), a.db, try.conn, try.raw)
+		_, err := authz.AuthenticateDeployer(context.Background(), a.db, try.conn, try.raw)
 		if !lxdapi.StatusErrorCheck(err, 401) {
 			t.Errorf("%s: %v, want a 401", what, err)
 		}
@@ -89,7 +90,7 @@ func TestDeployerCredential(t *testing.T) {
 		return err
 	})
 
-	_, err = authenticateDeployer(context.Background(), a.db, own, credential)
+	_, err = authz.AuthenticateDeployer(context.Background(), a.db, own, credential)
 	if !lxdapi.StatusErrorCheck(err, 401) {
 		t.Fatalf("the credential of an ended deployer: %v", err)
 	}

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"crypto/x509"
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/authz"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
@@ -23,54 +26,54 @@ type clusterAPI struct {
 }
 
 // clusterEndpoints are the routes of the cluster API.
-func clusterEndpoints(a clusterAPI) []endpoint {
-	admin := action{access: allowAdmin}
-	// Join tokens and the cluster certificate are credentials (access_credentials.go).
-	secretRead := action{access: allowSecretRead}
-	credentialWrite := action{access: allowCredentialWrite}
-	with := func(base action, h handlerFunc) action {
-		base.handler = h
+func clusterEndpoints(a clusterAPI) []rest.Endpoint {
+	admin := rest.Action{Access: allowAdmin}
+	// Join tokens and the cluster certificate are credentials (authz.RefuseSessionCredentials).
+	secretRead := rest.Action{Access: allowSecretRead}
+	credentialWrite := rest.Action{Access: allowCredentialWrite}
+	with := func(base rest.Action, h rest.HandlerFunc) rest.Action {
+		base.Handler = h
 		return base
 	}
 
-	return []endpoint{
+	return []rest.Endpoint{
 		{
-			path: "/1.0/cluster",
-			get:  with(admin, a.get),
+			Path: "/1.0/cluster",
+			Get:  with(admin, a.get),
 		},
 		{
-			path: "/1.0/cluster/members",
-			get:  with(admin, a.listMembers),
-			post: with(credentialWrite, a.createJoinToken),
+			Path: "/1.0/cluster/members",
+			Get:  with(admin, a.listMembers),
+			Post: with(credentialWrite, a.createJoinToken),
 		},
 		{
 			// A name yet to join is a pending member: GET shows its token, DELETE revokes it.
-			path:   "/1.0/cluster/members/{member}",
-			get:    with(admin, a.getMember),
-			delete: with(admin, a.deleteMember),
+			Path:   "/1.0/cluster/members/{member}",
+			Get:    with(admin, a.getMember),
+			Delete: with(admin, a.deleteMember),
 		},
 		{
-			path: "/1.0/cluster/tokens",
-			get:  with(secretRead, a.listTokens),
+			Path: "/1.0/cluster/tokens",
+			Get:  with(secretRead, a.listTokens),
 		},
 		{
-			path:   "/1.0/cluster/tokens/{member}",
-			get:    with(secretRead, a.getMember),
-			delete: with(credentialWrite, a.revokeToken),
+			Path:   "/1.0/cluster/tokens/{member}",
+			Get:    with(secretRead, a.getMember),
+			Delete: with(credentialWrite, a.revokeToken),
 		},
 		{
-			path: "/1.0/cluster/certificate",
-			post: with(credentialWrite, a.updateCertificate),
+			Path: "/1.0/cluster/certificate",
+			Post: with(credentialWrite, a.updateCertificate),
 		},
 		{
-			path: cluster.MemberEventsPath,
-			get:  action{handler: a.memberEvents, access: a.allowMember},
+			Path: cluster.MemberEventsPath,
+			Get:  rest.Action{Handler: a.memberEvents, Access: a.allowMember},
 		},
 		{
 			// Public: a new member has no trusted certificate yet; the join token's secret
 			// is what authenticates it, and the handler refuses anything else.
-			path: "/1.0/cluster/join",
-			post: action{handler: a.join, public: true},
+			Path: "/1.0/cluster/join",
+			Post: rest.Action{Handler: a.join, Public: true},
 		},
 	}
 }
@@ -80,12 +83,18 @@ func (a clusterAPI) get(r *http.Request) response.Response {
 }
 
 func (a clusterAPI) listMembers(r *http.Request) response.Response {
-	level, err := recursion(r)
+	return memberList(r, a.member.Members)
+}
+
+// memberList answers a list of members (or of pending ones) the LXD way: their URLs
+// without recursion, the members themselves with it.
+func memberList(r *http.Request, list func(ctx context.Context) ([]api.ClusterMember, error)) response.Response {
+	level, err := rest.Recursion(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	members, err := a.member.Members(r.Context())
+	members, err := list(r.Context())
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -103,7 +112,7 @@ func (a clusterAPI) listMembers(r *http.Request) response.Response {
 }
 
 func (a clusterAPI) getMember(r *http.Request) response.Response {
-	name, err := pathName(r, "member", "cluster member")
+	name, err := rest.PathName(r, "member", "cluster member")
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -123,14 +132,14 @@ func (a clusterAPI) createJoinToken(r *http.Request) response.Response {
 	}
 
 	var req api.ClusterMembersPost
-	err := decodeBody(r, &req)
+	err := rest.DecodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	err = validate.Name("cluster member", req.ServerName)
 	if err != nil {
-		return response.SmartError(badRequest(err))
+		return response.SmartError(rest.BadRequest(err))
 	}
 
 	token, err := a.member.CreateJoinToken(r.Context(), req.ServerName)
@@ -149,7 +158,7 @@ func (a clusterAPI) join(r *http.Request) response.Response {
 	}
 
 	var req api.ClusterJoinPost
-	err := decodeBody(r, &req)
+	err := rest.DecodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -170,12 +179,12 @@ func (a clusterAPI) join(r *http.Request) response.Response {
 // deleteMember removes a member from the cluster, or revokes the join token of a member
 // yet to join (cluster.Remove); an offline member needs ?force=1.
 func (a clusterAPI) deleteMember(r *http.Request) response.Response {
-	name, err := pathName(r, "member", "cluster member")
+	name, err := rest.PathName(r, "member", "cluster member")
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	err = a.member.Remove(r.Context(), name, forceParam(r))
+	err = a.member.Remove(r.Context(), name, rest.ForceParam(r))
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -186,12 +195,7 @@ func (a clusterAPI) deleteMember(r *http.Request) response.Response {
 // allowMember lets through only another member itself: a caller presenting a current
 // member's own certificate, not a request it forwards for someone.
 func (a clusterAPI) allowMember(r *http.Request) error {
-	caller := auth.CallerFromContext(r.Context())
-	if !a.member.Clustered() || !caller.Trusted || caller.Protocol != auth.ProtocolTLS || caller.CertificateType != auth.CertificateTypeMember || caller.Via != "" {
-		return forbidden("only cluster members may use %s", r.URL.Path)
-	}
-
-	return nil
+	return authz.Member(auth.CallerFromContext(r.Context()), a.member.Clustered(), r.URL.Path)
 }
 
 // memberEvents streams this member's own events to a member relaying them.

@@ -14,6 +14,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -95,7 +96,7 @@ func TestMemberAuthentication(t *testing.T) {
 		return caller
 	}
 
-	allowed := func(check accessCheck, caller *auth.Caller) bool {
+	allowed := func(check rest.AccessCheck, caller *auth.Caller) bool {
 		r := httptest.NewRequest("GET", "/", nil)
 		return check(r.WithContext(auth.WithCaller(r.Context(), caller))) == nil
 	}
@@ -116,7 +117,7 @@ func TestMemberAuthentication(t *testing.T) {
 		t.Fatalf("forwarded for alice: %+v", forwarded)
 	}
 
-	by := requestorFromContext(auth.WithCaller(context.Background(), forwarded))
+	by := rest.RequestorFromContext(auth.WithCaller(context.Background(), forwarded))
 	if by.Name != "alice" || by.Fingerprint != auth.Fingerprint(alice) {
 		t.Fatalf("a forwarded request is recorded as %+v, not as alice", by)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 )
 
 // newClusterTestAPI serves the cluster routes of member m1 over a real dqlite; clustered
@@ -46,7 +47,7 @@ func newClusterTestAPI(t *testing.T, clustered bool) (*testAPI, *cluster.Identit
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}}
 	api := clusterAPI{member: cluster.New(cluster.Config{DB: store, Nodes: store, Identity: identity, Name: "m1", TokenExpiry: time.Hour, Logger: logger}), events: events.NewServer(logger, "m1")}
-	a.router = newRouter(clusterEndpoints(api), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false)
+	a.router = rest.NewRouter(clusterEndpoints(api), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false)
 	return a, identity
 }
 

@@ -4,37 +4,18 @@ import (
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
-	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 )
 
 // listTokens answers GET /1.0/cluster/tokens, as `lxc cluster list-tokens`.
 func (a clusterAPI) listTokens(r *http.Request) response.Response {
-	level, err := recursion(r)
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	pending, err := a.member.Pending(r.Context())
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	if level == 0 {
-		urls := make([]string, 0, len(pending))
-		for _, m := range pending {
-			urls = append(urls, api.ClusterMemberURL(m.ServerName))
-		}
-
-		return response.SyncResponse(urls)
-	}
-
-	return response.SyncResponse(pending)
+	return memberList(r, a.member.Pending)
 }
 
 // revokeToken answers DELETE /1.0/cluster/tokens/{member}, as `lxc cluster revoke-token`
 // (cluster.RevokeToken).
 func (a clusterAPI) revokeToken(r *http.Request) response.Response {
-	name, err := pathName(r, "member", "cluster member")
+	name, err := rest.PathName(r, "member", "cluster member")
 	if err != nil {
 		return response.SmartError(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
@@ -27,17 +28,17 @@ type deploymentsAPI struct {
 }
 
 func (a deploymentsAPI) list(r *http.Request) response.Response {
-	project, err := projectsParam(r)
+	project, err := rest.ProjectsParam(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	level, err := recursion(r)
+	level, err := rest.Recursion(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	clauses, err := parseFilter(r)
+	clauses, err := rest.ParseFilter(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -53,7 +54,7 @@ func (a deploymentsAPI) list(r *http.Request) response.Response {
 			return response.SmartError(err)
 		}
 
-		return listResponse(level, names, func(name string) string { return api.DeploymentURL(project, name) }, func(name string) string { return name })
+		return rest.ListResponse(level, names, func(name string) string { return api.DeploymentURL(project, name) }, func(name string) string { return name })
 	}
 
 	var deployments []db.Deployment
@@ -67,26 +68,26 @@ func (a deploymentsAPI) list(r *http.Request) response.Response {
 
 	visible := make([]api.Deployment, 0, len(deployments))
 	for _, d := range deployments {
-		visible = append(visible, deploymentFor(r, d.Deployment))
+		visible = append(visible, rest.DeploymentFor(r, d.Deployment))
 	}
 
-	visible, err = filterDeployments(visible, clauses)
+	visible, err = rest.FilterDeployments(visible, clauses)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	// Across projects the URLs carry each deployment's project, as LXD's do.
-	return listResponse(level, visible, func(d api.Deployment) string { return api.DeploymentURL(d.Project, d.Name) }, func(d api.Deployment) api.Deployment { return d })
+	return rest.ListResponse(level, visible, func(d api.Deployment) string { return api.DeploymentURL(d.Project, d.Name) }, func(d api.Deployment) api.Deployment { return d })
 }
 
 func (a deploymentsAPI) create(r *http.Request) response.Response {
-	project, err := projectParam(r)
+	project, err := rest.ProjectParam(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	var req api.DeploymentsPost
-	err = decodeBody(r, &req)
+	err = rest.DecodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -102,8 +103,8 @@ func (a deploymentsAPI) create(r *http.Request) response.Response {
 	}
 
 	url := api.DeploymentURL(project, req.Name)
-	a.reporter.Send(requestorFromContext(r.Context()), id, reporter.DeploymentCreated.Event(refs.DeploymentRef{Project: project, Name: req.Name}))
-	a.configs.Announce(r.Context(), requestorFromContext(r.Context()), refs.DeploymentRef{Project: project, Name: req.Name}, id, tmpl)
+	a.reporter.Send(rest.RequestorFromContext(r.Context()), id, reporter.DeploymentCreated.Event(refs.DeploymentRef{Project: project, Name: req.Name}))
+	a.configs.Announce(r.Context(), rest.RequestorFromContext(r.Context()), refs.DeploymentRef{Project: project, Name: req.Name}, id, tmpl)
 
 	// The webhook secret is shown once here, and on request (webhook/secret), never in GET.
 	var secret string
@@ -128,7 +129,7 @@ func (a deploymentsAPI) create(r *http.Request) response.Response {
 func createDeployment(ctx context.Context, cluster *db.Cluster, project string, req api.DeploymentsPost, apply func(ctx context.Context, tx *sql.Tx, id int64) error) (int64, error) {
 	err := validate.Name("deployment", req.Name)
 	if err != nil {
-		return 0, badRequest(err)
+		return 0, rest.BadRequest(err)
 	}
 
 	if req.Config == nil {
@@ -137,7 +138,7 @@ func createDeployment(ctx context.Context, cluster *db.Cluster, project string, 
 
 	err = validate.Deployment(req.DeploymentPut)
 	if err != nil {
-		return 0, badRequest(err)
+		return 0, rest.BadRequest(err)
 	}
 
 	var id int64
@@ -174,7 +175,7 @@ func (a deploymentsAPI) get(r *http.Request) response.Response {
 	}
 
 	etag := d.Writable()
-	return response.SyncResponseETag(deploymentFor(r, d.Deployment), etag)
+	return response.SyncResponseETag(rest.DeploymentFor(r, d.Deployment), etag)
 }
 
 func (a deploymentsAPI) put(r *http.Request) response.Response {
@@ -192,7 +193,7 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	body, err := readBody(r)
+	body, err := rest.ReadBody(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -217,13 +218,13 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 
 		var put api.DeploymentPut
 		if patch {
-			put, err = patchBase(current.Writable())
+			put, err = rest.PatchBase(current.Writable())
 			if err != nil {
 				return err
 			}
 		}
 
-		err = unmarshalBody(body, &put)
+		err = rest.UnmarshalBody(body, &put)
 		if err != nil {
 			return err
 		}
@@ -234,7 +235,7 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 
 		err = validate.Deployment(put)
 		if err != nil {
-			return badRequest(err)
+			return rest.BadRequest(err)
 		}
 
 		err = db.UpdateDeployment(ctx, tx, current.ID, put)
@@ -248,8 +249,8 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.reporter.Send(requestorFromContext(r.Context()), id, reporter.DeploymentUpdated.Event(ref))
-	a.configs.Announce(r.Context(), requestorFromContext(r.Context()), ref, id, tmpl)
+	a.reporter.Send(rest.RequestorFromContext(r.Context()), id, reporter.DeploymentUpdated.Event(ref))
+	a.configs.Announce(r.Context(), rest.RequestorFromContext(r.Context()), ref, id, tmpl)
 	if tmpl != nil {
 		return response.SyncResponse(api.DeploymentTemplateResult{Warnings: tmpl.Warnings()})
 	}
@@ -264,14 +265,14 @@ func (a deploymentsAPI) rename(r *http.Request) response.Response {
 	}
 
 	var req api.DeploymentPost
-	err = decodeBody(r, &req)
+	err = rest.DecodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	err = validate.Name("deployment", req.Name)
 	if err != nil {
-		return response.SmartError(badRequest(err))
+		return response.SmartError(rest.BadRequest(err))
 	}
 
 	var id int64
@@ -288,7 +289,7 @@ func (a deploymentsAPI) rename(r *http.Request) response.Response {
 	}
 
 	url := api.DeploymentURL(ref.Project, req.Name)
-	a.reporter.Send(requestorFromContext(r.Context()), id, reporter.DeploymentRenamed.Event(refs.DeploymentRef{Project: ref.Project, Name: req.Name}))
+	a.reporter.Send(rest.RequestorFromContext(r.Context()), id, reporter.DeploymentRenamed.Event(refs.DeploymentRef{Project: ref.Project, Name: req.Name}))
 	return response.SyncResponseLocation(nil, url)
 }
 
@@ -307,7 +308,7 @@ func (a deploymentsAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = a.fleet.DeleteWithInstances(r.Context(), requestorFromContext(r.Context()), fmt.Sprintf("deployment %q", ref.Name), forceParam(r),
+	err = a.fleet.DeleteWithInstances(r.Context(), rest.RequestorFromContext(r.Context()), fmt.Sprintf("deployment %q", ref.Name), rest.ForceParam(r),
 		func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error) {
 			return db.GetInstances(ctx, tx, db.InstanceFilter{DeploymentID: id})
 		},
@@ -316,6 +317,6 @@ func (a deploymentsAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.reporter.Send(requestorFromContext(r.Context()), id, reporter.DeploymentDeleted.Event(ref))
+	a.reporter.Send(rest.RequestorFromContext(r.Context()), id, reporter.DeploymentDeleted.Event(ref))
 	return response.EmptySyncResponse()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/apply"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
@@ -34,7 +35,7 @@ func (a deploymentsAPI) templateForCreate(r *http.Request, project string, req a
 	dryRun := dryRunParam(r)
 	if req.Template == "" {
 		if dryRun || len(req.TemplateImports) > 0 {
-			return nil, response.SmartError(badRequest(errNoTemplate))
+			return nil, response.SmartError(rest.BadRequest(errNoTemplate))
 		}
 
 		return nil, nil
@@ -42,10 +43,10 @@ func (a deploymentsAPI) templateForCreate(r *http.Request, project string, req a
 
 	err := validate.Name("deployment", req.Name)
 	if err != nil {
-		return nil, response.SmartError(badRequest(err))
+		return nil, response.SmartError(rest.BadRequest(err))
 	}
 
-	t, err := a.configs.Expand(r.Context(), requestorFromContext(r.Context()), project, req.Name, req.Template, req.TemplateImports, apply.CauseCreate)
+	t, err := a.configs.Expand(r.Context(), rest.RequestorFromContext(r.Context()), project, req.Name, req.Template, req.TemplateImports, apply.CauseCreate)
 	if err != nil {
 		return nil, response.SmartError(err)
 	}
@@ -62,7 +63,7 @@ func (a deploymentsAPI) templateForCreate(r *http.Request, project string, req a
 
 	err = validate.Deployment(put)
 	if err != nil {
-		return nil, response.SmartError(badRequest(err))
+		return nil, response.SmartError(rest.BadRequest(err))
 	}
 
 	plan, err := a.configs.PlanCreate(r.Context(), project, req.Name, t)
@@ -78,7 +79,7 @@ func (a deploymentsAPI) templateForCreate(r *http.Request, project string, req a
 // drops before the update's transaction applies the rest. PATCH never applies a template.
 func (a deploymentsAPI) templateForUpdate(r *http.Request, ref refs.DeploymentRef, body []byte, patch bool) (*apply.Config, response.Response) {
 	var probe api.DeploymentPut
-	err := unmarshalBody(body, &probe)
+	err := rest.UnmarshalBody(body, &probe)
 	if err != nil {
 		return nil, response.SmartError(err)
 	}
@@ -89,14 +90,14 @@ func (a deploymentsAPI) templateForUpdate(r *http.Request, ref refs.DeploymentRe
 	}
 
 	if patch {
-		return nil, response.SmartError(badRequest(errors.New("PATCH does not apply templates: send the config with PUT, which replaces the deployment's writable fields")))
+		return nil, response.SmartError(rest.BadRequest(errors.New("PATCH does not apply templates: send the config with PUT, which replaces the deployment's writable fields")))
 	}
 
 	if probe.Template == "" {
-		return nil, response.SmartError(badRequest(errNoTemplate))
+		return nil, response.SmartError(rest.BadRequest(errNoTemplate))
 	}
 
-	t, err := a.configs.Expand(r.Context(), requestorFromContext(r.Context()), ref.Project, ref.Name, probe.Template, probe.TemplateImports, apply.CauseUpdate)
+	t, err := a.configs.Expand(r.Context(), rest.RequestorFromContext(r.Context()), ref.Project, ref.Name, probe.Template, probe.TemplateImports, apply.CauseUpdate)
 	if err != nil {
 		return nil, response.SmartError(err)
 	}
@@ -116,7 +117,7 @@ func (a deploymentsAPI) templateForUpdate(r *http.Request, ref refs.DeploymentRe
 			probe.Config = map[string]string{}
 		}
 
-		return badRequest(validate.Deployment(probe))
+		return rest.BadRequest(validate.Deployment(probe))
 	})
 
 	return t, resp
@@ -136,11 +137,11 @@ func (a deploymentsAPI) prepareTemplate(r *http.Request, ref refs.DeploymentRef,
 		return response.SyncResponse(t.PlanAPI(p))
 	}
 
-	if !forceParam(r) {
+	if !rest.ForceParam(r) {
 		return nil
 	}
 
-	err = a.configs.DeleteDropped(r.Context(), requestorFromContext(r.Context()), p)
+	err = a.configs.DeleteDropped(r.Context(), rest.RequestorFromContext(r.Context()), p)
 	if err != nil {
 		return response.SmartError(err)
 	}

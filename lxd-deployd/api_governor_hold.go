@@ -13,6 +13,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor/holds"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
@@ -66,14 +67,14 @@ func (a governorHoldAPI) get(r *http.Request) response.Response {
 // put registers the caller as the deployment's governor, or renews its hold.
 func (a governorHoldAPI) put(r *http.Request) response.Response {
 	var req api.DeploymentGovernorPut
-	err := decodeBody(r, &req)
+	err := rest.DecodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	err = validate.Name("governor", req.Name)
 	if err != nil {
-		return response.SmartError(badRequest(err))
+		return response.SmartError(rest.BadRequest(err))
 	}
 
 	if req.TTL == 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -76,7 +77,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	level, err := recursion(r)
+	level, err := rest.Recursion(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -172,7 +173,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		}
 
 		withLocation(&shown, row, lxdInstance, a.lxd.Cluster())
-		result = append(result, instanceFor(r, shown))
+		result = append(result, rest.InstanceFor(r, shown))
 	}
 
 	return response.SyncResponse(result)
@@ -244,14 +245,14 @@ func (a instancesAPI) get(r *http.Request) response.Response {
 
 	err = a.lxd.Available()
 	if err != nil {
-		return response.SyncResponse(instanceFor(r, instanceAPI(*row, latest, nil, false)))
+		return response.SyncResponse(rest.InstanceFor(r, instanceAPI(*row, latest, nil, false)))
 	}
 
 	lxdInstance, state, err := a.lxd.InstanceWithState(ref.Project, row.Name)
 	if err != nil {
 		result := instanceAPI(*row, latest, nil, !lxdapi.StatusErrorCheck(err, http.StatusServiceUnavailable))
 		withLocation(&result, *row, nil, a.lxd.Cluster())
-		return response.SyncResponse(instanceFor(r, result))
+		return response.SyncResponse(rest.InstanceFor(r, result))
 	}
 
 	result := instanceAPI(*row, latest, lxdInstance, true)
@@ -260,7 +261,7 @@ func (a instancesAPI) get(r *http.Request) response.Response {
 		result.LiveState = state
 	}
 
-	return response.SyncResponse(instanceFor(r, result))
+	return response.SyncResponse(rest.InstanceFor(r, result))
 }
 
 func (a instancesAPI) create(r *http.Request) response.Response {
@@ -276,13 +277,13 @@ func (a instancesAPI) create(r *http.Request) response.Response {
 	}
 
 	if err != nil {
-		return response.SmartError(badRequest(err))
+		return response.SmartError(rest.BadRequest(err))
 	}
 
 	ref := refs.InstanceRef{ShapeRef: shape, Instance: name}
 	// The body is optional; when given it must agree with the URL.
 	var req api.DeploymentInstancesPost
-	err = decodeOptionalBody(r, &req)
+	err = rest.DecodeOptionalBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -291,7 +292,7 @@ func (a instancesAPI) create(r *http.Request) response.Response {
 		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "the body names %s/%s but the URL %s/%s: leave the body empty or make them agree", req.DeploymentShapeName, req.InstanceName, ref.Shape, ref.Instance))
 	}
 
-	op, err := a.fleet.StartLaunch(r.Context(), ref, fleet.Change{By: requestorFromContext(r.Context()), Why: "governor API"})
+	op, err := a.fleet.StartLaunch(r.Context(), ref, fleet.Change{By: rest.RequestorFromContext(r.Context()), Why: "governor API"})
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -305,7 +306,7 @@ func (a instancesAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	op, err := a.fleet.StartDelete(r.Context(), ref, fleet.Change{By: requestorFromContext(r.Context()), Why: "governor API"})
+	op, err := a.fleet.StartDelete(r.Context(), ref, fleet.Change{By: rest.RequestorFromContext(r.Context()), Why: "governor API"})
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -323,7 +324,7 @@ func (a instancesAPI) putState(r *http.Request) response.Response {
 	}
 
 	var req lxdapi.InstanceStatePut
-	err = decodeBody(r, &req)
+	err = rest.DecodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -360,7 +361,7 @@ func (a instancesAPI) putState(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	by := requestorFromContext(r.Context())
+	by := rest.RequestorFromContext(r.Context())
 	op := a.ops.Start(operations.Args{
 		Description:  fmt.Sprintf("Changing state of instance %s (%s)", ref.Instance, req.Action),
 		Project:      ref.Project,

@@ -1,22 +1,25 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/trust"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
-	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
-// keysAPI serves /1.0/deployments/{deployment}/keys.
+// keysAPI serves /1.0/deployments/{deployment}/keys (package trust's Keys).
 type keysAPI struct {
 	db       *db.Cluster
 	reporter *reporter.Reporter
+}
+
+func (a keysAPI) keys() trust.Keys {
+	return trust.Keys{DB: a.db}
 }
 
 // keyRef is the deployment key a request is about.
@@ -31,29 +34,12 @@ func keyFromRequest(r *http.Request) (keyRef, error) {
 		return keyRef{}, err
 	}
 
-	name, err := pathName(r, "key", "deployment key")
+	name, err := rest.PathName(r, "key", "deployment key")
 	if err != nil {
 		return keyRef{}, err
 	}
 
 	return keyRef{DeploymentRef: ref, key: name}, nil
-}
-
-// withKey runs f in a transaction with the deployment id and the key the request names.
-func (a keysAPI) withKey(ctx context.Context, ref keyRef, f func(ctx context.Context, tx *sql.Tx, deploymentID int64, key *db.Key) error) error {
-	return a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		key, err := db.GetKey(ctx, tx, deploymentID, ref.key)
-		if err != nil {
-			return err
-		}
-
-		return f(ctx, tx, deploymentID, key)
-	})
 }
 
 func (a keysAPI) list(r *http.Request) response.Response {
@@ -62,26 +48,17 @@ func (a keysAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	level, err := recursion(r)
+	level, err := rest.Recursion(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	var keys []db.Key
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		keys, err = db.GetKeys(ctx, tx, db.KeyFilter{DeploymentID: id})
-		return err
-	})
+	keys, err := a.keys().List(r.Context(), ref)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	return listResponse(level, keys,
+	return rest.ListResponse(level, keys,
 		func(k db.Key) string { return api.DeploymentKeyURL(ref.Project, ref.Name, k.Name) },
 		func(k db.Key) api.DeploymentKey { return k.DeploymentKey })
 }
@@ -93,54 +70,19 @@ func (a keysAPI) create(r *http.Request) response.Response {
 	}
 
 	var req api.DeploymentKeysPost
-	err = decodeBody(r, &req)
+	err = rest.DecodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	deploymentID, err := createKey(r.Context(), a.db, ref, req)
+	deploymentID, err := a.keys().Create(r.Context(), ref, req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	url := api.DeploymentKeyURL(ref.Project, ref.Name, req.Name)
-	a.reporter.Send(requestorFromContext(r.Context()), deploymentID, reporter.KeyCreated.Event(ref, req.Name))
+	a.reporter.Send(rest.RequestorFromContext(r.Context()), deploymentID, reporter.KeyCreated.Event(ref, req.Name))
 	return response.SyncResponseLocation(nil, url)
-}
-
-// createKey validates and stores a new deployment key; the role defaults to read-only.
-func createKey(ctx context.Context, cluster *db.Cluster, ref refs.DeploymentRef, req api.DeploymentKeysPost) (int64, error) {
-	err := validate.Name("deployment key", req.Name)
-	if err != nil {
-		return 0, badRequest(err)
-	}
-
-	if req.Role == "" {
-		req.Role = api.DeploymentKeyRoleReadOnly
-	}
-
-	err = validate.Role(req.Role)
-	if err != nil {
-		return 0, badRequest(err)
-	}
-
-	err = validate.Fingerprint(req.CertificateFingerprint)
-	if err != nil {
-		return 0, badRequest(err)
-	}
-
-	var id int64
-	err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		id, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		_, err = db.CreateKey(ctx, tx, id, req)
-		return err
-	})
-
-	return id, err
 }
 
 func (a keysAPI) get(r *http.Request) response.Response {
@@ -149,11 +91,7 @@ func (a keysAPI) get(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	var key *db.Key
-	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, deploymentID int64, k *db.Key) error {
-		key = k
-		return nil
-	})
+	key, err := a.keys().Get(r.Context(), ref.DeploymentRef, ref.key)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -176,48 +114,17 @@ func (a keysAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	body, err := readBody(r)
+	body, err := rest.ReadBody(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	var deploymentID int64
-	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, id int64, key *db.Key) error {
-		deploymentID = id
-		err := response.CheckETag(r, key.Writable())
-		if err != nil {
-			return err
-		}
-
-		var put api.DeploymentKeyPut
-		if patch {
-			put, err = patchBase(key.Writable())
-			if err != nil {
-				return err
-			}
-		}
-
-		err = unmarshalBody(body, &put)
-		if err != nil {
-			return err
-		}
-
-		if put.Role == "" {
-			put.Role = api.DeploymentKeyRoleReadOnly
-		}
-
-		err = validate.Role(put.Role)
-		if err != nil {
-			return badRequest(err)
-		}
-
-		return db.UpdateKey(ctx, tx, key.ID, put)
-	})
+	deploymentID, err := a.keys().Update(r.Context(), ref.DeploymentRef, ref.key, putOrPatch[api.DeploymentKeyPut](r, body, patch))
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	a.reporter.Send(requestorFromContext(r.Context()), deploymentID, reporter.KeyUpdated.Event(ref.DeploymentRef, ref.key))
+	a.reporter.Send(rest.RequestorFromContext(r.Context()), deploymentID, reporter.KeyUpdated.Event(ref.DeploymentRef, ref.key))
 	return response.EmptySyncResponse()
 }
 
@@ -228,27 +135,18 @@ func (a keysAPI) rename(r *http.Request) response.Response {
 	}
 
 	var req api.DeploymentKeyPost
-	err = decodeBody(r, &req)
+	err = rest.DecodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	err = validate.Name("deployment key", req.Name)
-	if err != nil {
-		return response.SmartError(badRequest(err))
-	}
-
-	var deploymentID int64
-	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, id int64, key *db.Key) error {
-		deploymentID = id
-		return db.RenameKey(ctx, tx, id, key.ID, req.Name)
-	})
+	deploymentID, err := a.keys().Rename(r.Context(), ref.DeploymentRef, ref.key, req.Name)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	url := api.DeploymentKeyURL(ref.Project, ref.Name, req.Name)
-	a.reporter.Send(requestorFromContext(r.Context()), deploymentID, reporter.KeyRenamed.Event(ref.DeploymentRef, req.Name))
+	a.reporter.Send(rest.RequestorFromContext(r.Context()), deploymentID, reporter.KeyRenamed.Event(ref.DeploymentRef, req.Name))
 	return response.SyncResponseLocation(nil, url)
 }
 
@@ -258,15 +156,11 @@ func (a keysAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	var deploymentID int64
-	err = a.withKey(r.Context(), ref, func(ctx context.Context, tx *sql.Tx, id int64, key *db.Key) error {
-		deploymentID = id
-		return db.DeleteKey(ctx, tx, key.ID)
-	})
+	deploymentID, err := a.keys().Delete(r.Context(), ref.DeploymentRef, ref.key)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	a.reporter.Send(requestorFromContext(r.Context()), deploymentID, reporter.KeyDeleted.Event(ref.DeploymentRef, ref.key))
+	a.reporter.Send(rest.RequestorFromContext(r.Context()), deploymentID, reporter.KeyDeleted.Event(ref.DeploymentRef, ref.key))
 	return response.EmptySyncResponse()
 }

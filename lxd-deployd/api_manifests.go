@@ -9,6 +9,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/apply"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -21,7 +22,7 @@ func (a deploymentsAPI) listManifests(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	level, err := recursion(r)
+	level, err := rest.Recursion(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -108,7 +109,7 @@ func (a deploymentsAPI) rollback(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	by := requestorFromContext(r.Context())
+	by := rest.RequestorFromContext(r.Context())
 	t, err := a.configs.Expand(r.Context(), by, ref.Project, ref.Name, m.InputConfig, m.Imports, apply.CauseRollback+name)
 	if err != nil {
 		return response.SmartError(err)

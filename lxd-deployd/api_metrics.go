@@ -10,13 +10,11 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/rules"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
-
-// errMetricsOnly is what a metrics certificate gets anywhere but /1.0/metrics.
-var errMetricsOnly = forbidden("a metrics certificate may only read /1.0/metrics: use a client certificate for the management API")
 
 // metricsAPI serves /1.0/metrics.
 type metricsAPI struct {
@@ -40,10 +38,10 @@ func allowMetrics(r *http.Request) error {
 	}
 
 	if !caller.Trusted {
-		return forbidden("not trusted: scrape with a certificate of type metrics (lxd-deploy config trust add --type metrics)")
+		return rest.Forbidden("not trusted: scrape with a certificate of type metrics (lxd-deploy config trust add --type metrics)")
 	}
 
-	return forbidden("a %s certificate may not read metrics: use a metrics or client certificate", caller.CertificateType)
+	return rest.Forbidden("a %s certificate may not read metrics: use a metrics or client certificate", caller.CertificateType)
 }
 
 // metricsSnapshot reads the scrape-time gauges in one transaction.

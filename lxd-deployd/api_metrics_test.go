@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -61,21 +62,21 @@ func TestMetricsAccess(t *testing.T) {
 
 func TestRequestID(t *testing.T) {
 	a := newTestAPI(t)
-	_, _, headers := a.do("GET", "/1.0", "", requestIDHeader, "abc-123")
-	if headers.Get(requestIDHeader) != "abc-123" {
-		t.Fatalf("client's request id not kept: %q", headers.Get(requestIDHeader))
+	_, _, headers := a.do("GET", "/1.0", "", rest.RequestIDHeader, "abc-123")
+	if headers.Get(rest.RequestIDHeader) != "abc-123" {
+		t.Fatalf("client's request id not kept: %q", headers.Get(rest.RequestIDHeader))
 	}
 
 	// An id that could break a log line is replaced, not echoed.
-	_, _, headers = a.do("GET", "/1.0", "", requestIDHeader, "bad id\nwith newline")
-	got := headers.Get(requestIDHeader)
+	_, _, headers = a.do("GET", "/1.0", "", rest.RequestIDHeader, "bad id\nwith newline")
+	got := headers.Get(rest.RequestIDHeader)
 	if got == "" || strings.ContainsAny(got, " \n") {
 		t.Fatalf("bad request id kept or none made: %q", got)
 	}
 
 	_, _, headers = a.do("GET", "/1.0/nowhere", "")
-	if len(headers.Get(requestIDHeader)) != 32 {
-		t.Fatalf("no request id made for an unmatched path: %q", headers.Get(requestIDHeader))
+	if len(headers.Get(rest.RequestIDHeader)) != 32 {
+		t.Fatalf("no request id made for an unmatched path: %q", headers.Get(rest.RequestIDHeader))
 	}
 
 	_, body := a.scrape()

@@ -16,6 +16,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -36,7 +37,7 @@ func (a operationsAPI) filter(r *http.Request) events.Filter {
 
 // list answers LXD's shape: operations grouped by status ("running", "success", ...).
 func (a operationsAPI) list(r *http.Request) response.Response {
-	level, err := recursion(r)
+	level, err := rest.Recursion(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -83,7 +84,7 @@ func (a operationsAPI) visible(r *http.Request) (local *operations.Operation, re
 	local, err = a.ops.Get(id)
 	if err == nil {
 		if !a.filter(r)(local.DeploymentID()) {
-			return nil, nil, notFoundf("operation %q not found", id)
+			return nil, nil, rest.NotFoundf("operation %q not found", id)
 		}
 
 		return local, nil, nil
@@ -99,7 +100,7 @@ func (a operationsAPI) visible(r *http.Request) (local *operations.Operation, re
 	}
 
 	if !a.filter(r)(remote.DeploymentID) {
-		return nil, nil, notFoundf("operation %q not found", id)
+		return nil, nil, rest.NotFoundf("operation %q not found", id)
 	}
 
 	return nil, remote, nil
@@ -217,7 +218,7 @@ func (a operationsAPI) streamEvents(r *http.Request) response.Response {
 		case lxdapi.EventTypeLogging:
 			// The daemon's own log is for admins only, as LXD's.
 			if !auth.CallerFromContext(r.Context()).IsAdmin() {
-				return response.SmartError(forbidden("logging events are for admins only: ask for operation or lifecycle events"))
+				return response.SmartError(rest.Forbidden("logging events are for admins only: ask for operation or lifecycle events"))
 			}
 
 			types = append(types, t)

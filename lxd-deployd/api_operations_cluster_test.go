@@ -17,6 +17,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 )
 
 // TestOperationsOfOtherMembers: member m1 lists and answers for an operation m2 recorded,
@@ -41,7 +42,7 @@ func TestOperationsOfOtherMembers(t *testing.T) {
 	ops := operations.NewManager(logger, nil, "m1", nil)
 	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}}
 	handlers := apis{operations: operationsAPI{ops: ops, access: access{db: store}, cluster: cluster.NewOperations(store, "m1", nil)}, access: access{db: store}}
-	a.router = newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false)
+	a.router = rest.NewRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false)
 
 	path := "/1.0/operations/" + remote.ID
 	got := a.expect("GET", path, "", 200, "")["metadata"].(map[string]any)

@@ -20,6 +20,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 )
 
 // TestLostMemberOperations, on two real dqlite nodes: m2 records an operation on its node;
@@ -65,7 +66,7 @@ func TestLostMemberOperations(t *testing.T) {
 	m1 := cluster.NewOperations(one, "m1", nil)
 	a := &testAPI{t: t, caller: &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true}}
 	handlers := apis{operations: operationsAPI{ops: operations.NewManager(logger, nil, "m1", nil), access: access{db: one}, cluster: m1}, access: access{db: one}}
-	a.router = newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false)
+	a.router = rest.NewRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false)
 
 	// A waiter on m1, as LXD's Operation.Wait() would through a member that did not start
 	// the operation.

@@ -13,6 +13,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 )
 
 // placementAPI serves drain and rebalance (doc/placement.md): thin handlers over the
@@ -30,7 +31,7 @@ func (a placementAPI) drain(r *http.Request) response.Response {
 		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "name the LXD cluster member to drain"))
 	}
 
-	op, err := a.fleet.StartDrain(r.Context(), member, requestorFromContext(r.Context()))
+	op, err := a.fleet.StartDrain(r.Context(), member, rest.RequestorFromContext(r.Context()))
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -55,7 +56,7 @@ func (a placementAPI) rebalance(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	op, err := a.fleet.StartRebalance(r.Context(), ref, deploymentID, requestorFromContext(r.Context()))
+	op, err := a.fleet.StartRebalance(r.Context(), ref, deploymentID, rest.RequestorFromContext(r.Context()))
 	if err != nil {
 		return response.SmartError(err)
 	}

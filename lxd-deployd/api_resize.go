@@ -14,6 +14,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -42,14 +43,14 @@ func (a resizeAPI) put(r *http.Request) response.Response {
 	}
 
 	var req api.DeploymentShapeResourcesPut
-	err = decodeBody(r, &req)
+	err = rest.DecodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	err = validate.Notes(req.Reason)
 	if err != nil {
-		return response.SmartError(badRequest(fmt.Errorf("reason: %w", err)))
+		return response.SmartError(rest.BadRequest(fmt.Errorf("reason: %w", err)))
 	}
 
 	// Refused before anything is stored when LXD is offline.
@@ -58,7 +59,7 @@ func (a resizeAPI) put(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	by := requestorFromContext(r.Context())
+	by := rest.RequestorFromContext(r.Context())
 	admin := auth.CallerFromContext(r.Context()).IsAdmin()
 	var target fleet.ResizeTarget
 	var revision int
@@ -134,7 +135,7 @@ func resizeShape(ctx context.Context, tx *sql.Tx, ref refs.ShapeRef, req api.Dep
 
 	err = validate.Shape(put)
 	if err != nil {
-		return fleet.ResizeTarget{}, 0, badRequest(err)
+		return fleet.ResizeTarget{}, 0, rest.BadRequest(err)
 	}
 
 	err = db.UpdateShape(ctx, tx, shape.ID, put)

@@ -12,6 +12,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/apply"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -35,12 +36,12 @@ func (a typesAPI) latestLayouts(ctx context.Context, project string) ([]db.Manif
 }
 
 func (a typesAPI) list(r *http.Request) response.Response {
-	project, err := projectParam(r)
+	project, err := rest.ProjectParam(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	level, err := recursion(r)
+	level, err := rest.Recursion(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -77,7 +78,7 @@ func typeParam(r *http.Request) (string, error) {
 }
 
 func (a typesAPI) get(r *http.Request) response.Response {
-	project, err := projectParam(r)
+	project, err := rest.ProjectParam(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -100,11 +101,11 @@ func (a typesAPI) get(r *http.Request) response.Response {
 		}
 	}
 
-	return response.SmartError(notFoundf("type %q is not used by the latest manifest of any deployment of project %q", typ, project))
+	return response.SmartError(rest.NotFoundf("type %q is not used by the latest manifest of any deployment of project %q", typ, project))
 }
 
 func (a typesAPI) instances(r *http.Request) response.Response {
-	project, err := projectParam(r)
+	project, err := rest.ProjectParam(r)
 	if err != nil {
 		return response.SmartError(err)
 	}

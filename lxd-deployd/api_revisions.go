@@ -15,6 +15,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -46,7 +47,7 @@ func (a revisionsAPI) list(r *http.Request) response.Response {
 		func(ref refs.ShapeRef, rev api.DeploymentShapeRevision) string {
 			return api.DeploymentShapeRevisionURL(ref.Project, ref.Name, ref.Shape, rev.Revision)
 		},
-		func(rev api.DeploymentShapeRevision) api.DeploymentShapeRevision { return revisionFor(r, rev) })
+		func(rev api.DeploymentShapeRevision) api.DeploymentShapeRevision { return rest.RevisionFor(r, rev) })
 }
 
 // get answers one revision, or with ?diff=m the fields that changed from revision m to it.
@@ -84,10 +85,10 @@ func (a revisionsAPI) get(r *http.Request) response.Response {
 	}
 
 	if other != nil {
-		return response.SyncResponse(api.DeploymentShapeRevisionDiff{From: diff, To: n, Changes: changesFor(r, shapes.Changes(other.Shape, rev.Shape))})
+		return response.SyncResponse(api.DeploymentShapeRevisionDiff{From: diff, To: n, Changes: rest.ChangesFor(r, shapes.Changes(other.Shape, rev.Shape))})
 	}
 
-	return response.SyncResponse(revisionFor(r, *rev))
+	return response.SyncResponse(rest.RevisionFor(r, *rev))
 }
 
 // rollback sets a shape back to an earlier revision (a new revision: history moves
@@ -105,14 +106,14 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 	}
 
 	req := api.DeploymentShapeRollbackPost{}
-	err = decodeOptionalBody(r, &req)
+	err = rest.DecodeOptionalBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	err = validate.Notes(req.Notes)
 	if err != nil {
-		return response.SmartError(badRequest(err))
+		return response.SmartError(rest.BadRequest(err))
 	}
 
 	if req.Revision < 0 {
@@ -148,7 +149,7 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 		}
 	}
 
-	by := requestorFromContext(r.Context())
+	by := rest.RequestorFromContext(r.Context())
 	var deploymentID int64
 	var result api.DeploymentShapeRollback
 	err = refs.InShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, id int64, shape *db.Shape) (err error) {
@@ -163,7 +164,7 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 	if dryRun && errors.Is(err, errDryRun) {
 		result.DryRun = true
 		result.Message = "dry run, nothing changed: " + result.Message
-		result.Changes = changesFor(r, result.Changes)
+		result.Changes = rest.ChangesFor(r, result.Changes)
 		return response.SyncResponse(result)
 	}
 
@@ -173,7 +174,7 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 
 	a.reporter.Send(by, deploymentID, reporter.ShapeUpdated.Event(ref, nil))
 	a.reporter.ShapeRevised(by, ref, deploymentID, result.Revision, result.Rollout)
-	result.Changes = changesFor(r, result.Changes)
+	result.Changes = rest.ChangesFor(r, result.Changes)
 	return response.SyncResponse(result)
 }
 
@@ -251,7 +252,7 @@ func (a revisionsAPI) activity(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	return response.SyncResponse(activityFor(r, entries))
+	return response.SyncResponse(rest.ActivityFor(r, entries))
 }
 
 // dryRunQuery reads ?dry-run=: a value that is not a boolean is a 400, never a real run.

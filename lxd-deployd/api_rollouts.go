@@ -18,6 +18,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -90,10 +91,10 @@ func (a rolloutsAPI) list(r *http.Request) response.Response {
 			// Only the active rollout (one at most) gets its counts: finished ones replaced
 			// what they replaced, and reading LXD for each would cost a listing apiece.
 			if ro.Finished() {
-				return rolloutFor(r, a.withDeployer(r.Context(), ro, ro.DeploymentRollout))
+				return rest.RolloutFor(r, a.withDeployer(r.Context(), ro, ro.DeploymentRollout))
 			}
 
-			return rolloutFor(r, a.withDeployer(r.Context(), ro, a.withCounts(r.Context(), ro)))
+			return rest.RolloutFor(r, a.withDeployer(r.Context(), ro, a.withCounts(r.Context(), ro)))
 		})
 }
 
@@ -103,7 +104,7 @@ func (a rolloutsAPI) get(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	return response.SyncResponse(rolloutFor(r, a.withDeployer(r.Context(), *rollout, a.withCounts(r.Context(), *rollout))))
+	return response.SyncResponse(rest.RolloutFor(r, a.withDeployer(r.Context(), *rollout, a.withCounts(r.Context(), *rollout))))
 }
 
 // create starts a rollout of the shape's latest revision, refusing up front what the bounds
@@ -115,17 +116,17 @@ func (a rolloutsAPI) create(r *http.Request) response.Response {
 	}
 
 	req := api.DeploymentRolloutsPost{}
-	err = decodeOptionalBody(r, &req)
+	err = rest.DecodeOptionalBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	err = validate.Notes(req.Notes)
 	if err != nil {
-		return response.SmartError(badRequest(err))
+		return response.SmartError(rest.BadRequest(err))
 	}
 
-	by := requestorFromContext(r.Context())
+	by := rest.RequestorFromContext(r.Context())
 	var deploymentID int64
 	var number int
 	err = refs.InShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, id int64, shape *db.Shape) (err error) {
@@ -158,7 +159,7 @@ func (a rolloutsAPI) create(r *http.Request) response.Response {
 func checkRolloutFeasible(ctx context.Context, tx *sql.Tx, shape *db.Shape) error {
 	settings, err := shapes.ResolveRollout(shape.Rollout, shape.ScalingCurrent)
 	if err != nil {
-		return badRequest(err)
+		return rest.BadRequest(err)
 	}
 
 	if settings.Strategy == api.RolloutCustom {
@@ -245,7 +246,7 @@ func (a rolloutsAPI) action(r *http.Request) response.Response {
 		return response.SmartError(lxdapi.StatusErrorf(http.StatusConflict, "rollout %d is %s: it is over, start a new one to replace instances again", found.Number, found.Status))
 	}
 
-	by := requestorFromContext(r.Context())
+	by := rest.RequestorFromContext(r.Context())
 	e := a.engine
 	ro := *found
 	switch name {

@@ -12,7 +12,7 @@ import (
 )
 
 // withDeployer adds a rollout's transient instances (a custom rollout's deployer, the pre
-// and post hooks: instance, exit code and output) to the rollout shown; rolloutFor then
+// and post hooks: instance, exit code and output) to the rollout shown; rest.RolloutFor then
 // drops their output for callers who are not admins.
 func (a rolloutsAPI) withDeployer(ctx context.Context, r db.Rollout, out api.DeploymentRollout) api.DeploymentRollout {
 	if r.Strategy.Strategy != api.RolloutCustom && r.Strategy.Pre == nil && r.Strategy.Post == nil {
@@ -35,18 +35,6 @@ func (a rolloutsAPI) withDeployer(ctx context.Context, r db.Rollout, out api.Dep
 	})
 
 	return out
-}
-
-// deployerFor is a deployer as a caller who is not an admin may see it: its output may
-// hold whatever the deployer printed, so only admins get it (as a health check's).
-func deployerFor(d *api.DeploymentRolloutDeployer) *api.DeploymentRolloutDeployer {
-	if d == nil {
-		return nil
-	}
-
-	shown := *d
-	shown.Output = ""
-	return &shown
 }
 
 // errPauseCustom refuses to pause a custom rollout: its deployer is a process the daemon

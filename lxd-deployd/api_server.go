@@ -11,6 +11,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/version"
 )
@@ -83,7 +84,7 @@ func (a serverAPI) server(ctx context.Context, caller *auth.Caller) api.Server {
 		ServerVersion:          version.Version,
 		ServerPid:              os.Getpid(),
 		ServerClustered:        members > 1,
-		HandlerPanics:          handlerPanics.Load(),
+		HandlerPanics:          rest.HandlerPanics(),
 		DatabaseAddress:        a.databaseAddress,
 		LXDSocket:              a.lxd.Socket(),
 		LXDStatus:              lxdStatus,

@@ -12,6 +12,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -31,7 +32,7 @@ func (a shapesAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	level, err := recursion(r)
+	level, err := rest.Recursion(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -50,9 +51,9 @@ func (a shapesAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	return listResponse(level, shapes,
+	return rest.ListResponse(level, shapes,
 		func(s db.Shape) string { return api.DeploymentShapeURL(ref.Project, ref.Name, s.Name) },
-		func(s db.Shape) api.DeploymentShape { return shapeFor(r, s.DeploymentShape) })
+		func(s db.Shape) api.DeploymentShape { return rest.ShapeFor(r, s.DeploymentShape) })
 }
 
 func (a shapesAPI) create(r *http.Request) response.Response {
@@ -62,7 +63,7 @@ func (a shapesAPI) create(r *http.Request) response.Response {
 	}
 
 	var req api.DeploymentShapesPost
-	err = decodeBody(r, &req)
+	err = rest.DecodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -72,12 +73,12 @@ func (a shapesAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	deploymentID, err := createShape(r.Context(), a.db, ref, req, rollout.RevisionArgs{Cause: rollout.CauseAPI, By: requestorFromContext(r.Context()), Notes: notes})
+	deploymentID, err := createShape(r.Context(), a.db, ref, req, rollout.RevisionArgs{Cause: rollout.CauseAPI, By: rest.RequestorFromContext(r.Context()), Notes: notes})
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	a.reporter.ShapeCreated(r.Context(), requestorFromContext(r.Context()), ref, deploymentID, req.Name, req.DeploymentShapePut)
+	a.reporter.ShapeCreated(r.Context(), rest.RequestorFromContext(r.Context()), ref, deploymentID, req.Name, req.DeploymentShapePut)
 	return response.SyncResponseLocation(nil, api.DeploymentShapeURL(ref.Project, ref.Name, req.Name))
 }
 
@@ -86,7 +87,7 @@ func (a shapesAPI) create(r *http.Request) response.Response {
 func createShape(ctx context.Context, cluster *db.Cluster, ref refs.DeploymentRef, req api.DeploymentShapesPost, args rollout.RevisionArgs) (int64, error) {
 	err := validate.Name("shape", req.Name)
 	if err != nil {
-		return 0, badRequest(err)
+		return 0, rest.BadRequest(err)
 	}
 
 	if req.Config == nil {
@@ -95,7 +96,7 @@ func createShape(ctx context.Context, cluster *db.Cluster, ref refs.DeploymentRe
 
 	err = validate.Shape(req.DeploymentShapePut)
 	if err != nil {
-		return 0, badRequest(err)
+		return 0, rest.BadRequest(err)
 	}
 
 	var id int64
@@ -145,7 +146,7 @@ func (a shapesAPI) get(r *http.Request) response.Response {
 	}
 
 	shape.PlacementStatus = placementStatus(r.Context(), a.db, a.lxd.Cluster(), shape)
-	shown := shapeFor(r, shape.DeploymentShape)
+	shown := rest.ShapeFor(r, shape.DeploymentShape)
 	return response.SyncResponseETag(shown, shown.DeploymentShapePut)
 }
 
@@ -165,7 +166,7 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	body, err := readBody(r)
+	body, err := rest.ReadBody(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -178,7 +179,7 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 	var deploymentID int64
 	var before, after api.DeploymentShape
 	var revised rollout.Revised
-	args := rollout.RevisionArgs{Cause: rollout.CauseAPI, By: requestorFromContext(r.Context()), Notes: notes}
+	args := rollout.RevisionArgs{Cause: rollout.CauseAPI, By: rest.RequestorFromContext(r.Context()), Notes: notes}
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
 		deploymentID, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
 		if err != nil {
@@ -197,13 +198,13 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 
 		var put api.DeploymentShapePut
 		if patch {
-			put, err = patchBase(current.Writable())
+			put, err = rest.PatchBase(current.Writable())
 			if err != nil {
 				return err
 			}
 		}
 
-		err = unmarshalBody(body, &put)
+		err = rest.UnmarshalBody(body, &put)
 		if err != nil {
 			return err
 		}
@@ -214,7 +215,7 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 
 		err = validate.Shape(put)
 		if err != nil {
-			return badRequest(err)
+			return rest.BadRequest(err)
 		}
 
 		before = current.DeploymentShape
@@ -245,14 +246,14 @@ func (a shapesAPI) rename(r *http.Request) response.Response {
 	}
 
 	var req api.DeploymentShapePost
-	err = decodeBody(r, &req)
+	err = rest.DecodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	err = validate.Name("shape", req.Name)
 	if err != nil {
-		return response.SmartError(badRequest(err))
+		return response.SmartError(rest.BadRequest(err))
 	}
 
 	var deploymentID int64
@@ -274,7 +275,7 @@ func (a shapesAPI) rename(r *http.Request) response.Response {
 	}
 
 	url := api.DeploymentShapeURL(ref.Project, ref.Name, req.Name)
-	a.reporter.Send(requestorFromContext(r.Context()), deploymentID, reporter.ShapeRenamed.Event(refs.ShapeRef{DeploymentRef: ref.DeploymentRef, Shape: req.Name}, nil))
+	a.reporter.Send(rest.RequestorFromContext(r.Context()), deploymentID, reporter.ShapeRenamed.Event(refs.ShapeRef{DeploymentRef: ref.DeploymentRef, Shape: req.Name}, nil))
 	return response.SyncResponseLocation(nil, url)
 }
 
@@ -294,7 +295,7 @@ func (a shapesAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = a.fleet.DeleteWithInstances(r.Context(), requestorFromContext(r.Context()), fmt.Sprintf("shape %q", ref.Shape), forceParam(r),
+	err = a.fleet.DeleteWithInstances(r.Context(), rest.RequestorFromContext(r.Context()), fmt.Sprintf("shape %q", ref.Shape), rest.ForceParam(r),
 		func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error) {
 			return db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: shape.ID})
 		},
@@ -303,6 +304,6 @@ func (a shapesAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	a.reporter.ShapeDeleted(requestorFromContext(r.Context()), ref.DeploymentRef, deploymentID, ref.Shape)
+	a.reporter.ShapeDeleted(rest.RequestorFromContext(r.Context()), ref.DeploymentRef, deploymentID, ref.Shape)
 	return response.EmptySyncResponse()
 }

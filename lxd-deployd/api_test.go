@@ -16,6 +16,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/datadir"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -55,7 +56,7 @@ func newTestAPI(t *testing.T) *testAPI {
 
 	a.daemon = d
 	handlers := d.apis()
-	a.router = observe(newRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false), logger, handlers.metrics.metrics)
+	a.router = rest.Observe(rest.NewRouter(endpoints(handlers), func(r *http.Request) (*auth.Caller, error) { return a.caller, nil }, logger, false), logger, handlers.metrics.metrics)
 	return a
 }
 
@@ -293,7 +294,7 @@ func TestRouterRefusesActionWithoutAccessCheck(t *testing.T) {
 		}
 	}()
 
-	newRouter([]endpoint{{path: "/x", get: action{handler: nil}, post: action{handler: func(r *http.Request) response.Response { return nil }}}}, nil, slog.Default(), false)
+	rest.NewRouter([]rest.Endpoint{{Path: "/x", Get: rest.Action{Handler: nil}, Post: rest.Action{Handler: func(r *http.Request) response.Response { return nil }}}}, nil, slog.Default(), false)
 }
 
 func TestInstancesWithoutLXD(t *testing.T) {

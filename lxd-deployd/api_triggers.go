@@ -12,6 +12,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
@@ -25,12 +26,12 @@ import (
 // triggersBody reads the optional {"notes": ...} body.
 func triggersBody(r *http.Request) (api.DeploymentTriggersPost, error) {
 	req := api.DeploymentTriggersPost{}
-	err := decodeOptionalBody(r, &req)
+	err := rest.DecodeOptionalBody(r, &req)
 	if err != nil {
 		return req, err
 	}
 
-	return req, badRequest(validate.Notes(req.Notes))
+	return req, rest.BadRequest(validate.Notes(req.Notes))
 }
 
 // deploymentTriggers serves POST /1.0/deployments/{deployment}/triggers/{action}.
@@ -46,7 +47,7 @@ func (a revisionsAPI) deploymentTriggers(r *http.Request) response.Response {
 	}
 
 	action := mux.Vars(r)["action"]
-	by := requestorFromContext(r.Context())
+	by := rest.RequestorFromContext(r.Context())
 	var deploymentID int64
 	var revised map[string]rollout.Revised
 	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
@@ -94,7 +95,7 @@ func (a revisionsAPI) shapeTriggersResume(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	by := requestorFromContext(r.Context())
+	by := rest.RequestorFromContext(r.Context())
 	var deploymentID int64
 	var out rollout.Revised
 	err = refs.InShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, id int64, shape *db.Shape) (err error) {

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
-	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
 // The daemon's wiring of package cluster: its identity, registration and heartbeat,
@@ -23,21 +21,10 @@ const (
 	leaseInstances = "instances" // health checks, autohealing, hook deadlines, warm pools
 )
 
-// prepareCluster checks the cluster flags and, on a first start with a join token, joins:
-// the token then names the member and the database addresses to join.
+// prepareCluster checks the cluster flags and, on a first start with a join token, joins
+// (cluster.Prepare).
 func prepareCluster(ctx context.Context, cfg *config) error {
-	if cfg.joinTokenExpiry <= 0 {
-		return fmt.Errorf("--cluster-join-token-expiry must be positive, got %s", cfg.joinTokenExpiry)
-	}
-
-	if cfg.clusterName != "" {
-		err := validate.Name("cluster member", cfg.clusterName)
-		if err != nil {
-			return fmt.Errorf("--cluster-name: %w", err)
-		}
-	}
-
-	joined, err := cluster.JoinWithToken(ctx, cluster.JoinRequest{DataDir: cfg.dataDir, Token: cfg.clusterJoinToken, ClusterAddress: cfg.clusterAddress, Name: cfg.clusterName})
+	joined, err := cluster.Prepare(ctx, cluster.JoinRequest{DataDir: cfg.dataDir, Token: cfg.clusterJoinToken, ClusterAddress: cfg.clusterAddress, Name: cfg.clusterName}, cfg.joinTokenExpiry)
 	if err != nil || joined == nil {
 		return err
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/scheduler"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/task"
@@ -119,7 +120,7 @@ type daemon struct {
 	metrics   *metrics.Metrics
 	leases    *lease.Manager
 	scheduler *scheduler.Scheduler // scheduled actions (schedule.go)
-	conns     *connLimits          // the HTTPS connection budgets (conn_limits.go)
+	conns     *rest.ConnLimits     // the HTTPS connection budgets (rest/conn_limits.go)
 	doors     *doorkeeper.Keeper   // keeps the door in step with the endpoints
 	usage     *usageCache          // LXD's usage of the instances, kept fresh in the background (instance_usage*.go)
 
@@ -266,7 +267,7 @@ func (d *daemon) start(ctx context.Context) error {
 
 	d.tasks.Start(context.Background())
 	handlers := append(endpoints(d.apis()), clusterEndpoints(d.clusterAPI())...)
-	router := newRouter(handlers, d.conns.authenticated(d.authenticate), d.logger, false)
+	router := rest.NewRouter(handlers, d.conns.Authenticated(d.authenticate), d.logger, false)
 
 	unixListener, err := listen.Unix(filepath.Join(d.config.dataDir, "unix.socket"))
 	if err != nil {
@@ -293,7 +294,7 @@ func (d *daemon) start(ctx context.Context) error {
 
 // startGovernorTransports serves the governor API to governors inside instances: the
 // per-container sockets (restored for existing instances) and vsock.
-func (d *daemon) startGovernorTransports(ctx context.Context, handlers []endpoint) error {
+func (d *daemon) startGovernorTransports(ctx context.Context, handlers []rest.Endpoint) error {
 	err := restoreGovernorSockets(ctx, d.db, d.governors)
 	if err != nil {
 		return err
@@ -309,7 +310,7 @@ func (d *daemon) startGovernorTransports(ctx context.Context, handlers []endpoin
 		}
 	}
 
-	d.serve(d.governors, newRouter(handlers, d.authenticate, d.logger, true), auth.ProtocolGovernor)
+	d.serve(d.governors, rest.NewRouter(handlers, d.authenticate, d.logger, true), auth.ProtocolGovernor)
 	return nil
 }
 
@@ -350,9 +351,9 @@ func (d *daemon) apis() apis {
 
 // serve runs an HTTP server on the listener, tagging every request with its protocol.
 func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol string) {
-	listener = envelopeListener{listener}
+	listener = rest.EnvelopeListener(listener)
 	server := &http.Server{
-		Handler:           withTLSState(observe(handler, d.logger, d.metrics)),
+		Handler:           rest.WithTLSState(rest.Observe(handler, d.logger, d.metrics)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(d.logger.Handler(), slog.LevelDebug),
@@ -360,10 +361,10 @@ func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol str
 			return context.WithValue(context.Background(), listenerKey{}, protocol)
 		},
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			c = unwrapConn(c)
+			c = rest.UnwrapConn(c)
 			tc, ok := c.(*tls.Conn)
 			if ok {
-				return context.WithValue(ctx, tlsConnKey{}, tc)
+				return context.WithValue(ctx, rest.TLSConnKey{}, tc)
 			}
 
 			conn, ok := c.(*governor.Conn)
@@ -372,7 +373,7 @@ func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol str
 			}
 
 			if protocol == auth.ProtocolUnix {
-				return context.WithValue(ctx, unixPeerKey{}, unixPeerName(c))
+				return context.WithValue(ctx, unixPeerKey{}, rest.UnixPeerName(c))
 			}
 
 			return ctx
@@ -380,11 +381,11 @@ func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol str
 	}
 
 	if protocol == auth.ProtocolTLS {
-		d.conns.checkFileLimit()
-		server.ConnState = d.conns.connState
+		d.conns.CheckFileLimit()
+		server.ConnState = d.conns.ConnState
 		connContext := server.ConnContext
 		server.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-			return connContext(d.conns.withConn(ctx, c), c)
+			return connContext(d.conns.WithConn(ctx, c), c)
 		}
 	}
 

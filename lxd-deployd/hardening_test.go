@@ -12,6 +12,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 )
 
 func TestTrailingDataAfterTheBodyIsRefused(t *testing.T) {
@@ -40,10 +41,10 @@ func TestMalformedQueryEscapesAnswerInTheEnvelope(t *testing.T) {
 func TestHandlerPanicIsLoggedCountedAndAnswered(t *testing.T) {
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
-	eps := []endpoint{{path: "/boom", get: action{public: true, handler: func(r *http.Request) response.Response { panic("kaboom") }}}}
-	router := newRouter(eps, func(r *http.Request) (*auth.Caller, error) { return &auth.Caller{}, nil }, logger, false)
+	eps := []rest.Endpoint{{Path: "/boom", Get: rest.Action{Public: true, Handler: func(r *http.Request) response.Response { panic("kaboom") }}}}
+	router := rest.NewRouter(eps, func(r *http.Request) (*auth.Caller, error) { return &auth.Caller{}, nil }, logger, false)
 
-	before := handlerPanics.Load()
+	before := rest.HandlerPanics()
 	rec := httptest.NewRecorder()
 	router.ServeHTTP(rec, httptest.NewRequest("GET", "/boom", nil))
 	if rec.Code != http.StatusInternalServerError {
@@ -63,7 +64,7 @@ func TestHandlerPanicIsLoggedCountedAndAnswered(t *testing.T) {
 		t.Fatalf("panic not logged at error level with its request id %s:\n%s", id, line)
 	}
 
-	if handlerPanics.Load() != before+1 {
+	if rest.HandlerPanics() != before+1 {
 		t.Fatalf("panic not counted")
 	}
 

@@ -8,37 +8,19 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 )
 
-// listResponse answers a collection GET the LXD way: the objects' URLs without recursion,
-// the objects themselves with recursion=1.
-func listResponse[R any, T any](level int, rows []R, url func(R) string, object func(R) T) response.Response {
-	if level == 0 {
-		urls := make([]string, 0, len(rows))
-		for _, row := range rows {
-			urls = append(urls, url(row))
-		}
-
-		return response.SyncResponse(urls)
-	}
-
-	objects := make([]T, 0, len(rows))
-	for _, row := range rows {
-		objects = append(objects, object(row))
-	}
-
-	return response.SyncResponse(objects)
-}
-
 // shapeListResponse answers a collection GET below a shape (its revisions, its rollouts):
-// read lists the rows in the transaction that reads the shape, then listResponse shows them.
+// read lists the rows in the transaction that reads the shape, then rest.ListResponse
+// shows them.
 func shapeListResponse[R any, T any](r *http.Request, cluster *db.Cluster, read func(ctx context.Context, tx *sql.Tx, shape *db.Shape) ([]R, error), url func(ref refs.ShapeRef, row R) string, object func(R) T) response.Response {
 	ref, err := shapeFromRequest(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	level, err := recursion(r)
+	level, err := rest.Recursion(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -52,5 +34,5 @@ func shapeListResponse[R any, T any](r *http.Request, cluster *db.Cluster, read 
 		return response.SmartError(err)
 	}
 
-	return listResponse(level, rows, func(row R) string { return url(ref, row) }, object)
+	return rest.ListResponse(level, rows, func(row R) string { return url(ref, row) }, object)
 }

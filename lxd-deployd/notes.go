@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
@@ -10,5 +11,5 @@ import (
 // validate.MaxNotesLength (notes are copied into revisions, rollouts and activity).
 func notesParam(r *http.Request) (string, error) {
 	notes := r.URL.Query().Get("notes")
-	return notes, badRequest(validate.Notes(notes))
+	return notes, rest.BadRequest(validate.Notes(notes))
 }

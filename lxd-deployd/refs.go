@@ -4,19 +4,20 @@ import (
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 )
 
 // The objects a request is about, read from its path (names unescaped and validated by
-// pathName) and ?project=. Handlers, operations and background work pass these refs around
+// rest.PathName) and ?project=. Handlers, operations and background work pass these refs around
 // instead of the *http.Request.
 
 func deploymentFromRequest(r *http.Request) (refs.DeploymentRef, error) {
-	project, err := projectParam(r)
+	project, err := rest.ProjectParam(r)
 	if err != nil {
 		return refs.DeploymentRef{}, err
 	}
 
-	name, err := pathName(r, "deployment", "deployment")
+	name, err := rest.PathName(r, "deployment", "deployment")
 	if err != nil {
 		return refs.DeploymentRef{}, err
 	}
@@ -30,7 +31,7 @@ func shapeFromRequest(r *http.Request) (refs.ShapeRef, error) {
 		return refs.ShapeRef{}, err
 	}
 
-	name, err := pathName(r, "shape", "shape")
+	name, err := rest.PathName(r, "shape", "shape")
 	if err != nil {
 		return refs.ShapeRef{}, err
 	}
@@ -44,7 +45,7 @@ func instanceFromRequest(r *http.Request) (refs.InstanceRef, error) {
 		return refs.InstanceRef{}, err
 	}
 
-	name, err := pathName(r, "instance", "instance")
+	name, err := rest.PathName(r, "instance", "instance")
 	if err != nil {
 		return refs.InstanceRef{}, err
 	}
@@ -59,7 +60,7 @@ func manifestFromRequest(r *http.Request) (refs.DeploymentRef, string, error) {
 		return refs.DeploymentRef{}, "", err
 	}
 
-	name, err := pathName(r, "manifest", "manifest")
+	name, err := rest.PathName(r, "manifest", "manifest")
 	if err != nil {
 		return refs.DeploymentRef{}, "", err
 	}

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 )
 
 // accessLabels name each access check as doc/security.md does.
@@ -27,12 +29,12 @@ var accessLabels = map[string]string{
 }
 
 // accessLabel names an action's access check.
-func accessLabel(a action) (string, error) {
-	if a.public {
+func accessLabel(a rest.Action) (string, error) {
+	if a.Public {
 		return "public", nil
 	}
 
-	name := runtime.FuncForPC(reflect.ValueOf(a.access).Pointer()).Name()
+	name := runtime.FuncForPC(reflect.ValueOf(a.Access).Pointer()).Name()
 	name = strings.TrimSuffix(name[strings.LastIndex(name, ".")+1:], "-fm")
 	label, ok := accessLabels[name]
 	if !ok {
@@ -49,8 +51,8 @@ func routeTable(t *testing.T) []string {
 	var rows []string
 	for _, e := range all {
 		for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-			a := e.actions()[method]
-			if a.handler == nil {
+			a := e.Actions()[method]
+			if a.Handler == nil {
 				continue
 			}
 
@@ -60,12 +62,12 @@ func routeTable(t *testing.T) []string {
 			}
 
 			inInstance := "no"
-			if a.governor {
+			if a.Governor {
 				inInstance = "yes"
 			}
 
 			// A | inside a table cell is escaped in Markdown.
-			path := strings.ReplaceAll(e.path, "|", `\|`)
+			path := strings.ReplaceAll(e.Path, "|", `\|`)
 			rows = append(rows, fmt.Sprintf("| %s | `%s` | %s | %s |", method, path, label, inInstance))
 		}
 	}

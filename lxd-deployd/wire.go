@@ -19,6 +19,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/scheduler"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
@@ -46,7 +47,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 	// The event server logs through the plain logger: a dropped-event warning must not
 	// loop back into the events (logging.go). Everything else logs through both.
 	eventServer := events.NewServer(logger, o.member)
-	logger = withLoggingEvents(logger, eventServer)
+	logger = rest.WithLoggingEvents(logger, eventServer)
 	lxd := backend.NewLXD(o.config.lxdSocket, logger)
 	ops := operations.NewManager(logger, eventServer, o.member, cluster.NewOperationRecorder(o.db.Writes(), o.member))
 	// Every member keeps its own front door (doc/traffic.md); endpoint changes go out as
@@ -74,7 +75,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 	stopping := make(chan struct{})
 	inflight := fleet.NewInflight()
 	f := fleet.New(fleet.Config{DB: o.db, LXD: lxd, Ops: ops, Inflight: inflight, Sockets: o.governors, Reporter: l, Metrics: m, Logger: logger,
-		RequestLogger: requestLoggerIfAny, Stopping: stopping, Owner: owner, OfflineAfter: cluster.OfflineAfter, PoolWake: wake.pools, Drains: doors})
+		RequestLogger: rest.RequestLoggerIfAny, Stopping: stopping, Owner: owner, OfflineAfter: cluster.OfflineAfter, PoolWake: wake.pools, Drains: doors})
 
 	d = &daemon{
 		opened:    o,
@@ -92,7 +93,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		metrics:   m,
 		leases:    lease.NewManager(o.db, o.member, lease.DefaultTTL, logger),
 		scheduler: scheduler.New(o.db, l, clock, logger),
-		conns:     newConnLimitsWith(defaultConnBudgets, logger),
+		conns:     rest.NewConnLimits(rest.DefaultConnBudgets, logger),
 		doors:     doors,
 		usage:     newUsageCache(usageFetched(m)),
 		stopping:  stopping,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
 // JoinRequest is what a daemon started with --cluster-join-token joins with.
@@ -32,6 +33,24 @@ type JoinRequest struct {
 type Joined struct {
 	Name              string
 	DatabaseAddresses []string
+}
+
+// Prepare checks the cluster flags (the join token expiry, and the member's name when
+// given) and, on a first start with a join token, joins (JoinWithToken): the token then
+// names the member and the database addresses to join.
+func Prepare(ctx context.Context, req JoinRequest, tokenExpiry time.Duration) (*Joined, error) {
+	if tokenExpiry <= 0 {
+		return nil, fmt.Errorf("--cluster-join-token-expiry must be positive, got %s", tokenExpiry)
+	}
+
+	if req.Name != "" {
+		err := validate.Name("cluster member", req.Name)
+		if err != nil {
+			return nil, fmt.Errorf("--cluster-name: %w", err)
+		}
+	}
+
+	return JoinWithToken(ctx, req)
 }
 
 // JoinWithToken prepares the first start of a member given --cluster-join-token: it asks

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
@@ -82,5 +84,25 @@ func TestRegister(t *testing.T) {
 
 	if member.Name != "m1" || member.Address != "10.0.0.1:8443" || member.CertificateFingerprint != auth.Fingerprint(memberCert) || member.ClusterFingerprint != clusterFingerprint {
 		t.Fatalf("recorded member: %+v", member)
+	}
+}
+
+// TestPrepare: the cluster flags are checked before anything joins; without a token there
+// is nothing to join.
+func TestPrepare(t *testing.T) {
+	ctx := context.Background()
+	_, err := Prepare(ctx, JoinRequest{DataDir: t.TempDir()}, 0)
+	if err == nil || !strings.Contains(err.Error(), "--cluster-join-token-expiry must be positive, got 0s") {
+		t.Errorf("a zero expiry: %v", err)
+	}
+
+	_, err = Prepare(ctx, JoinRequest{DataDir: t.TempDir(), Name: "bad name"}, time.Hour)
+	if err == nil || !strings.HasPrefix(err.Error(), "--cluster-name: ") {
+		t.Errorf("a bad name: %v", err)
+	}
+
+	joined, err := Prepare(ctx, JoinRequest{DataDir: t.TempDir(), Name: "m1"}, time.Hour)
+	if err != nil || joined != nil {
+		t.Errorf("no token: %v %v", joined, err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package rest
 
 import (
 	"context"
@@ -9,16 +9,17 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
-// requestorFromContext captures who is asking, from the authenticated caller. Background
+// RequestorFromContext captures who is asking, from the authenticated caller. Background
 // work takes this value when it starts rather than holding on to the request.
-func requestorFromContext(ctx context.Context) api.DeploymentRequestor {
+func RequestorFromContext(ctx context.Context) api.DeploymentRequestor {
 	caller := auth.CallerFromContext(ctx)
 	if caller == nil {
-		return fleet.InternalRequestor("unknown")
+		// As fleet.InternalRequestor("unknown"), without making the HTTP plumbing import
+		// the fleet engine.
+		return api.DeploymentRequestor{Protocol: api.RequestorInternal, Name: "unknown"}
 	}
 
 	by := api.DeploymentRequestor{Protocol: caller.Protocol, Name: caller.Name, Fingerprint: caller.Fingerprint}
@@ -29,9 +30,9 @@ func requestorFromContext(ctx context.Context) api.DeploymentRequestor {
 	return by
 }
 
-// unixPeerName names the local user at the other end of a unix socket connection (its
+// UnixPeerName names the local user at the other end of a unix socket connection (its
 // SO_PEERCRED uid), so that changes made through the admin socket say who made them.
-func unixPeerName(conn net.Conn) string {
+func UnixPeerName(conn net.Conn) string {
 	unixConn, ok := conn.(*net.UnixConn)
 	if !ok {
 		return ""

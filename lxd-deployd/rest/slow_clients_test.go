@@ -1,4 +1,4 @@
-package main
+package rest
 
 import (
 	"bufio"
@@ -23,7 +23,7 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 	results := make(chan string, 2)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		limitBodyRead(w, r)
-		_, err := readBody(r)
+		_, err := ReadBody(r)
 		if err != nil {
 			results <- "read error: " + err.Error()
 			return
@@ -73,7 +73,7 @@ func TestUnauthenticatedConnectionsCapped(t *testing.T) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok")
 	}))
-	srv.Config.ConnState = limits.connState
+	srv.Config.ConnState = limits.ConnState
 	srv.StartTLS()
 	defer srv.Close()
 
@@ -130,7 +130,7 @@ func TestServerOwnErrorsInTheEnvelope(t *testing.T) {
 		w.Header().Set("Connection", "close")
 		_, _ = io.WriteString(w, "handler text")
 	}))
-	srv.Listener = envelopeListener{srv.Listener}
+	srv.Listener = EnvelopeListener(srv.Listener)
 	srv.Start()
 	defer srv.Close()
 

@@ -1,4 +1,4 @@
-package main
+package rest
 
 import (
 	"fmt"
@@ -13,67 +13,69 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 )
 
-// handlerFunc answers a request; it never writes to the ResponseWriter itself.
-type handlerFunc func(r *http.Request) response.Response
+// HandlerFunc answers a request; it never writes to the ResponseWriter itself.
+type HandlerFunc func(r *http.Request) response.Response
 
-// accessCheck decides whether the request's caller may run an action. It returns nil to
+// AccessCheck decides whether the request's caller may run an action. It returns nil to
 // allow, or a StatusError (403, 404) that is sent as is.
-type accessCheck func(r *http.Request) error
+type AccessCheck func(r *http.Request) error
 
-// action is one method of an endpoint.
-type action struct {
-	handler handlerFunc
+// Action is one method of an endpoint.
+type Action struct {
+	// Handler answers the request.
+	Handler HandlerFunc
 
-	// access must be set unless public is: registration refuses an action without either,
+	// Access must be set unless Public is: registration refuses an action without either,
 	// so nobody forgets authorization.
-	access accessCheck
-	public bool
+	Access AccessCheck
+	Public bool
 
-	// governor marks the actions also served on the in-instance governor transports.
-	governor bool
+	// Governor marks the actions also served on the in-instance governor transports.
+	Governor bool
 }
 
-// endpoint is one path of the API and what each method does there.
-type endpoint struct {
-	path   string
-	get    action
-	post   action
-	put    action
-	patch  action
-	delete action
+// Endpoint is one path of the API and what each method does there.
+type Endpoint struct {
+	Path   string
+	Get    Action
+	Post   Action
+	Put    Action
+	Patch  Action
+	Delete Action
 }
 
-func (e endpoint) actions() map[string]action {
-	return map[string]action{
-		http.MethodGet:    e.get,
-		http.MethodPost:   e.post,
-		http.MethodPut:    e.put,
-		http.MethodPatch:  e.patch,
-		http.MethodDelete: e.delete,
+// Actions returns the endpoint's actions by method (one without a handler is not served).
+func (e Endpoint) Actions() map[string]Action {
+	return map[string]Action{
+		http.MethodGet:    e.Get,
+		http.MethodPost:   e.Post,
+		http.MethodPut:    e.Put,
+		http.MethodPatch:  e.Patch,
+		http.MethodDelete: e.Delete,
 	}
 }
 
-// authenticator turns a request into a Caller.
-type authenticator func(r *http.Request) (*auth.Caller, error)
+// Authenticator turns a request into a Caller.
+type Authenticator func(r *http.Request) (*auth.Caller, error)
 
-// newRouter registers every endpoint behind the authenticator. It panics on an action with
+// NewRouter registers every endpoint behind the authenticator. It panics on an action with
 // no access check that is not marked public: a programming error caught at start. With
 // governorOnly, only the actions marked for the governor transports are served.
-func newRouter(endpoints []endpoint, authenticate authenticator, logger *slog.Logger, governorOnly bool) *mux.Router {
+func NewRouter(endpoints []Endpoint, authenticate Authenticator, logger *slog.Logger, governorOnly bool) *mux.Router {
 	router := mux.NewRouter()
 	router.StrictSlash(false)
 	router.SkipClean(true)
 	router.UseEncodedPath()
 
 	for _, e := range endpoints {
-		methods := map[string]action{}
-		for method, a := range e.actions() {
-			if a.handler == nil || (governorOnly && !a.governor) {
+		methods := map[string]Action{}
+		for method, a := range e.Actions() {
+			if a.Handler == nil || (governorOnly && !a.Governor) {
 				continue
 			}
 
-			if a.access == nil && !a.public {
-				panic(fmt.Sprintf("%s %s has no access check and is not public", method, e.path))
+			if a.Access == nil && !a.Public {
+				panic(fmt.Sprintf("%s %s has no access check and is not public", method, e.Path))
 			}
 
 			methods[method] = a
@@ -83,7 +85,7 @@ func newRouter(endpoints []endpoint, authenticate authenticator, logger *slog.Lo
 			continue
 		}
 
-		path := e.path
+		path := e.Path
 		router.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			serve(w, r, path, methods, authenticate, logger)
 		})
@@ -98,7 +100,7 @@ func newRouter(endpoints []endpoint, authenticate authenticator, logger *slog.Lo
 
 // serve runs one request through authentication, the access check and the handler, and
 // logs it in one line.
-func serve(w http.ResponseWriter, r *http.Request, path string, methods map[string]action, authenticate authenticator, logger *slog.Logger) {
+func serve(w http.ResponseWriter, r *http.Request, path string, methods map[string]Action, authenticate Authenticator, logger *slog.Logger) {
 	start := time.Now()
 	defer recoverHandler(w, r, logger)
 	limitBodyRead(w, r)
@@ -123,14 +125,14 @@ func serve(w http.ResponseWriter, r *http.Request, path string, methods map[stri
 
 		r = r.WithContext(auth.WithCaller(r.Context(), caller))
 		requestStarted(r, path, caller)
-		if !a.public {
-			err = a.access(r)
+		if !a.Public {
+			err = a.Access(r)
 			if err != nil {
 				return response.SmartError(err)
 			}
 		}
 
-		return a.handler(r)
+		return a.Handler(r)
 	}()
 
 	err := resp.Render(w)
@@ -138,7 +140,7 @@ func serve(w http.ResponseWriter, r *http.Request, path string, methods map[stri
 		requestLogger(r.Context()).Debug("write response", "err", err)
 	}
 
-	// observe logs the request with its id; this line is for routers used without it.
+	// Observe logs the request with its id; this line is for routers used without it.
 	_, observed := r.Context().Value(requestInfoKey{}).(*requestInfo)
 	if !observed {
 		logger.Debug("request", "method", r.Method, "url", r.URL.RequestURI(), "caller", auth.CallerFromContext(r.Context()).String(), "duration", time.Since(start))

@@ -1,4 +1,4 @@
-package main
+package rest
 
 import (
 	"fmt"
@@ -14,6 +14,11 @@ import (
 // (environment.handler_panics). One counter for the process: a panic anywhere is a bug
 // worth seeing, whichever listener served it.
 var handlerPanics atomic.Uint64
+
+// HandlerPanics returns how many handler panics were recovered since the daemon started.
+func HandlerPanics() uint64 {
+	return handlerPanics.Load()
+}
 
 // recoverHandler turns a handler panic into a logged, counted 500 in the LXD envelope. Go's
 // server would recover it too, but log it only to the server's error log (at debug level)

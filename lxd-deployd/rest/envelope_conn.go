@@ -1,4 +1,4 @@
-package main
+package rest
 
 import (
 	"bytes"
@@ -19,12 +19,18 @@ import (
 // envelope, so the connections are wrapped and those writes rewritten.
 //
 // The wrapping hides the *tls.Conn from the server, which would otherwise set r.TLS: the
-// TLS connection is kept in the connection's context instead, and withTLSState restores
+// TLS connection is kept in the connection's context instead, and WithTLSState restores
 // r.TLS from it. The TLS handshake then runs on the first read, under the server's header
 // read deadline.
 
 // serverErrorHeaders is what Go's server writes after the status line of its own errors.
 var serverErrorHeaders = []byte("\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n")
+
+// EnvelopeListener wraps the listener's connections so that the server's own plain-text
+// error answers go out in the envelope.
+func EnvelopeListener(l net.Listener) net.Listener {
+	return envelopeListener{l}
+}
 
 // envelopeListener wraps accepted connections in envelopeConn.
 type envelopeListener struct{ net.Listener }
@@ -92,10 +98,12 @@ func envelopeServerError(p []byte) ([]byte, bool) {
 	return out.Bytes(), true
 }
 
-type tlsConnKey struct{}
+// TLSConnKey is the context key under which a server's ConnContext keeps a request's
+// *tls.Conn, for WithTLSState.
+type TLSConnKey struct{}
 
-// unwrapConn returns the connection inside an envelopeConn.
-func unwrapConn(c net.Conn) net.Conn {
+// UnwrapConn returns the connection inside an envelopeConn.
+func UnwrapConn(c net.Conn) net.Conn {
 	ec, ok := c.(*envelopeConn)
 	if ok {
 		return ec.Conn
@@ -104,12 +112,12 @@ func unwrapConn(c net.Conn) net.Conn {
 	return c
 }
 
-// withTLSState sets r.TLS from the TLS connection kept in the context, for the handlers
+// WithTLSState sets r.TLS from the TLS connection kept in the context, for the handlers
 // and the authentication that read it.
-func withTLSState(next http.Handler) http.Handler {
+func WithTLSState(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.TLS == nil {
-			tc, ok := r.Context().Value(tlsConnKey{}).(*tls.Conn)
+			tc, ok := r.Context().Value(TLSConnKey{}).(*tls.Conn)
 			if ok {
 				state := tc.ConnectionState()
 				r.TLS = &state

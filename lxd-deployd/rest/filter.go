@@ -1,4 +1,4 @@
-package main
+package rest
 
 import (
 	"net/http"
@@ -29,8 +29,8 @@ type deploymentFilterView struct {
 // deploymentFilterFields lists what deploymentFilterView offers, for the error that names them.
 const deploymentFilterFields = "name, project, description, governor_webhook_url, config.<key>"
 
-// parseFilter reads ?filter= (nil when absent); a malformed one is a 400 that shows the form.
-func parseFilter(r *http.Request) (*filter.ClauseSet, error) {
+// ParseFilter reads ?filter= (nil when absent); a malformed one is a 400 that shows the form.
+func ParseFilter(r *http.Request) (*filter.ClauseSet, error) {
 	expr := r.URL.Query().Get("filter")
 	if expr == "" {
 		return nil, nil
@@ -44,10 +44,10 @@ func parseFilter(r *http.Request) (*filter.ClauseSet, error) {
 	return clauses, nil
 }
 
-// filterDeployments keeps the deployments the clauses match (all of them when clauses is
+// FilterDeployments keeps the deployments the clauses match (all of them when clauses is
 // nil). It is given what the caller may see, so that a filter cannot probe a value
 // (a secret config value, a webhook URL's credentials) the caller is not shown.
-func filterDeployments(deployments []api.Deployment, clauses *filter.ClauseSet) ([]api.Deployment, error) {
+func FilterDeployments(deployments []api.Deployment, clauses *filter.ClauseSet) ([]api.Deployment, error) {
 	if clauses == nil {
 		return deployments, nil
 	}
@@ -78,10 +78,10 @@ func filterDeployments(deployments []api.Deployment, clauses *filter.ClauseSet) 
 	return kept, nil
 }
 
-// projectsParam is the project scope of a collection GET: one project (?project=, default
+// ProjectsParam is the project scope of a collection GET: one project (?project=, default
 // "default"), or every project with ?all-projects=true, which it returns as "" (the
 // db filters' "any"). Naming both is refused, as LXD refuses it.
-func projectsParam(r *http.Request) (string, error) {
+func ProjectsParam(r *http.Request) (string, error) {
 	value := r.URL.Query().Get("all-projects")
 	all := false
 	if value != "" {
@@ -93,7 +93,7 @@ func projectsParam(r *http.Request) (string, error) {
 	}
 
 	if !all {
-		return projectParam(r)
+		return ProjectParam(r)
 	}
 
 	if r.URL.Query().Get("project") != "" {

@@ -1,4 +1,4 @@
-package main
+package rest
 
 import (
 	"context"
@@ -20,8 +20,9 @@ import (
 // untrusted from its accept until a request on it authenticates as a trusted identity (a
 // trusted certificate, or a browser session's cookie): the decision is made after the
 // trust lookup, not on whether a certificate was shown, since anyone can make one. Trusted
-// connections have their own budget, so that untrusted ones can never use it up.
-type connBudgets struct {
+// connections have their own budget, so that untrusted ones can never use it up. The
+// daemon runs with DefaultConnBudgets; this package's tests set their own.
+type ConnBudgets struct {
 	// untrusted caps connections not (yet) from a trusted identity: they can only read GET
 	// /1.0, sign in with a link and redeem trust tokens, so a few suffice.
 	untrusted int
@@ -47,9 +48,9 @@ type connBudgets struct {
 	grace time.Duration
 }
 
-// defaultConnBudgets are the daemon's: 128 + 16 + 256 connections at most, so that HTTPS
+// DefaultConnBudgets are the daemon's: 128 + 16 + 256 connections at most, so that HTTPS
 // clients cannot take the file descriptors dqlite, LXD calls and the unix socket need.
-var defaultConnBudgets = connBudgets{
+var DefaultConnBudgets = ConnBudgets{
 	untrusted:     maxUnauthenticatedConns,
 	perSource:     16,
 	waiting:       16,
@@ -86,11 +87,11 @@ type trackedConn struct {
 	idle *time.Timer
 }
 
-// connLimits keeps the HTTPS connection budgets. It is the server's ConnState hook, and
+// ConnLimits keeps the HTTPS connection budgets. It is the server's ConnState hook, and
 // its authenticated wrapper tells it who each request turned out to be.
-type connLimits struct {
+type ConnLimits struct {
 	mu      sync.Mutex
-	budgets connBudgets
+	budgets ConnBudgets
 	conns   map[net.Conn]*trackedConn
 	counts  [3]int
 	sources map[netip.Prefix]int // untrusted connections by source
@@ -98,19 +99,21 @@ type connLimits struct {
 	warned  time.Time // the last warning of a full budget: at most one a minute
 }
 
-func newConnLimitsWith(budgets connBudgets, logger *slog.Logger) *connLimits {
+// NewConnLimits returns the limits for the budgets, warning through logger (the default
+// logger when nil).
+func NewConnLimits(budgets ConnBudgets, logger *slog.Logger) *ConnLimits {
 	if logger == nil {
 		logger = slog.Default()
 	}
 
-	return &connLimits{budgets: budgets, conns: map[net.Conn]*trackedConn{}, sources: map[netip.Prefix]int{}, logger: logger}
+	return &ConnLimits{budgets: budgets, conns: map[net.Conn]*trackedConn{}, sources: map[netip.Prefix]int{}, logger: logger}
 }
 
 // newConnLimits returns limits with the daemon's budgets but max untrusted connections.
-func newConnLimits(max int) *connLimits {
-	budgets := defaultConnBudgets
+func newConnLimits(max int) *ConnLimits {
+	budgets := DefaultConnBudgets
 	budgets.untrusted = max
-	return newConnLimitsWith(budgets, nil)
+	return NewConnLimits(budgets, nil)
 }
 
 // sourceOf groups a remote address: an IPv4 address alone, an IPv6 address by its /64
@@ -132,13 +135,14 @@ func sourceOf(c net.Conn) netip.Prefix {
 
 type connKey struct{}
 
-// withConn keeps the connection in its requests' context, for authenticated.
-func (l *connLimits) withConn(ctx context.Context, c net.Conn) context.Context {
+// WithConn keeps the connection in its requests' context, for Authenticated (the server's
+// ConnContext).
+func (l *ConnLimits) WithConn(ctx context.Context, c net.Conn) context.Context {
 	return context.WithValue(ctx, connKey{}, c)
 }
 
-// connState is the server's ConnState hook.
-func (l *connLimits) connState(c net.Conn, state http.ConnState) {
+// ConnState is the server's ConnState hook.
+func (l *ConnLimits) ConnState(c net.Conn, state http.ConnState) {
 	var victims []net.Conn
 	defer func() {
 		for _, v := range victims {
@@ -207,7 +211,7 @@ func (l *connLimits) connState(c net.Conn, state http.ConnState) {
 }
 
 // closeIdle closes an untrusted connection still idle since the given time.
-func (l *connLimits) closeIdle(c net.Conn, since time.Time) {
+func (l *ConnLimits) closeIdle(c net.Conn, since time.Time) {
 	l.mu.Lock()
 	tc, ok := l.conns[c]
 	if !ok || tc.state != http.StateIdle || !tc.since.Equal(since) || tc.class == classTrusted {
@@ -222,7 +226,7 @@ func (l *connLimits) closeIdle(c net.Conn, since time.Time) {
 
 // makeRoom says whether tc fits in the untrusted budget, closing (returning) the untrusted
 // connection that makes room for it when needed.
-func (l *connLimits) makeRoom(tc *trackedConn, now time.Time) ([]net.Conn, bool) {
+func (l *ConnLimits) makeRoom(tc *trackedConn, now time.Time) ([]net.Conn, bool) {
 	sameSource := l.sources[tc.source] >= l.budgets.perSource
 	if !sameSource && l.counts[classUntrusted] < l.budgets.untrusted {
 		return nil, true
@@ -244,7 +248,7 @@ func (l *connLimits) makeRoom(tc *trackedConn, now time.Time) ([]net.Conn, bool)
 // finished sending a request within the grace period, of tc's own source when sameSource,
 // else of the source holding the most; the oldest first. An untrusted request being
 // answered is never cut.
-func (l *connLimits) victim(tc *trackedConn, now time.Time, sameSource bool) *trackedConn {
+func (l *ConnLimits) victim(tc *trackedConn, now time.Time, sameSource bool) *trackedConn {
 	var best *trackedConn
 	for _, o := range l.conns {
 		if o == tc || o.class != classUntrusted || (sameSource && o.source != tc.source) {
@@ -266,7 +270,7 @@ func (l *connLimits) victim(tc *trackedConn, now time.Time, sameSource bool) *tr
 
 // trustedVictim chooses the idle trusted connection to close for a new trusted one: of the
 // identity holding the most, the oldest first.
-func (l *connLimits) trustedVictim(tc *trackedConn) *trackedConn {
+func (l *ConnLimits) trustedVictim(tc *trackedConn) *trackedConn {
 	perIdentity := map[string]int{}
 	for _, o := range l.conns {
 		if o.class == classTrusted {
@@ -289,7 +293,7 @@ func (l *connLimits) trustedVictim(tc *trackedConn) *trackedConn {
 }
 
 // add counts tc in its class (by is 1 or -1).
-func (l *connLimits) add(tc *trackedConn, by int) {
+func (l *ConnLimits) add(tc *trackedConn, by int) {
 	l.counts[tc.class] += by
 	if tc.class == classUntrusted {
 		l.sources[tc.source] += by
@@ -300,7 +304,7 @@ func (l *connLimits) add(tc *trackedConn, by int) {
 }
 
 // forget stops counting tc.
-func (l *connLimits) forget(tc *trackedConn) {
+func (l *ConnLimits) forget(tc *trackedConn) {
 	if l.conns[tc.conn] != tc {
 		return
 	}
@@ -315,7 +319,7 @@ func (l *connLimits) forget(tc *trackedConn) {
 
 // judge moves the request's connection into the budget of the caller it authenticated as,
 // and says whether it may be served.
-func (l *connLimits) judge(ctx context.Context, caller *auth.Caller) error {
+func (l *ConnLimits) judge(ctx context.Context, caller *auth.Caller) error {
 	c, _ := ctx.Value(connKey{}).(net.Conn)
 	if c == nil {
 		return nil // Not a connection these limits watch (the unix socket, tests).
@@ -390,9 +394,9 @@ func (l *connLimits) judge(ctx context.Context, caller *auth.Caller) error {
 	return lxdapi.StatusErrorf(http.StatusServiceUnavailable, "too many connections without a trusted identity (at most %d, %d from one address): retry later", l.budgets.untrusted, l.budgets.perSource)
 }
 
-// authenticated wraps the authenticator: each request's caller, once known, decides which
+// Authenticated wraps the authenticator: each request's caller, once known, decides which
 // budget its connection counts in.
-func (l *connLimits) authenticated(next authenticator) authenticator {
+func (l *ConnLimits) Authenticated(next Authenticator) Authenticator {
 	return func(r *http.Request) (*auth.Caller, error) {
 		caller, err := next(r)
 		if err != nil {
@@ -410,7 +414,7 @@ func (l *connLimits) authenticated(next authenticator) authenticator {
 
 // warnFull tells the operator, at most once a minute, that a budget is full and
 // connections are being closed or refused: a flood, or budgets too small for the clients.
-func (l *connLimits) warnFull(now time.Time, budget string, args ...any) {
+func (l *ConnLimits) warnFull(now time.Time, budget string, args ...any) {
 	if now.Sub(l.warned) < time.Minute {
 		return
 	}
@@ -420,7 +424,7 @@ func (l *connLimits) warnFull(now time.Time, budget string, args ...any) {
 }
 
 // count is how many untrusted connections are open (tests).
-func (l *connLimits) count() int {
+func (l *ConnLimits) count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.counts[classUntrusted]
@@ -428,14 +432,14 @@ func (l *connLimits) count() int {
 
 // presentsCertificate says whether the connection's client showed a certificate.
 func presentsCertificate(c net.Conn) bool {
-	tlsConn, ok := unwrapConn(c).(*tls.Conn)
+	tlsConn, ok := UnwrapConn(c).(*tls.Conn)
 	return ok && len(tlsConn.ConnectionState().PeerCertificates) > 0
 }
 
 // closeNow closes the connection's socket at once: a TLS close would first try to send
 // its closing alert, and could wait on a client that does not read.
 func closeNow(c net.Conn) {
-	tlsConn, ok := unwrapConn(c).(*tls.Conn)
+	tlsConn, ok := UnwrapConn(c).(*tls.Conn)
 	if ok {
 		_ = tlsConn.NetConn().Close()
 		return
@@ -444,9 +448,9 @@ func closeNow(c net.Conn) {
 	_ = c.Close()
 }
 
-// checkFileLimit warns when the daemon's file limit is below what the budgets may hold
+// CheckFileLimit warns when the daemon's file limit is below what the budgets may hold
 // plus what the daemon needs for itself.
-func (l *connLimits) checkFileLimit() {
+func (l *ConnLimits) CheckFileLimit() {
 	var limit syscall.Rlimit
 	err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &limit)
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package rest
 
 import (
 	"net/http"
@@ -19,9 +19,9 @@ func seesSecrets(r *http.Request) bool {
 	return auth.CallerFromContext(r.Context()).SeesSecrets()
 }
 
-// deploymentFor is a deployment as the caller may see it: webhook URLs often carry
+// DeploymentFor is a deployment as the caller may see it: webhook URLs often carry
 // credentials in their query, so only admins see them whole.
-func deploymentFor(r *http.Request, d api.Deployment) api.Deployment {
+func DeploymentFor(r *http.Request, d api.Deployment) api.Deployment {
 	if seesSecrets(r) {
 		return d
 	}
@@ -30,8 +30,8 @@ func deploymentFor(r *http.Request, d api.Deployment) api.Deployment {
 	return redact.Deployment(d)
 }
 
-// shapeFor is a shape as the caller may see it.
-func shapeFor(r *http.Request, s api.DeploymentShape) api.DeploymentShape {
+// ShapeFor is a shape as the caller may see it.
+func ShapeFor(r *http.Request, s api.DeploymentShape) api.DeploymentShape {
 	if seesSecrets(r) {
 		return s
 	}
@@ -39,8 +39,8 @@ func shapeFor(r *http.Request, s api.DeploymentShape) api.DeploymentShape {
 	return redact.Shape(s)
 }
 
-// revisionFor is a revision as the caller may see it.
-func revisionFor(r *http.Request, rev api.DeploymentShapeRevision) api.DeploymentShapeRevision {
+// RevisionFor is a revision as the caller may see it.
+func RevisionFor(r *http.Request, rev api.DeploymentShapeRevision) api.DeploymentShapeRevision {
 	if seesSecrets(r) {
 		return rev
 	}
@@ -48,8 +48,8 @@ func revisionFor(r *http.Request, rev api.DeploymentShapeRevision) api.Deploymen
 	return redact.Revision(rev)
 }
 
-// changesFor is a diff as the caller may see it.
-func changesFor(r *http.Request, changes []api.DeploymentFieldChange) []api.DeploymentFieldChange {
+// ChangesFor is a diff as the caller may see it.
+func ChangesFor(r *http.Request, changes []api.DeploymentFieldChange) []api.DeploymentFieldChange {
 	if seesSecrets(r) {
 		return changes
 	}
@@ -57,8 +57,8 @@ func changesFor(r *http.Request, changes []api.DeploymentFieldChange) []api.Depl
 	return redact.Changes(changes)
 }
 
-// rolloutFor is a rollout as the caller may see it: its notes and reason are free text.
-func rolloutFor(r *http.Request, ro api.DeploymentRollout) api.DeploymentRollout {
+// RolloutFor is a rollout as the caller may see it: its notes and reason are free text.
+func RolloutFor(r *http.Request, ro api.DeploymentRollout) api.DeploymentRollout {
 	if seesSecrets(r) {
 		return ro
 	}
@@ -69,8 +69,20 @@ func rolloutFor(r *http.Request, ro api.DeploymentRollout) api.DeploymentRollout
 	return ro
 }
 
-// activityFor is an activity log as the caller may see it.
-func activityFor(r *http.Request, entries []api.DeploymentActivity) []api.DeploymentActivity {
+// deployerFor is a deployer as a caller who is not an admin may see it: its output may
+// hold whatever the deployer printed, so only admins get it (as a health check's).
+func deployerFor(d *api.DeploymentRolloutDeployer) *api.DeploymentRolloutDeployer {
+	if d == nil {
+		return nil
+	}
+
+	shown := *d
+	shown.Output = ""
+	return &shown
+}
+
+// ActivityFor is an activity log as the caller may see it.
+func ActivityFor(r *http.Request, entries []api.DeploymentActivity) []api.DeploymentActivity {
 	if seesSecrets(r) {
 		return entries
 	}
@@ -78,9 +90,9 @@ func activityFor(r *http.Request, entries []api.DeploymentActivity) []api.Deploy
 	return redact.Activity(entries)
 }
 
-// instanceFor is an instance as the caller may see it: a health check's output may hold
+// InstanceFor is an instance as the caller may see it: a health check's output may hold
 // whatever the command printed, so only admins get it; others see the verdict.
-func instanceFor(r *http.Request, instance api.DeploymentInstance) api.DeploymentInstance {
+func InstanceFor(r *http.Request, instance api.DeploymentInstance) api.DeploymentInstance {
 	if seesSecrets(r) || instance.HealthCheck == nil {
 		return instance
 	}

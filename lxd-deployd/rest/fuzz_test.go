@@ -1,4 +1,4 @@
-package main
+package rest
 
 import (
 	"encoding/json"
@@ -38,7 +38,7 @@ func FuzzDecodeBody(f *testing.F) {
 		}
 
 		var deployment api.DeploymentsPost
-		err := unmarshalBody(body, &deployment)
+		err := UnmarshalBody(body, &deployment)
 		check(err)
 		if err == nil {
 			if !json.Valid(body) {
@@ -50,7 +50,7 @@ func FuzzDecodeBody(f *testing.F) {
 		}
 
 		var shape api.DeploymentShapesPost
-		err = unmarshalBody(body, &shape)
+		err = UnmarshalBody(body, &shape)
 		check(err)
 		if err == nil {
 			_ = validate.Shape(shape.DeploymentShapePut)

@@ -1,4 +1,4 @@
-package main
+package rest
 
 import (
 	"bufio"
@@ -21,13 +21,13 @@ import (
 
 // budgetServer serves GET / over TLS under the limits; a client presenting trustedCert
 // authenticates as trusted, any other (or none) as untrusted.
-func budgetServer(t *testing.T, l *connLimits, trustedCert tls.Certificate) string {
+func budgetServer(t *testing.T, l *ConnLimits, trustedCert tls.Certificate) string {
 	t.Helper()
 	return budgetServerWith(t, l, trustedCert, nil)
 }
 
 // budgetServerWith is budgetServer whose GET /slow waits until release is closed.
-func budgetServerWith(t *testing.T, l *connLimits, trustedCert tls.Certificate, release chan struct{}) string {
+func budgetServerWith(t *testing.T, l *ConnLimits, trustedCert tls.Certificate, release chan struct{}) string {
 	t.Helper()
 	leaf, err := x509.ParseCertificate(trustedCert.Certificate[0])
 	if err != nil {
@@ -35,7 +35,7 @@ func budgetServerWith(t *testing.T, l *connLimits, trustedCert tls.Certificate, 
 	}
 
 	trusted := auth.Fingerprint(leaf)
-	authenticate := l.authenticated(func(r *http.Request) (*auth.Caller, error) {
+	authenticate := l.Authenticated(func(r *http.Request) (*auth.Caller, error) {
 		if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && auth.Fingerprint(r.TLS.PeerCertificates[0]) == trusted {
 			return &auth.Caller{Protocol: auth.ProtocolTLS, Trusted: true, Fingerprint: trusted, CertificateType: "client"}, nil
 		}
@@ -56,8 +56,8 @@ func budgetServerWith(t *testing.T, l *connLimits, trustedCert tls.Certificate, 
 		_, _ = io.WriteString(w, "ok")
 	}))
 	srv.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
-	srv.Config.ConnState = l.connState
-	srv.Config.ConnContext = l.withConn
+	srv.Config.ConnState = l.ConnState
+	srv.Config.ConnContext = l.WithConn
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	return srv.Listener.Addr().String()
@@ -140,7 +140,7 @@ func (c *budgetConn) closed() bool {
 func TestConnBudgets(t *testing.T) {
 	// The idle time is long enough that no connection of the first steps idles out on a
 	// loaded machine (500 ms did, under the parallel end-to-end suites).
-	l := newConnLimitsWith(connBudgets{untrusted: 4, perSource: 2, waiting: 1, trusted: 2, untrustedIdle: 3 * time.Second, grace: 5 * time.Second}, nil)
+	l := NewConnLimits(ConnBudgets{untrusted: 4, perSource: 2, waiting: 1, trusted: 2, untrustedIdle: 3 * time.Second, grace: 5 * time.Second}, nil)
 	trustedCert, stranger := clientCert(t), clientCert(t)
 	address := budgetServer(t, l, trustedCert)
 
@@ -212,7 +212,7 @@ func TestConnBudgets(t *testing.T) {
 // its request arrives, with a certificate nobody trusts it is closed once looked up, with a
 // trusted one it is served. A full trusted budget with nothing idle answers 503.
 func TestConnBudgetsWhenNothingCanMakeRoom(t *testing.T) {
-	l := newConnLimitsWith(connBudgets{untrusted: 2, perSource: 2, waiting: 2, trusted: 1, untrustedIdle: time.Minute, grace: time.Minute}, nil)
+	l := NewConnLimits(ConnBudgets{untrusted: 2, perSource: 2, waiting: 2, trusted: 1, untrustedIdle: time.Minute, grace: time.Minute}, nil)
 	trustedCert, stranger := clientCert(t), clientCert(t)
 	release := make(chan struct{})
 	defer close(release)

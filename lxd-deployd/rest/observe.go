@@ -1,4 +1,4 @@
-package main
+package rest
 
 import (
 	"bufio"
@@ -17,16 +17,16 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 )
 
-// requestIDHeader carries a request's id both ways: a client (or a proxy in front) may send
+// RequestIDHeader carries a request's id both ways: a client (or a proxy in front) may send
 // one to correlate its own logs; otherwise the daemon makes one. Either way the response
 // says which id the daemon's log lines carry.
-const requestIDHeader = "X-Request-Id"
+const RequestIDHeader = "X-Request-Id"
 
 // maxRequestID bounds an id taken from a client, so logs cannot be flooded through it.
 const maxRequestID = 128
 
 // requestInfo is what the daemon knows about a request as it goes: filled in by serve
-// (route, caller) and read by observe once the response is written.
+// (route, caller) and read by Observe once the response is written.
 type requestInfo struct {
 	id     string
 	route  string
@@ -35,13 +35,13 @@ type requestInfo struct {
 
 type requestInfoKey struct{}
 
-// observe wraps an API listener's router: it gives every request an id and a logger that
+// Observe wraps an API listener's router: it gives every request an id and a logger that
 // carries it, and records the request's route, status and latency in the metrics.
-func observe(next http.Handler, logger *slog.Logger, m *metrics.Metrics) http.Handler {
+func Observe(next http.Handler, logger *slog.Logger, m *metrics.Metrics) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := requestID(r.Header.Get(requestIDHeader))
-		w.Header().Set(requestIDHeader, id)
+		id := requestID(r.Header.Get(RequestIDHeader))
+		w.Header().Set(RequestIDHeader, id)
 
 		// Paths that match no route are counted together: the raw path would let any
 		// client mint label values.
@@ -89,8 +89,8 @@ func requestID(given string) string {
 	return hex.EncodeToString(b)
 }
 
-// requestIDOf returns the id observe gave the request, or a new one for a request that did
-// not pass through observe (handler tests).
+// requestIDOf returns the id Observe gave the request, or a new one for a request that did
+// not pass through Observe (handler tests).
 func requestIDOf(r *http.Request) string {
 	info, _ := r.Context().Value(requestInfoKey{}).(*requestInfo)
 	if info == nil {
@@ -125,9 +125,9 @@ func requestLogger(ctx context.Context) *slog.Logger {
 	return info.logger
 }
 
-// requestLoggerIfAny returns the request's logger, or nil outside a request (for
+// RequestLoggerIfAny returns the request's logger, or nil outside a request (for
 // operations.Args.Logger, which then falls back to the manager's).
-func requestLoggerIfAny(ctx context.Context) *slog.Logger {
+func RequestLoggerIfAny(ctx context.Context) *slog.Logger {
 	info, _ := ctx.Value(requestInfoKey{}).(*requestInfo)
 	if info == nil {
 		return nil

@@ -1,4 +1,4 @@
-package main
+package rest
 
 import (
 	"context"
@@ -21,8 +21,8 @@ type loggingEvents struct {
 	group  string
 }
 
-// withLoggingEvents returns a logger writing to logger's handler and to the event server.
-func withLoggingEvents(logger *slog.Logger, server *events.Server) *slog.Logger {
+// WithLoggingEvents returns a logger writing to logger's handler and to the event server.
+func WithLoggingEvents(logger *slog.Logger, server *events.Server) *slog.Logger {
 	return slog.New(&loggingEvents{base: logger.Handler(), events: server})
 }
 

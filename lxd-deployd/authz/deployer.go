@@ -1,4 +1,4 @@
-package main
+package authz
 
 import (
 	"context"
@@ -18,20 +18,22 @@ import (
 )
 
 // A custom rollout's deployer, and a rollout's pre or post hook
-// (doc/rollouts.md#custom-deployers, #hooks), holds a credential the daemon made for it: a bearer secret, of which only a hash is kept, read on every request. It is good
-// only through the deployer's own governor socket (the transport names the instance), only
+// (doc/rollouts.md#custom-deployers, #hooks), holds a credential the daemon made for it: a
+// bearer secret, of which only a hash is kept, read on every request. It is good only
+// through the deployer's own governor socket (the transport names the instance), only
 // while its rollout runs and the deployer has not ended, and only on the governor API of
 // the rollout's shape: the same routes, role checks and bound checks as any governor's.
 
-// errDeployerRevoked refuses a credential that is unknown, revoked or out of its scope in
+// ErrDeployerRevoked refuses a credential that is unknown, revoked or out of its scope in
 // time; it does not say which, so that nothing can be learnt by guessing.
-var errDeployerRevoked = lxdapi.StatusErrorf(http.StatusUnauthorized, "deployer credential refused: it is unknown or revoked (the deployer ended, or its rollout is no longer running)")
+var ErrDeployerRevoked = lxdapi.StatusErrorf(http.StatusUnauthorized, "deployer credential refused: it is unknown or revoked (the deployer ended, or its rollout is no longer running)")
 
-// authenticateDeployer turns a deployer's credential into a caller scoped to its shape.
-func authenticateDeployer(ctx context.Context, cluster *db.Cluster, conn *governor.Conn, raw string) (*auth.Caller, error) {
+// AuthenticateDeployer turns a deployer's credential, presented through the governor
+// transport conn, into a caller scoped to its shape.
+func AuthenticateDeployer(ctx context.Context, cluster *db.Cluster, conn *governor.Conn, raw string) (*auth.Caller, error) {
 	id, secret, ok := rollout.ParseCredential(raw)
 	if !ok {
-		return nil, errDeployerRevoked
+		return nil, ErrDeployerRevoked
 	}
 
 	var scope *db.DeployerScope
@@ -40,14 +42,14 @@ func authenticateDeployer(ctx context.Context, cluster *db.Cluster, conn *govern
 		var err error
 		kind, err = db.CheckDeployerCredential(ctx, tx, id, secret)
 		if err != nil || kind == "" {
-			return errors.Join(err, errDeployerRevoked)
+			return errors.Join(err, ErrDeployerRevoked)
 		}
 
 		scope, err = db.GetDeployerScope(ctx, tx, id, kind)
 		return err
 	})
-	if errors.Is(err, sql.ErrNoRows) || errors.Is(err, errDeployerRevoked) {
-		return nil, errDeployerRevoked
+	if errors.Is(err, sql.ErrNoRows) || errors.Is(err, ErrDeployerRevoked) {
+		return nil, ErrDeployerRevoked
 	}
 
 	if err != nil {
@@ -55,7 +57,7 @@ func authenticateDeployer(ctx context.Context, cluster *db.Cluster, conn *govern
 	}
 
 	if scope.Status != api.RolloutRunning {
-		return nil, errDeployerRevoked
+		return nil, ErrDeployerRevoked
 	}
 
 	if conn.Instance != scope.Instance || conn.Project != scope.InstanceProj || conn.CID != 0 {
@@ -72,8 +74,8 @@ func authenticateDeployer(ctx context.Context, cluster *db.Cluster, conn *govern
 
 // deployerRole is a deployer's role on the request's deployment: admin on its own shape,
 // nothing anywhere else (the deployment's own GET, other shapes, other deployments).
-func deployerRole(r *http.Request, caller *auth.Caller) (string, error) {
-	ref, err := deploymentFromRequest(r)
+func deployerRole(caller *auth.Caller, req Request) (string, error) {
+	ref, err := req.Deployment()
 	if err != nil {
 		return "", err
 	}
@@ -82,7 +84,7 @@ func deployerRole(r *http.Request, caller *auth.Caller) (string, error) {
 		return "", forbidden("this deployer's credential is for shape %s of %s: it may not act on deployment %q in project %q", caller.Shape, strings.TrimPrefix(caller.Audience, auth.TokenAudiencePrefix), ref.Name, ref.Project)
 	}
 
-	shape, _ := pathName(r, "shape", "shape")
+	shape := req.Shape()
 	if shape != caller.Shape {
 		if shape == "" {
 			return "", forbidden("this deployer's credential is for shape %s only: read .../shapes/%s instead of the whole deployment", caller.Shape, caller.Shape)
@@ -96,10 +98,10 @@ func deployerRole(r *http.Request, caller *auth.Caller) (string, error) {
 
 // deployerDeployment is the id of the one deployment a deployer sees the events and
 // operations of.
-func deployerDeployment(ctx context.Context, cluster *db.Cluster, caller *auth.Caller) int64 {
+func (c Checker) deployerDeployment(ctx context.Context, caller *auth.Caller) int64 {
 	var id int64
 	project, name, _ := cutAudience(caller.Audience)
-	_ = cluster.Read(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	_ = c.DB.Read(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		id, err = db.GetDeploymentID(ctx, tx, project, name)
 		return err

@@ -1,4 +1,4 @@
-package main
+package rest
 
 import (
 	"encoding/json"
@@ -39,7 +39,7 @@ func TestLoggingEvents(t *testing.T) {
 		}
 	}
 
-	logger := withLoggingEvents(base, server).With("request_id", "r1").WithGroup("op")
+	logger := WithLoggingEvents(base, server).With("request_id", "r1").WithGroup("op")
 	logger.Debug("not logged at info level")
 	logger.Info("hello", "id", "o1")
 

@@ -1,4 +1,4 @@
-package main
+package rest
 
 import (
 	"bytes"
@@ -20,9 +20,9 @@ import (
 // maxBodySize caps request bodies; larger ones get a 413.
 const maxBodySize = 1 << 20
 
-// readBody reads a request body of at most maxBodySize bytes; a larger one is an
+// ReadBody reads a request body of at most maxBodySize bytes; a larger one is an
 // *http.MaxBytesError, which SmartError answers with a 413.
-func readBody(r *http.Request) ([]byte, error) {
+func ReadBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBodySize))
 	if err != nil {
 		var maxBytes *http.MaxBytesError
@@ -36,10 +36,10 @@ func readBody(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// unmarshalBody decodes a JSON body into v, refusing unknown fields: a misspelt field would
+// UnmarshalBody decodes a JSON body into v, refusing unknown fields: a misspelt field would
 // otherwise be silently ignored. Decoding onto a filled v merges into it, which is what
 // PATCH wants (maps gain keys, absent fields keep their value).
-func unmarshalBody(body []byte, v any) error {
+func UnmarshalBody(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return lxdapi.StatusErrorf(http.StatusBadRequest, "request body is empty: send a JSON object")
 	}
@@ -61,13 +61,13 @@ func unmarshalBody(body []byte, v any) error {
 	return nil
 }
 
-// patchBase returns a deep copy of a resource's writable fields for a PATCH body to decode
+// PatchBase returns a deep copy of a resource's writable fields for a PATCH body to decode
 // onto. Decoding merges into maps and through pointers, so decoding onto the fields read
 // from the database (or a shallow copy of them) would change the "before" the handler
 // compares against: a PATCH of instance_template.config or health.command would then look
 // like no change and make no revision. The copy is a JSON round trip, the same encoding the
 // records and the revision diff use, so it holds exactly what a client could have sent.
-func patchBase[T any](current T) (T, error) {
+func PatchBase[T any](current T) (T, error) {
 	var base T
 	data, err := json.Marshal(current)
 	if err != nil {
@@ -82,30 +82,30 @@ func patchBase[T any](current T) (T, error) {
 	return base, nil
 }
 
-// decodeBody reads and decodes a JSON request body into v.
-func decodeBody(r *http.Request, v any) error {
-	body, err := readBody(r)
+// DecodeBody reads and decodes a JSON request body into v.
+func DecodeBody(r *http.Request, v any) error {
+	body, err := ReadBody(r)
 	if err != nil {
 		return err
 	}
 
-	return unmarshalBody(body, v)
+	return UnmarshalBody(body, v)
 }
 
-// decodeOptionalBody is decodeBody for requests whose body may be left out: an empty body
+// DecodeOptionalBody is DecodeBody for requests whose body may be left out: an empty body
 // leaves v as it is (its zero value, the defaults), a given one must decode cleanly.
-func decodeOptionalBody(r *http.Request, v any) error {
-	body, err := readBody(r)
+func DecodeOptionalBody(r *http.Request, v any) error {
+	body, err := ReadBody(r)
 	if err != nil || len(body) == 0 {
 		return err
 	}
 
-	return unmarshalBody(body, v)
+	return UnmarshalBody(body, v)
 }
 
-// pathName returns the unescaped path variable and checks it with the one name rule, since
+// PathName returns the unescaped path variable and checks it with the one name rule, since
 // gorilla/mux hands out escaped segments.
-func pathName(r *http.Request, variable string, kind string) (string, error) {
+func PathName(r *http.Request, variable string, kind string) (string, error) {
 	raw := mux.Vars(r)[variable]
 	name, err := url.PathUnescape(raw)
 	if err != nil {
@@ -121,9 +121,9 @@ func pathName(r *http.Request, variable string, kind string) (string, error) {
 	return name, nil
 }
 
-// projectParam returns the LXD project the request is scoped to (?project=, default
+// ProjectParam returns the LXD project the request is scoped to (?project=, default
 // "default").
-func projectParam(r *http.Request) (string, error) {
+func ProjectParam(r *http.Request) (string, error) {
 	project := r.URL.Query().Get("project")
 	if project == "" {
 		return api.DefaultProject, nil
@@ -137,8 +137,8 @@ func projectParam(r *http.Request) (string, error) {
 	return project, nil
 }
 
-// recursion returns the ?recursion= level (0 when absent).
-func recursion(r *http.Request) (int, error) {
+// Recursion returns the ?recursion= level (0 when absent).
+func Recursion(r *http.Request) (int, error) {
 	value := r.URL.Query().Get("recursion")
 	if value == "" {
 		return 0, nil
@@ -152,14 +152,14 @@ func recursion(r *http.Request) (int, error) {
 	return level, nil
 }
 
-// forceParam reports whether ?force=1 (or true) was given.
-func forceParam(r *http.Request) bool {
+// ForceParam reports whether ?force=1 (or true) was given.
+func ForceParam(r *http.Request) bool {
 	force, _ := strconv.ParseBool(r.URL.Query().Get("force"))
 	return force
 }
 
-// badRequest wraps a validation error as a 400.
-func badRequest(err error) error {
+// BadRequest wraps a validation error as a 400.
+func BadRequest(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -167,12 +167,12 @@ func badRequest(err error) error {
 	return lxdapi.StatusErrorf(http.StatusBadRequest, "%v", err)
 }
 
-// forbidden is a 403 naming what the caller lacks.
-func forbidden(format string, a ...any) error {
+// Forbidden is a 403 naming what the caller lacks.
+func Forbidden(format string, a ...any) error {
 	return lxdapi.StatusErrorf(http.StatusForbidden, format, a...)
 }
 
-// notFoundf is a 404.
-func notFoundf(format string, a ...any) error {
+// NotFoundf is a 404.
+func NotFoundf(format string, a ...any) error {
 	return lxdapi.StatusErrorf(http.StatusNotFound, format, a...)
 }
