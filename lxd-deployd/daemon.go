@@ -137,12 +137,6 @@ type daemon struct {
 	quit context.CancelFunc
 }
 
-type listenerKey struct{}
-
-type governorConnKey struct{}
-
-type unixPeerKey struct{}
-
 // open prepares the data directory and opens what the daemon is built on. On failure it
 // closes what it opened.
 func open(ctx context.Context, cfg config, logger *slog.Logger) (*opened, error) {
@@ -349,63 +343,20 @@ func (d *daemon) apis() apis {
 	}
 }
 
-// serve runs an HTTP server on the listener, tagging every request with its protocol.
+// serve runs an HTTP server on the listener, tagging every request with its protocol
+// (listen.Server).
 func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol string) {
-	listener = rest.EnvelopeListener(listener)
-	server := &http.Server{
-		Handler:           rest.WithTLSState(rest.Observe(handler, d.logger, d.metrics)),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(d.logger.Handler(), slog.LevelDebug),
-		BaseContext: func(net.Listener) context.Context {
-			return context.WithValue(context.Background(), listenerKey{}, protocol)
-		},
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			c = rest.UnwrapConn(c)
-			tc, ok := c.(*tls.Conn)
-			if ok {
-				return context.WithValue(ctx, rest.TLSConnKey{}, tc)
-			}
-
-			conn, ok := c.(*governor.Conn)
-			if ok {
-				return context.WithValue(ctx, governorConnKey{}, conn)
-			}
-
-			if protocol == auth.ProtocolUnix {
-				return context.WithValue(ctx, unixPeerKey{}, rest.UnixPeerName(c))
-			}
-
-			return ctx
-		},
-	}
-
-	if protocol == auth.ProtocolTLS {
-		d.conns.CheckFileLimit()
-		server.ConnState = d.conns.ConnState
-		connContext := server.ConnContext
-		server.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-			return connContext(d.conns.WithConn(ctx, c), c)
-		}
-	}
-
+	server := listen.Server(rest.WithTLSState(rest.Observe(handler, d.logger, d.metrics)), protocol, d.logger, d.conns)
 	d.servers = append(d.servers, server)
-	go func() {
-		err := server.Serve(listener)
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.logger.Error("API server stopped", "protocol", protocol, "err", err)
-		}
-	}()
+	listen.Serve(server, rest.EnvelopeListener(listener), protocol, d.logger)
 }
 
 // authenticate turns a request into a caller: the unix socket is an admin, a TLS peer is
 // another member or whoever its certificate is in the trust store (cluster.AuthenticateTLS).
 func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
-	protocol, _ := r.Context().Value(listenerKey{}).(string)
-	switch protocol {
+	switch listen.Protocol(r) {
 	case auth.ProtocolUnix:
-		name, _ := r.Context().Value(unixPeerKey{}).(string)
-		return &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true, Name: name}, nil
+		return &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true, Name: listen.UnixPeer(r)}, nil
 	case auth.ProtocolTLS:
 		// Browsers attach client certificates and cookies whatever page asks (doc/ui.md).
 		err := auth.CheckBrowserOrigin(r)
@@ -419,8 +370,7 @@ func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 
 		return cluster.AuthenticateTLS(r, d.db, d.identity != nil)
 	case auth.ProtocolGovernor:
-		conn, _ := r.Context().Value(governorConnKey{}).(*governor.Conn)
-		return authenticateGovernor(r, conn, d.db, d.lxd, d.tokens)
+		return authenticateGovernor(r, listen.GovernorConn(r), d.db, d.lxd, d.tokens)
 	}
 
 	return &auth.Caller{}, nil

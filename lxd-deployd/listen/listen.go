@@ -1,5 +1,7 @@
-// Package listen opens the daemon's API listeners the way LXD does: the admin unix socket
-// (root only), HTTPS with LXD's TLS settings, and says which addresses HTTPS is reached on.
+// Package listen opens the daemon's API listeners the way LXD does (the admin unix socket,
+// root only; HTTPS with LXD's TLS settings; the addresses HTTPS is reached on) and serves
+// on them: each request carries its listener's protocol and what the connection says of
+// its peer, for the authenticators to read.
 package listen
 
 import (
