@@ -26,3 +26,20 @@ func RememberTokenID(ctx context.Context, tx *sql.Tx, issuer string, jti string,
 	n, err := result.RowsAffected()
 	return n == 1, err
 }
+
+// TokenIDs keeps governor token ids in dqlite, so that a token accepted by one member is
+// refused by every other (auth.ReplayStore).
+type TokenIDs struct {
+	DB *Cluster
+}
+
+// Remember records issuer/jti until expires; false means it was seen before.
+func (s TokenIDs) Remember(ctx context.Context, issuer string, jti string, expires time.Time, now time.Time) (bool, error) {
+	var fresh bool
+	err := s.DB.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		fresh, err = RememberTokenID(ctx, tx, issuer, jti, expires, now)
+		return err
+	})
+	return fresh, err
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor/holds"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
@@ -18,7 +19,7 @@ import (
 )
 
 // governorHoldAPI serves /1.0/deployments/{deployment}/governor: which governor is the
-// deployment's active one (governor_hold.go has the rules).
+// deployment's active one (package governor/holds has the rules).
 type governorHoldAPI struct {
 	db *db.Cluster
 }
@@ -52,7 +53,7 @@ func (a governorHoldAPI) inDeployment(r *http.Request, f func(ctx context.Contex
 func (a governorHoldAPI) get(r *http.Request) response.Response {
 	var view api.DeploymentGovernor
 	err := a.inDeployment(r, func(ctx context.Context, tx *sql.Tx, ref refs.DeploymentRef, id int64) error {
-		hold, valid, err := readGovernorHold(ctx, tx, ref, id)
+		hold, valid, err := holds.Read(ctx, tx, ref, id)
 		view = governorView(hold, valid, time.Now())
 		return err
 	})
@@ -97,13 +98,13 @@ func (a governorHoldAPI) put(r *http.Request) response.Response {
 			claim.KeyName = keyName
 		}
 
-		current, valid, err := readGovernorHold(ctx, tx, ref, id)
+		current, valid, err := holds.Read(ctx, tx, ref, id)
 		if err != nil {
 			return err
 		}
 
 		now := time.Now()
-		next, err := claimGovernor(ref, current, valid, claim, req.Takeover, now, time.Duration(req.TTL)*time.Second)
+		next, err := holds.Claim(ref, current, valid, claim, req.Takeover, now, time.Duration(req.TTL)*time.Second)
 		if err != nil {
 			return err
 		}
@@ -125,7 +126,7 @@ func (a governorHoldAPI) delete(r *http.Request) response.Response {
 	caller := auth.CallerFromContext(r.Context())
 	name := r.URL.Query().Get("name")
 	err := a.inDeployment(r, func(ctx context.Context, tx *sql.Tx, ref refs.DeploymentRef, id int64) error {
-		hold, valid, err := readGovernorHold(ctx, tx, ref, id)
+		hold, valid, err := holds.Read(ctx, tx, ref, id)
 		if err != nil {
 			return err
 		}
@@ -136,7 +137,7 @@ func (a governorHoldAPI) delete(r *http.Request) response.Response {
 
 		mine := hold.Fingerprint == caller.Fingerprint && (name == "" || name == hold.Governor)
 		if !caller.IsAdmin() && !mine && valid && hold.ActiveAt(time.Now()) {
-			return lxdapi.StatusErrorf(http.StatusConflict, "%s: a governor releases only its own hold; an admin may release any", governedBy(ref, hold))
+			return lxdapi.StatusErrorf(http.StatusConflict, "%s: a governor releases only its own hold; an admin may release any", holds.GovernedBy(ref, hold))
 		}
 
 		return db.DeleteGovernorHold(ctx, tx, id)

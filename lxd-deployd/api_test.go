@@ -13,6 +13,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/datadir"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
@@ -40,7 +41,7 @@ func newTestAPI(t *testing.T) *testAPI {
 		t.Fatal(err)
 	}
 
-	cert, err := serverCertificate(t.TempDir())
+	cert, err := datadir.ServerCertificate(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

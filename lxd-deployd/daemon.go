@@ -8,10 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/canonical/lxd/shared"
@@ -21,6 +18,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/datadir"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/doorkeeper"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
@@ -28,6 +26,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/listen"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
@@ -37,8 +36,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/task"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/ui"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
-	"github.com/lxd-deployd/lxd-deployd/shared/templates"
-	"github.com/lxd-deployd/lxd-deployd/shared/templates/registry"
 )
 
 // config is the daemon's configuration, from flags.
@@ -67,7 +64,7 @@ type config struct {
 	// webhookAllowedNetworks limit where webhooks are delivered (empty: the default policy).
 	webhookAllowedNetworks []string
 	// privateLXD, when set, is the LXD_DIR of a private LXD to run when no LXD answers
-	// (make run sets it; see private_lxd.go).
+	// (make run sets it; see backend.ChoosePrivate).
 	privateLXD string
 
 	// pprof serves Go's /debug/pprof/ on the unix socket (root only, like the rest of it):
@@ -75,10 +72,10 @@ type config struct {
 	pprof bool
 
 	// testClockFile, for tests only, holds the time the scheduler reads instead of the
-	// clock's (schedule.go).
+	// clock's (scheduler.FileClock).
 	testClockFile string
 
-	// frontDoor is the front door mode (front_door.go), haproxySocket the operator's
+	// frontDoor is the front door mode (doorkeeper.OpenDoor), haproxySocket the operator's
 	// HAProxy admin socket in haproxy mode.
 	frontDoor     string
 	haproxySocket string
@@ -99,7 +96,7 @@ type opened struct {
 	member     string
 	governors  *governor.Listener
 	privateLXD *privatelxd.LXD // nil: none runs
-	door       frontdoor.Door  // the front door (front_door.go; nil: none)
+	door       frontdoor.Door  // the front door (doorkeeper.OpenDoor; nil: none)
 }
 
 // daemon wires the database, the LXD connection and the API listeners together. newDaemon
@@ -140,12 +137,6 @@ type daemon struct {
 	quit context.CancelFunc
 }
 
-type listenerKey struct{}
-
-type governorConnKey struct{}
-
-type unixPeerKey struct{}
-
 // open prepares the data directory and opens what the daemon is built on. On failure it
 // closes what it opened.
 func open(ctx context.Context, cfg config, logger *slog.Logger) (*opened, error) {
@@ -163,12 +154,12 @@ func open(ctx context.Context, cfg config, logger *slog.Logger) (*opened, error)
 
 // openAll opens each part in turn, stopping at the first that fails.
 func (o *opened) openAll(ctx context.Context, logger *slog.Logger) error {
-	err := prepareDataDir(o.config.dataDir)
+	err := datadir.Prepare(o.config.dataDir)
 	if err != nil {
 		return err
 	}
 
-	o.cert, err = serverCertificate(o.config.dataDir)
+	o.cert, err = datadir.ServerCertificate(o.config.dataDir)
 	if err != nil {
 		return err
 	}
@@ -184,7 +175,7 @@ func (o *opened) openAll(ctx context.Context, logger *slog.Logger) error {
 	}
 
 	// Files just generated get their modes too, whatever the library wrote them with.
-	err = fixFileModes(o.config.dataDir)
+	err = datadir.FixModes(o.config.dataDir)
 	if err != nil {
 		return err
 	}
@@ -206,7 +197,7 @@ func (o *opened) openAll(ctx context.Context, logger *slog.Logger) error {
 		return err
 	}
 
-	err = o.choosePrivateLXD(ctx, logger)
+	o.config.lxdSocket, o.privateLXD, err = backend.ChoosePrivate(ctx, o.config.lxdSocket, o.config.privateLXD, logger)
 	if err != nil {
 		return err
 	}
@@ -221,7 +212,7 @@ func (o *opened) openAll(ctx context.Context, logger *slog.Logger) error {
 		return err
 	}
 
-	o.door, err = openFrontDoor(o.config, logger)
+	o.door, err = doorkeeper.OpenDoor(o.config.frontDoor, o.config.dataDir, o.config.haproxySocket, logger)
 	return err
 }
 
@@ -252,7 +243,12 @@ func (o *opened) close(ctx context.Context, logger *slog.Logger) error {
 		}
 	}
 
-	errs = append(errs, o.stopPrivateLXD())
+	// The private LXD's directory is kept for the next run.
+	if o.privateLXD != nil {
+		errs = append(errs, o.privateLXD.Stop())
+		o.privateLXD = nil
+	}
+
 	return errors.Join(errs...)
 }
 
@@ -267,12 +263,12 @@ func (d *daemon) start(ctx context.Context) error {
 	handlers := append(endpoints(d.apis()), clusterEndpoints(d.clusterAPI())...)
 	router := rest.NewRouter(handlers, d.conns.Authenticated(d.authenticate), d.logger, false)
 
-	unixListener, err := listenUnix(filepath.Join(d.config.dataDir, "unix.socket"))
+	unixListener, err := listen.Unix(filepath.Join(d.config.dataDir, "unix.socket"))
 	if err != nil {
 		return err
 	}
 
-	d.serve(unixListener, withPprof(router, d.config.pprof), auth.ProtocolUnix)
+	d.serve(unixListener, listen.WithPprof(router, d.config.pprof), auth.ProtocolUnix)
 	d.logger.Info("listening", "socket", unixListener.Addr().String())
 
 	if d.config.httpsAddress != "" {
@@ -281,7 +277,9 @@ func (d *daemon) start(ctx context.Context) error {
 			return fmt.Errorf("listen on %s: %w (use --https-address to choose another, or \"\" to disable HTTPS)", d.config.httpsAddress, err)
 		}
 
-		d.serve(tls.NewListener(tcpListener, d.tlsConfig()), router, auth.ProtocolTLS)
+		// Members and joining daemons ask for the cluster's name and get its certificate.
+		tlsConfig := listen.TLSConfig(d.cert.KeyPair(), d.identity.ServerCertificate)
+		d.serve(tls.NewListener(tcpListener, tlsConfig), router, auth.ProtocolTLS)
 		d.logger.Info("listening", "https", tcpListener.Addr().String(), "fingerprint", d.cert.Fingerprint())
 	}
 
@@ -345,93 +343,20 @@ func (d *daemon) apis() apis {
 	}
 }
 
-// templateFetcher returns the fetcher for the configured template registries, or nil: the
-// daemon fetches from nowhere else (no GitHub fallback, no plain URLs outside them).
-func (d *daemon) templateFetcher() templates.Fetcher {
-	if len(d.config.templateRegistries) == 0 {
-		return nil
-	}
-
-	return &registry.Fetcher{
-		Registries: d.config.templateRegistries,
-		Default:    d.config.templateDefault,
-		Client:     &http.Client{Timeout: 30 * time.Second},
-	}
-}
-
-// withPprof adds Go's profiles under /debug/pprof/ to the unix socket's routes when the
-// operator asked for them (--debug-pprof): never on HTTPS or a governor transport.
-func withPprof(router http.Handler, enabled bool) http.Handler {
-	if !enabled {
-		return router
-	}
-
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	mux.Handle("/", router)
-	return mux
-}
-
-// serve runs an HTTP server on the listener, tagging every request with its protocol.
+// serve runs an HTTP server on the listener, tagging every request with its protocol
+// (listen.Server).
 func (d *daemon) serve(listener net.Listener, handler http.Handler, protocol string) {
-	listener = rest.EnvelopeListener(listener)
-	server := &http.Server{
-		Handler:           rest.WithTLSState(rest.Observe(handler, d.logger, d.metrics)),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(d.logger.Handler(), slog.LevelDebug),
-		BaseContext: func(net.Listener) context.Context {
-			return context.WithValue(context.Background(), listenerKey{}, protocol)
-		},
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			c = rest.UnwrapConn(c)
-			tc, ok := c.(*tls.Conn)
-			if ok {
-				return context.WithValue(ctx, rest.TLSConnKey{}, tc)
-			}
-
-			conn, ok := c.(*governor.Conn)
-			if ok {
-				return context.WithValue(ctx, governorConnKey{}, conn)
-			}
-
-			if protocol == auth.ProtocolUnix {
-				return context.WithValue(ctx, unixPeerKey{}, rest.UnixPeerName(c))
-			}
-
-			return ctx
-		},
-	}
-
-	if protocol == auth.ProtocolTLS {
-		d.conns.CheckFileLimit()
-		server.ConnState = d.conns.ConnState
-		connContext := server.ConnContext
-		server.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
-			return connContext(d.conns.WithConn(ctx, c), c)
-		}
-	}
-
+	server := listen.Server(rest.WithTLSState(rest.Observe(handler, d.logger, d.metrics)), protocol, d.logger, d.conns)
 	d.servers = append(d.servers, server)
-	go func() {
-		err := server.Serve(listener)
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			d.logger.Error("API server stopped", "protocol", protocol, "err", err)
-		}
-	}()
+	listen.Serve(server, rest.EnvelopeListener(listener), protocol, d.logger)
 }
 
 // authenticate turns a request into a caller: the unix socket is an admin, a TLS peer is
 // another member or whoever its certificate is in the trust store (cluster.AuthenticateTLS).
 func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
-	protocol, _ := r.Context().Value(listenerKey{}).(string)
-	switch protocol {
+	switch listen.Protocol(r) {
 	case auth.ProtocolUnix:
-		name, _ := r.Context().Value(unixPeerKey{}).(string)
-		return &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true, Name: name}, nil
+		return &auth.Caller{Protocol: auth.ProtocolUnix, Trusted: true, Name: listen.UnixPeer(r)}, nil
 	case auth.ProtocolTLS:
 		// Browsers attach client certificates and cookies whatever page asks (doc/ui.md).
 		err := auth.CheckBrowserOrigin(r)
@@ -445,97 +370,13 @@ func (d *daemon) authenticate(r *http.Request) (*auth.Caller, error) {
 
 		return cluster.AuthenticateTLS(r, d.db, d.identity != nil)
 	case auth.ProtocolGovernor:
-		conn, _ := r.Context().Value(governorConnKey{}).(*governor.Conn)
-		return authenticateGovernor(r, conn, d.db, d.lxd, d.tokens)
+		return authenticateGovernor(r, listen.GovernorConn(r), d.db, d.lxd, d.tokens)
 	}
 
 	return &auth.Caller{}, nil
 }
 
-// tlsConfig is LXD's: TLS 1.3 only, client certificates requested but checked by
-// fingerprint against the trust store rather than by the TLS stack.
-func (d *daemon) tlsConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		ClientAuth:   tls.RequestClientCert,
-		Certificates: []tls.Certificate{d.cert.KeyPair()},
-		// Members and joining daemons ask for the cluster's name and get its certificate.
-		GetCertificate: d.identity.ServerCertificate,
-	}
-}
-
-// addresses lists the host:port pairs the HTTPS API can be reached on, for trust tokens and
-// GET /1.0; a wildcard listen address expands to every address of the machine.
+// addresses lists the host:port pairs the HTTPS API can be reached on (listen.Addresses).
 func (o *opened) addresses() []string {
-	if o.config.httpsAddress == "" {
-		return []string{}
-	}
-
-	host, port, err := net.SplitHostPort(o.config.httpsAddress)
-	if err != nil {
-		return []string{o.config.httpsAddress}
-	}
-
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	if host != "" && (ip == nil || !ip.IsUnspecified()) {
-		return []string{o.config.httpsAddress}
-	}
-
-	ifaceAddrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return []string{}
-	}
-
-	addresses := []string{}
-	for _, addr := range ifaceAddrs {
-		ipNet, ok := addr.(*net.IPNet)
-		if !ok || ipNet.IP.IsLinkLocalUnicast() {
-			continue
-		}
-
-		addresses = append(addresses, net.JoinHostPort(ipNet.IP.String(), port))
-	}
-
-	return addresses
-}
-
-// serverCertificate loads the server's key pair, generating an ECDSA P-384 one with the
-// host's names as SANs on first start, as LXD does.
-func serverCertificate(dataDir string) (*shared.CertInfo, error) {
-	certFile := filepath.Join(dataDir, "server.crt")
-	keyFile := filepath.Join(dataDir, "server.key")
-	err := shared.FindOrGenCert(certFile, keyFile, false, shared.CertOptions{AddHosts: true})
-	if err != nil {
-		return nil, fmt.Errorf("generate server certificate: %w", err)
-	}
-
-	return shared.KeyPairAndCA(dataDir, "server", shared.CertServer, shared.CertOptions{})
-}
-
-// listenUnix listens on the admin socket (mode 0660, root: full access, like LXD's). A
-// socket left by a dead daemon is replaced; one a live daemon answers on is not.
-func listenUnix(path string) (net.Listener, error) {
-	conn, err := net.DialTimeout("unix", path, time.Second)
-	if err == nil {
-		_ = conn.Close()
-		return nil, fmt.Errorf("another daemon is listening on %s: stop it first", path)
-	}
-
-	err = os.Remove(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
-	}
-
-	listener, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", path, err)
-	}
-
-	err = os.Chmod(path, 0o660)
-	if err != nil {
-		_ = listener.Close()
-		return nil, fmt.Errorf("set permissions of %s: %w", path, err)
-	}
-
-	return listener, nil
+	return listen.Addresses(o.config.httpsAddress)
 }

@@ -3,77 +3,16 @@ package main
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"net/http"
 	"time"
 
-	lxdapi "github.com/canonical/lxd/shared/api"
-
-	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
-	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/governor/holds"
 )
-
-// One active governor per deployment, as seed 004's review decided. A governor registers
-// with PUT .../governor and renews before its ttl runs out; while its hold lasts, another
-// governor's registration is refused (naming the holder) unless it takes over explicitly,
-// and other deployment keys may not change the deployment's instances. The hold adds a
-// rule on top of the keys' roles, never replaces one: a read-only key can neither register
-// nor act, and admins (the management API) are not governors and are never held off.
-
-// claimGovernor decides a registration. current is the deployment's hold row (nil when
-// none); it holds nothing once expired or when its holder lost its admin key (holderValid
-// false). The same governor (certificate and name) renews and keeps its since; anyone else
-// is refused while the hold lasts, unless takeover.
-func claimGovernor(ref refs.DeploymentRef, current *db.GovernorHold, holderValid bool, claim db.GovernorHold, takeover bool, now time.Time, ttl time.Duration) (db.GovernorHold, error) {
-	active := current.ActiveAt(now) && holderValid
-	same := current != nil && current.Fingerprint == claim.Fingerprint && current.Governor == claim.Governor
-	if active && !same && !takeover {
-		return db.GovernorHold{}, lxdapi.StatusErrorf(http.StatusConflict, "%s: stop that governor, wait until its hold expires, or take the deployment over explicitly (\"takeover\": true; lxd-deploy governor run --takeover)", governedBy(ref, current))
-	}
-
-	next := claim
-	next.Since = now
-	if active && same {
-		next.Since = current.Since
-	}
-
-	next.RenewedAt = now
-	next.ExpiresAt = now.Add(ttl)
-	return next, nil
-}
-
-// governedBy says who holds a deployment, for the errors that refuse someone else.
-func governedBy(ref refs.DeploymentRef, h *db.GovernorHold) string {
-	who := "an admin"
-	if h.KeyName != "" {
-		who = fmt.Sprintf("key %q", h.KeyName)
-	}
-
-	return fmt.Sprintf("deployment %q is governed by governor %q (%s) since %s, its hold lasting until %s unless renewed", ref.Name, h.Governor, who, h.Since.UTC().Format(time.RFC3339), h.ExpiresAt.UTC().Format(time.RFC3339))
-}
-
-// readGovernorHold returns the deployment's hold and whether its holder may still hold
-// it: an admin always, a deployments certificate while it has an admin key on the
-// deployment (deleting the key or the certificate frees the deployment at once).
-func readGovernorHold(ctx context.Context, tx *sql.Tx, ref refs.DeploymentRef, deploymentID int64) (*db.GovernorHold, bool, error) {
-	hold, err := db.GetGovernorHold(ctx, tx, deploymentID)
-	if err != nil || hold == nil {
-		return hold, false, err
-	}
-
-	if hold.KeyName == "" {
-		return hold, true, nil
-	}
-
-	role, _, err := db.GetCertificateRole(ctx, tx, hold.Fingerprint, ref.Project, ref.Name)
-	return hold, role == api.DeploymentKeyRoleAdmin, err
-}
 
 // allowActiveGovernor guards the governor API's changes (launch, delete, state, resize,
 // rebalance): allowDeploymentAdmin's rule, and while a governor holds the deployment only
-// its certificate among deployment keys may act. Admins always may.
+// its certificate among deployment keys may act (hold.CheckActive). Admins always may.
 func (a access) allowActiveGovernor(r *http.Request) error {
 	err := a.allowDeploymentAdmin(r)
 	if err != nil {
@@ -91,20 +30,6 @@ func (a access) allowActiveGovernor(r *http.Request) error {
 	}
 
 	return a.db.Read(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		hold, valid, err := readGovernorHold(ctx, tx, ref, id)
-		if err != nil {
-			return err
-		}
-
-		if !valid || !hold.ActiveAt(time.Now()) || hold.Fingerprint == caller.Fingerprint {
-			return nil
-		}
-
-		return lxdapi.StatusErrorf(http.StatusConflict, "%s: only the active governor changes its instances; run this as that governor, or take the deployment over (PUT .../governor with \"takeover\": true; lxd-deploy governor run --takeover)", governedBy(ref, hold))
+		return holds.CheckActive(ctx, tx, ref, caller.Fingerprint, time.Now())
 	})
 }

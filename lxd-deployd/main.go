@@ -8,13 +8,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/doorkeeper"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates/isolate"
 	"github.com/lxd-deployd/lxd-deployd/shared/version"
 )
@@ -54,7 +55,7 @@ func rootCommand() *cobra.Command {
 	flags := cmd.Flags()
 	flags.StringVar(&cfg.dataDir, "data-dir", envOr("LXD_DEPLOYD_DIR", "/var/lib/lxd-deployd"), "directory for the database, certificates and unix socket [LXD_DEPLOYD_DIR]")
 	flags.StringVar(&cfg.httpsAddress, "https-address", "[::]:8444", "address of the HTTPS API (empty disables it)")
-	flags.StringVar(&cfg.lxdSocket, "lxd-socket", defaultLXDSocket(), "unix socket of the LXD daemon")
+	flags.StringVar(&cfg.lxdSocket, "lxd-socket", backend.DefaultSocket(), "unix socket of the LXD daemon")
 	flags.StringVar(&cfg.clusterAddress, "cluster-address", "", "host:port for dqlite to listen on, so that other daemons can join (first start only; default: a private local socket)")
 	flags.StringSliceVar(&cfg.clusterJoin, "cluster-join", nil, "dqlite addresses of existing daemons to join on first start")
 	flags.StringVar(&cfg.clusterName, "cluster-name", "", "this member's name in the cluster (default: the host name, or the name its join token gives)")
@@ -65,10 +66,10 @@ func rootCommand() *cobra.Command {
 	flags.Uint32Var(&cfg.vsockPort, "vsock-port", 8444, "vsock port for governors in VMs (0 disables)")
 	flags.StringToStringVar(&cfg.templateRegistries, "template-registry", nil, "template registry the daemon may fetch from, as <host>/<owner>/<repo>=<https URL or directory> (repeatable)")
 	flags.StringVar(&cfg.templateDefault, "template-default-registry", "", "registry (with optional collection) that short template references resolve against")
-	flags.Var(&byteSize{&cfg.templateMaxMemory}, "template-max-memory", "memory one template expansion may allocate, in its own process (template.max_memory, e.g. 512MiB)")
+	flags.Var(&isolate.MemoryFlag{N: &cfg.templateMaxMemory}, "template-max-memory", "memory one template expansion may allocate, in its own process (template.max_memory, e.g. 512MiB)")
 	flags.StringSliceVar(&cfg.webhookAllowedNetworks, "webhook-allowed-networks", nil, "networks (CIDR) webhooks may be delivered to (default: any but link-local and metadata addresses)")
 	flags.StringVar(&cfg.privateLXD, "private-lxd", "", "when no LXD answers at --lxd-socket or the usual sockets, run a private one with this LXD_DIR (make run uses ./.run/lxd); empty: never")
-	flags.StringVar(&cfg.frontDoor, "front-door", frontDoorPrivate, "the load balancer in front of shapes with traffic (doc/traffic.md): private (a private HAProxy of the daemon's own, started when a shape first has traffic), haproxy (an operator's, through --haproxy-socket) or none (the endpoints API only)")
+	flags.StringVar(&cfg.frontDoor, "front-door", doorkeeper.DoorPrivate, "the load balancer in front of shapes with traffic (doc/traffic.md): private (a private HAProxy of the daemon's own, started when a shape first has traffic), haproxy (an operator's, through --haproxy-socket) or none (the endpoints API only)")
 	flags.StringVar(&cfg.haproxySocket, "haproxy-socket", "", "admin socket of the operator's HAProxy (--front-door haproxy)")
 	flags.BoolVar(&debug, "debug", false, "log every request")
 	flags.BoolVar(&cfg.pprof, "debug-pprof", false, "serve Go's /debug/pprof/ profiles on the unix socket (root only)")
@@ -154,21 +155,4 @@ func envOr(name string, fallback string) string {
 	}
 
 	return value
-}
-
-// defaultLXDSocket finds LXD the way its own tools do: $LXD_DIR, then the snap, then the
-// Debian package's path.
-func defaultLXDSocket() string {
-	lxdDir := os.Getenv("LXD_DIR")
-	if lxdDir != "" {
-		return filepath.Join(lxdDir, "unix.socket")
-	}
-
-	snapSocket := "/var/snap/lxd/common/lxd/unix.socket"
-	_, err := os.Stat(snapSocket)
-	if err == nil {
-		return snapSocket
-	}
-
-	return "/var/lib/lxd/unix.socket"
 }

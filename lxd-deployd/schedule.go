@@ -3,13 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
-	"fmt"
-	"log/slog"
 	"net/http"
-	"os"
-	"strings"
-	"sync"
-	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
@@ -23,13 +17,6 @@ import (
 const (
 	leaseSchedule = "schedule"
 
-	// scheduleInterval is how often the holder looks for due actions: cron's resolution is
-	// the minute, so an action fires within seconds of its time.
-	scheduleInterval = 2 * time.Second
-
-	// testClockInterval is that with a test clock, so that tests do not wait.
-	testClockInterval = 200 * time.Millisecond
-
 	// scheduleShown is how many next occurrences GET .../schedule lists per action.
 	scheduleShown = 5
 )
@@ -37,52 +24,14 @@ const (
 // runSchedule runs the scheduler newDaemon built on the holder of the schedule lease until
 // ctx ends.
 func (d *daemon) runSchedule(ctx context.Context) {
-	interval := scheduleInterval
+	interval := scheduler.Interval
 	if d.config.testClockFile != "" {
-		interval = testClockInterval
+		interval = scheduler.TestClockInterval
 	}
 
 	d.leases.Run(ctx, leaseSchedule, func(ctx context.Context, held lease.Lease) {
 		d.scheduler.Fenced(held).Run(ctx, interval)
 	})
-}
-
-// scheduleClock is the scheduler's clock: time.Now, or, for tests only, the time written
-// in --test-clock-file (RFC 3339, read at each look, so a test moves it by rewriting the
-// file; doc/daemon.md). Only the scheduler reads it: leases, TTLs and logs keep real time.
-func scheduleClock(path string, logger *slog.Logger) (scheduler.Clock, error) {
-	if path == "" {
-		return time.Now, nil
-	}
-
-	read := func() (time.Time, error) {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return time.Time{}, err
-		}
-
-		return time.Parse(time.RFC3339, strings.TrimSpace(string(data)))
-	}
-
-	first, err := read()
-	if err != nil {
-		return nil, fmt.Errorf("--test-clock-file %s: %w (write an RFC 3339 time in it)", path, err)
-	}
-
-	logger.Warn("the scheduler runs on a test clock: never use --test-clock-file outside tests", "file", path, "now", first)
-	var mu sync.Mutex
-	last := first
-	return func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		t, err := read()
-		if err == nil {
-			last = t
-		}
-
-		// A file caught half written keeps the last time read.
-		return last
-	}, nil
 }
 
 // scheduleAPI serves a shape's schedule as the daemon runs it.

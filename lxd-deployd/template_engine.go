@@ -1,12 +1,7 @@
 package main
 
 import (
-	"fmt"
-
-	"github.com/canonical/lxd/shared/units"
-
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/apply"
-	"github.com/lxd-deployd/lxd-deployd/shared/templates/isolate"
 )
 
 // applyEngine builds the templated-config apply engine (package apply) with what it uses:
@@ -20,33 +15,6 @@ func (d *daemon) applyEngine() *apply.Engine {
 		Reporter: d.reporter,
 		Metrics:  d.reporter.Metrics(),
 		Expander: apply.Isolated(d.config.templateMaxMemory),
-		Fetch:    d.templateFetcher(),
+		Fetch:    apply.RegistryFetcher(d.config.templateRegistries, d.config.templateDefault),
 	})
 }
-
-// byteSize is a flag holding a byte count written as LXD writes them ("512MiB", "1GB").
-type byteSize struct{ n *int64 }
-
-func (b *byteSize) String() string {
-	if b.n == nil || *b.n == 0 {
-		return units.GetByteSizeStringIEC(isolate.DefaultMaxMemory, 0)
-	}
-
-	return units.GetByteSizeStringIEC(*b.n, 0)
-}
-
-func (b *byteSize) Set(value string) error {
-	n, err := units.ParseByteSizeString(value)
-	if err != nil {
-		return err
-	}
-
-	if n < 64<<20 {
-		return fmt.Errorf("must be at least 64MiB, got %q", value)
-	}
-
-	*b.n = n
-	return nil
-}
-
-func (b *byteSize) Type() string { return "size" }

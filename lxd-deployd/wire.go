@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/cluster"
@@ -38,7 +39,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		return nil, fmt.Errorf("--webhook-allowed-networks: %w", err)
 	}
 
-	clock, err := scheduleClock(o.config.testClockFile, logger)
+	clock, err := scheduler.FileClock(o.config.testClockFile, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -58,13 +59,13 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 	// the daemon built below, and runs only once it has started.
 	var d *daemon
 	var holds *waker.SetConfig
-	if o.config.frontDoor == frontDoorPrivate {
+	if o.config.frontDoor == doorkeeper.DoorPrivate {
 		holds = &waker.SetConfig{Logger: logger}
 	}
 
 	leases := lease.NewManager(o.db, o.member, lease.DefaultTTL, logger)
 	var shared *doorkeeper.Shared
-	if o.config.frontDoor == frontDoorHAProxy {
+	if o.config.frontDoor == doorkeeper.DoorHAProxy {
 		shared = &doorkeeper.Shared{Leases: leases, Lease: doorkeeper.SharedLease(o.config.haproxySocket)}
 	}
 
@@ -94,7 +95,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		checker:   &health.Checker{DB: o.db, LXD: lxd, Logger: logger, Concurrency: healthConcurrency, Metrics: m, OnChange: f.Healer.HealthChanged},
 		rollouts:  rollout.New(o.db, lxd, f, l, logger, owner, o.governors, rollout.Wakes{Rollouts: wake.rollouts, Images: wake.images}),
 		reporter:  l,
-		tokens:    auth.NewSharedTokenVerifier(replayStore{db: o.db}),
+		tokens:    auth.NewSharedTokenVerifier(db.TokenIDs{DB: o.db}),
 		webhooks:  dispatcher,
 		metrics:   m,
 		leases:    leases,
@@ -116,7 +117,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 // schedule.go).
 func (d *daemon) addTasks() {
 	d.tasks.Add("lxd connection", func(ctx context.Context) { d.lxd.Run(ctx, d.config.lxdPollInterval, d.metrics) })
-	d.tasks.Add("front door", func(ctx context.Context) { d.doors.Run(ctx, doorInterval) })
+	d.tasks.Add("front door", func(ctx context.Context) { d.doors.Run(ctx, doorkeeper.Interval) })
 	d.tasks.Add("rollouts", func(ctx context.Context) { d.rollouts.Run(ctx, time.Second) })
 	d.tasks.Add("image trigger", d.rollouts.RunImageTrigger)
 	member := d.clusterMember()

@@ -15,7 +15,7 @@ import (
 // instance is up and asks for capacity at the first one (Wake).
 
 // Wake asks for capacity for a shape whose hold has connections waiting and no serving
-// instance: the daemon sends its governor a scale request (wake.go in the daemon).
+// instance: the daemon sends its governor a scale request (Waker.Wake).
 // waiting says how many wait now: read when the request is made, it counts the rest of a
 // burst whose first connection woke the shape.
 type Wake func(shape ObservedShape, waiting func() int)

@@ -31,7 +31,7 @@ import (
 // from listings rendered once (so that serving them costs next to nothing of the process's
 // CPU, which is what is measured: the Go side and dqlite's C threads alike). Each loop's
 // round runs b.N times; the figures are the CPU of one round and what that makes per
-// minute at the loop's real period (instance_care.go, the reconcile interval), as a share
+// minute at the loop's real period (package care, the reconcile interval), as a share
 // of one core. `make bench` runs it.
 func BenchmarkLoopsAtRest(b *testing.B) {
 	n := 1000

@@ -1,4 +1,6 @@
-package main
+// Package datadir lays out the daemon's data directory: the modes of what it keeps there
+// (private to the daemon's user unless widened on purpose) and the server certificate.
+package datadir
 
 import (
 	"errors"
@@ -6,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/canonical/lxd/shared"
 )
 
 // daemonUmask makes every file, directory and socket the daemon creates private to its
@@ -29,9 +33,9 @@ var fileModes = map[string]os.FileMode{
 	"governor":    0o700,
 }
 
-// prepareDataDir sets the umask, creates or tightens the data directory, and is called
-// before anything is created in it.
-func prepareDataDir(dir string) error {
+// Prepare sets the umask, creates or tightens the data directory, and is called before
+// anything is created in it.
+func Prepare(dir string) error {
 	syscall.Umask(daemonUmask)
 	err := os.MkdirAll(dir, dataDirMode)
 	if err != nil {
@@ -43,11 +47,11 @@ func prepareDataDir(dir string) error {
 		return fmt.Errorf("set the mode of the data directory %s: %w", dir, err)
 	}
 
-	return fixFileModes(dir)
+	return FixModes(dir)
 }
 
-// fixFileModes gives the daemon's files in dir their modes, where they exist.
-func fixFileModes(dir string) error {
+// FixModes gives the daemon's files in dir their modes, where they exist.
+func FixModes(dir string) error {
 	for name, mode := range fileModes {
 		err := os.Chmod(filepath.Join(dir, name), mode)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -56,4 +60,17 @@ func fixFileModes(dir string) error {
 	}
 
 	return nil
+}
+
+// ServerCertificate loads the server's key pair, generating an ECDSA P-384 one with the
+// host's names as SANs on first start, as LXD does.
+func ServerCertificate(dir string) (*shared.CertInfo, error) {
+	certFile := filepath.Join(dir, "server.crt")
+	keyFile := filepath.Join(dir, "server.key")
+	err := shared.FindOrGenCert(certFile, keyFile, false, shared.CertOptions{AddHosts: true})
+	if err != nil {
+		return nil, fmt.Errorf("generate server certificate: %w", err)
+	}
+
+	return shared.KeyPairAndCA(dir, "server", shared.CertServer, shared.CertOptions{})
 }

@@ -1,4 +1,4 @@
-package main
+package doorkeeper
 
 import (
 	"strings"
@@ -26,7 +26,7 @@ func TestWakeTarget(t *testing.T) {
 		{shape(1, 0, 5), 3, 0, "1 instances on their way"},
 		{shape(0, 0, 0), 3, 0, "scaling_maximum is 0"},
 	} {
-		target, why := wakeTarget(c.shape, c.waiting)
+		target, why := WakeTarget(c.shape, c.waiting)
 		if target != c.target || !strings.Contains(why, c.why) {
 			t.Errorf("%+v waiting %d: %d %q, want %d %q", c.shape, c.waiting, target, why, c.target, c.why)
 		}
