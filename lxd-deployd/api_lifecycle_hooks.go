@@ -5,7 +5,6 @@ import (
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 
-	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -39,14 +38,4 @@ func (a instancesAPI) lifecycleAction(r *http.Request) response.Response {
 	}
 
 	return response.EmptySyncResponse()
-}
-
-// withLifecycle adds an instance's health verdict and the hook it waits in to its API form.
-func withLifecycle(instance *api.DeploymentInstance, row db.Instance) {
-	instance.Health = row.Health.Status
-	instance.Lifecycle = row.Hook.Hook
-	instance.LifecycleDeadline = row.Hook.Deadline
-	if row.Health.CheckedAt != nil || row.Health.Stale != "" {
-		instance.HealthCheck = &api.DeploymentInstanceHealth{Status: row.Health.Status, Output: row.Health.Output, CheckedAt: row.Health.CheckedAt, Stale: row.Health.Stale != "", StaleReason: row.Health.Stale}
-	}
 }
