@@ -11,6 +11,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
@@ -129,16 +130,7 @@ func (a revisionsAPI) activity(r *http.Request) response.Response {
 		}
 	}
 
-	var entries []api.DeploymentActivity
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		filter.DeploymentID, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		entries, err = db.GetActivity(ctx, tx, filter)
-		return err
-	})
+	entries, err := fleet.Activity(r.Context(), a.db, ref, filter)
 	if err != nil {
 		return response.SmartError(err)
 	}

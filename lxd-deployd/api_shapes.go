@@ -91,7 +91,7 @@ func (a shapesAPI) get(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	shape.PlacementStatus = placementStatus(r.Context(), a.db, a.lxd.Cluster(), shape)
+	shape.PlacementStatus = fleet.PlacementStatus(r.Context(), a.db, a.lxd.Cluster(), shape)
 	shown := shapeFor(r, shape.DeploymentShape)
 	return response.SyncResponseETag(shown, shown.DeploymentShapePut)
 }
