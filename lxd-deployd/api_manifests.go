@@ -75,9 +75,13 @@ func (a deploymentsAPI) rollback(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	resp := a.prepareTemplate(r, ref, t, nil)
-	if resp != nil {
-		return resp
+	plan, err := a.configs.Prepare(r.Context(), by, ref, t, dryRunParam(r), forceParam(r), nil)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	if plan != nil {
+		return response.SyncResponse(*plan)
 	}
 
 	id, applied, err := a.configs.ApplyTo(r.Context(), ref, t)
