@@ -41,31 +41,9 @@ func (a operationsAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	urls := map[string][]string{}
-	full := map[string][]lxdapi.Operation{}
-	for _, op := range a.ops.List(a.filter(r)) {
-		info := op.API()
-		status := strings.ToLower(info.Status)
-		urls[status] = append(urls[status], op.URL())
-		full[status] = append(full[status], info)
-	}
-
-	if a.cluster != nil {
-		others, err := a.cluster.Others(r.Context())
-		if err != nil {
-			return response.SmartError(err)
-		}
-
-		allowed := a.filter(r)
-		for _, op := range others {
-			if !allowed(op.DeploymentID) {
-				continue
-			}
-
-			status := strings.ToLower(op.Status)
-			urls[status] = append(urls[status], "/1.0/operations/"+op.ID)
-			full[status] = append(full[status], op.Operation)
-		}
+	urls, full, err := a.cluster.List(r.Context(), a.ops, a.filter(r))
+	if err != nil {
+		return response.SmartError(err)
 	}
 
 	if level == 0 {
@@ -75,34 +53,9 @@ func (a operationsAPI) list(r *http.Request) response.Response {
 	return response.SyncResponse(full)
 }
 
-// visible returns the operation in the path if the caller may see it: this member's
-// (local), or the record of one another member runs (remote); otherwise a 404, so that
-// other deployments' operations do not leak.
-func (a operationsAPI) visible(r *http.Request) (local *operations.Operation, remote *db.Operation, err error) {
-	id := mux.Vars(r)["id"]
-	local, err = a.ops.Get(id)
-	if err == nil {
-		if !a.filter(r)(local.DeploymentID()) {
-			return nil, nil, notFoundf("operation %q not found", id)
-		}
-
-		return local, nil, nil
-	}
-
-	if a.cluster == nil {
-		return nil, nil, err
-	}
-
-	remote, err = a.cluster.Lookup(r.Context(), id)
-	if err != nil {
-		return nil, nil, err
-	}
-
-	if !a.filter(r)(remote.DeploymentID) {
-		return nil, nil, notFoundf("operation %q not found", id)
-	}
-
-	return nil, remote, nil
+// visible returns the operation in the path if the caller may see it (cluster.Operations.Visible).
+func (a operationsAPI) visible(r *http.Request) (*operations.Operation, *db.Operation, error) {
+	return a.cluster.Visible(r.Context(), a.ops, mux.Vars(r)["id"], a.filter(r))
 }
 
 // get answers from memory for this member's operations and from the record, which the
