@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -43,11 +41,7 @@ func (a deploymentsAPI) list(r *http.Request) response.Response {
 
 	// The common case, one project's URLs unfiltered, needs only the names.
 	if level == 0 && clauses == nil && project != "" {
-		var names []string
-		err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-			names, err = db.GetDeploymentNames(ctx, tx, project)
-			return err
-		})
+		names, err := deployments.Names(r.Context(), a.db, project)
 		if err != nil {
 			return response.SmartError(err)
 		}
@@ -55,11 +49,7 @@ func (a deploymentsAPI) list(r *http.Request) response.Response {
 		return listResponse(level, names, func(name string) string { return api.DeploymentURL(project, name) }, func(name string) string { return name })
 	}
 
-	var rows []db.Deployment
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		rows, err = db.GetDeployments(ctx, tx, db.DeploymentFilter{Project: project})
-		return err
-	})
+	rows, err := deployments.List(r.Context(), a.db, project)
 	if err != nil {
 		return response.SmartError(err)
 	}

@@ -96,16 +96,13 @@ func (a operationsAPI) wait(r *http.Request) response.Response {
 	}
 
 	if remote != nil {
-		if remote.Member != a.cluster.Member() {
-			forwarded, err := a.cluster.Forward(r, remote.Member)
-			if err == nil {
-				return relayed(forwarded)
-			}
-		}
-
-		remote, err = a.cluster.WaitRecord(r.Context(), remote.ID, timeout)
+		forwarded, remote, err := a.cluster.WaitRemote(r, remote, timeout)
 		if err != nil {
 			return response.SmartError(err)
+		}
+
+		if forwarded != nil {
+			return relayed(forwarded)
 		}
 
 		return response.SyncResponse(remote.Operation)
@@ -128,13 +125,9 @@ func (a operationsAPI) cancel(r *http.Request) response.Response {
 			return response.SmartError(err)
 		}
 
-		if remote.StatusCode.IsFinal() || remote.Member == a.cluster.Member() {
-			return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "operation %s has already finished", remote.ID))
-		}
-
-		forwarded, err := a.cluster.Forward(r, remote.Member)
+		forwarded, err := a.cluster.CancelRemote(r, remote)
 		if err != nil {
-			return response.SmartError(lxdapi.StatusErrorf(http.StatusServiceUnavailable, "member %q, which runs operation %s, cannot be reached (%v): try again", remote.Member, remote.ID, err))
+			return response.SmartError(err)
 		}
 
 		return relayed(forwarded)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
@@ -35,16 +33,7 @@ func (a shapesAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	var shapes []db.Shape
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		shapes, err = db.GetShapes(ctx, tx, db.ShapeFilter{DeploymentID: id})
-		return err
-	})
+	shapes, err := deployments.Shapes(r.Context(), a.db, ref)
 	if err != nil {
 		return response.SmartError(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
 
@@ -77,4 +78,33 @@ func (c *Operations) Visible(ctx context.Context, ops *operations.Manager, id st
 	}
 
 	return nil, remote, nil
+}
+
+// WaitRemote waits on another member's operation: at that member (forwarded, whose answer
+// the caller relays as is), or, when it cannot be reached, by watching its record.
+func (c *Operations) WaitRemote(r *http.Request, remote *db.Operation, timeout time.Duration) (*http.Response, *db.Operation, error) {
+	if remote.Member != c.Member() {
+		forwarded, err := c.Forward(r, remote.Member)
+		if err == nil {
+			return forwarded, nil, nil
+		}
+	}
+
+	remote, err := c.WaitRecord(r.Context(), remote.ID, timeout)
+	return nil, remote, err
+}
+
+// CancelRemote cancels another member's operation at that member, and returns its answer
+// for the caller to relay as is.
+func (c *Operations) CancelRemote(r *http.Request, remote *db.Operation) (*http.Response, error) {
+	if remote.StatusCode.IsFinal() || remote.Member == c.Member() {
+		return nil, lxdapi.StatusErrorf(http.StatusBadRequest, "operation %s has already finished", remote.ID)
+	}
+
+	forwarded, err := c.Forward(r, remote.Member)
+	if err != nil {
+		return nil, lxdapi.StatusErrorf(http.StatusServiceUnavailable, "member %q, which runs operation %s, cannot be reached (%v): try again", remote.Member, remote.ID, err)
+	}
+
+	return forwarded, nil
 }

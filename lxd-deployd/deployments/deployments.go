@@ -212,3 +212,26 @@ func Manifest(ctx context.Context, cluster *db.Cluster, ref refs.DeploymentRef, 
 
 	return m, err
 }
+
+// Names are the names of a project's deployments: a listing of one project's URLs needs
+// only them.
+func Names(ctx context.Context, cluster *db.Cluster, project string) ([]string, error) {
+	var names []string
+	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		names, err = db.GetDeploymentNames(ctx, tx, project)
+		return err
+	})
+
+	return names, err
+}
+
+// List reads the deployments of a project, of every project when project is "".
+func List(ctx context.Context, cluster *db.Cluster, project string) ([]db.Deployment, error) {
+	var rows []db.Deployment
+	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) (err error) {
+		rows, err = db.GetDeployments(ctx, tx, db.DeploymentFilter{Project: project})
+		return err
+	})
+
+	return rows, err
+}

@@ -156,3 +156,19 @@ func DeleteShape(ctx context.Context, cluster *db.Cluster, f *fleet.Fleet, ref r
 
 	return deploymentID, err
 }
+
+// Shapes reads the shapes of the deployment ref names.
+func Shapes(ctx context.Context, cluster *db.Cluster, ref refs.DeploymentRef) ([]db.Shape, error) {
+	var shapes []db.Shape
+	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		id, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
+		if err != nil {
+			return err
+		}
+
+		shapes, err = db.GetShapes(ctx, tx, db.ShapeFilter{DeploymentID: id})
+		return err
+	})
+
+	return shapes, err
+}
