@@ -1,10 +1,8 @@
 package main
 
 import (
-	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
@@ -16,7 +14,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/events"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
-	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // operationsAPI serves /1.0/operations and /1.0/events like LXD, scoped to what the caller
@@ -102,7 +99,7 @@ func (a operationsAPI) wait(r *http.Request) response.Response {
 		}
 
 		if forwarded != nil {
-			return relayed(forwarded)
+			return response.Relayed(forwarded)
 		}
 
 		return response.SyncResponse(remote.Operation)
@@ -130,7 +127,7 @@ func (a operationsAPI) cancel(r *http.Request) response.Response {
 			return response.SmartError(err)
 		}
 
-		return relayed(forwarded)
+		return response.Relayed(forwarded)
 	}
 
 	err = a.access.allowAdminOn(r.Context(), auth.CallerFromContext(r.Context()), op.DeploymentID())
@@ -141,47 +138,11 @@ func (a operationsAPI) cancel(r *http.Request) response.Response {
 	return response.SmartError(op.Cancel())
 }
 
-// relayed answers with another member's answer to a forwarded request, as is.
-func relayed(resp *http.Response) response.Response {
-	return response.ManualResponse(func(w http.ResponseWriter) error {
-		defer func() { _ = resp.Body.Close() }()
-		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-		w.WriteHeader(resp.StatusCode)
-		_, err := io.Copy(w, io.LimitReader(resp.Body, 16<<20))
-		return err
-	})
-}
-
 // streamEvents serves the /1.0/events websocket (?type=operation,lifecycle,logging,endpoints).
 func (a operationsAPI) streamEvents(r *http.Request) response.Response {
-	var types []string
-	for _, t := range strings.Split(r.URL.Query().Get("type"), ",") {
-		switch t {
-		case "":
-		case lxdapi.EventTypeOperation, lxdapi.EventTypeLifecycle, api.EventTypeEndpoints:
-			types = append(types, t)
-		case lxdapi.EventTypeLogging:
-			// The daemon's own log is for admins only, as LXD's.
-			if !auth.CallerFromContext(r.Context()).IsAdmin() {
-				return response.SmartError(forbidden("logging events are for admins only: ask for operation or lifecycle events"))
-			}
-
-			types = append(types, t)
-		default:
-			return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "event type %q is not served: use operation, lifecycle, endpoints or logging", t))
-		}
-	}
-
-	// As LXD: the default project unless another is named, every project with
-	// all-projects=true.
-	project := r.URL.Query().Get("project")
-	if project == "" {
-		project = api.DefaultProject
-	}
-
-	allProjects, _ := strconv.ParseBool(r.URL.Query().Get("all-projects"))
-	if allProjects {
-		project = ""
+	types, project, err := events.Subscription(r.URL.Query(), auth.CallerFromContext(r.Context()).IsAdmin())
+	if err != nil {
+		return response.SmartError(err)
 	}
 
 	filter := a.filter(r)
