@@ -3,8 +3,6 @@ package main
 import (
 	"net/http"
 
-	lxdapi "github.com/canonical/lxd/shared/api"
-
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -24,12 +22,6 @@ func (a instancesAPI) lifecycleAction(r *http.Request) response.Response {
 	err = decodeBody(r, &req)
 	if err != nil {
 		return response.SmartError(err)
-	}
-
-	switch req.Action {
-	case api.LifecycleActionContinue, api.LifecycleActionAbandon, api.LifecycleActionHeartbeat:
-	default:
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "action %q is not valid: use continue, abandon or heartbeat", req.Action))
 	}
 
 	err = a.fleet.DecideWait(r.Context(), ref, req.Action)
