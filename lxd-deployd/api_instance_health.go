@@ -1,19 +1,13 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"net/http"
-	"time"
-
-	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
-	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
 // instanceHealthAPI serves PUT .../instances/{instance}/health: the report of an instance
@@ -47,15 +41,7 @@ func (a instanceHealthAPI) report(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = validate.HealthReport(req)
-	if err != nil {
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "%v", err))
-	}
-
-	result := health.ReportResult(req, time.Now())
-	_, err = a.reports.Record(r.Context(), func(ctx context.Context, tx *sql.Tx) (*health.Change, error) {
-		return health.RecordReport(ctx, tx, ref, result)
-	})
+	err = a.reports.Report(r.Context(), ref, req)
 	if err != nil {
 		return response.SmartError(err)
 	}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"net/http"
 
@@ -57,13 +55,7 @@ func (a resizeAPI) put(r *http.Request) response.Response {
 	}
 
 	by := requestorFromContext(r.Context())
-	admin := auth.CallerFromContext(r.Context()).IsAdmin()
-	var target fleet.ResizeTarget
-	var revision int
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		target, revision, err = rollout.Resize(ctx, tx, ref, req, by, admin)
-		return err
-	})
+	target, revision, err := rollout.StoreResize(r.Context(), a.db, ref, req, by, auth.CallerFromContext(r.Context()).IsAdmin())
 	if err != nil {
 		return response.SmartError(err)
 	}

@@ -11,7 +11,24 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
+	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
+
+// Report records an instance's own report as the result of its ttl check (RecordReport),
+// in a batch with the reports arriving together; a report that is not valid is a 400.
+func (rs *Reports) Report(ctx context.Context, ref refs.InstanceRef, req api.DeploymentInstanceHealthPut) error {
+	err := validate.HealthReport(req)
+	if err != nil {
+		return lxdapi.StatusErrorf(http.StatusBadRequest, "%v", err)
+	}
+
+	result := ReportResult(req, time.Now())
+	_, err = rs.Record(ctx, func(ctx context.Context, tx *sql.Tx) (*Change, error) {
+		return RecordReport(ctx, tx, ref, result)
+	})
+
+	return err
+}
 
 // ReportResult is an instance's own report (PUT .../instances/{instance}/health) as the
 // result of its ttl check at now: a failing report counts as exit code 1.

@@ -65,6 +65,16 @@ func Resize(ctx context.Context, tx *sql.Tx, ref refs.ShapeRef, req api.Deployme
 	return fleet.ResizeTarget{DeploymentID: deploymentID, ShapeID: shape.ID, Project: ref.Project, Shape: shape.Name, By: by, Batch: batch}, revised.Revision, nil
 }
 
+// StoreResize is Resize in a transaction of its own.
+func StoreResize(ctx context.Context, cluster *db.Cluster, ref refs.ShapeRef, req api.DeploymentShapeResourcesPut, by api.DeploymentRequestor, admin bool) (target fleet.ResizeTarget, revision int, err error) {
+	err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		target, revision, err = Resize(ctx, tx, ref, req, by, admin)
+		return err
+	})
+
+	return target, revision, err
+}
+
 // describeResize writes a resize's limits for the activity log.
 func describeResize(req api.DeploymentShapeResourcesPut) string {
 	out := ""
