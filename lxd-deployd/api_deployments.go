@@ -1,20 +1,17 @@
 package main
 
 import (
-	"context"
-	"database/sql"
-	"fmt"
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/apply"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/deployments"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
-	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
 // deploymentsAPI serves /1.0/deployments.
@@ -45,11 +42,7 @@ func (a deploymentsAPI) list(r *http.Request) response.Response {
 
 	// The common case, one project's URLs unfiltered, needs only the names.
 	if level == 0 && clauses == nil && project != "" {
-		var names []string
-		err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-			names, err = db.GetDeploymentNames(ctx, tx, project)
-			return err
-		})
+		names, err := deployments.Names(r.Context(), a.db, project)
 		if err != nil {
 			return response.SmartError(err)
 		}
@@ -57,17 +50,13 @@ func (a deploymentsAPI) list(r *http.Request) response.Response {
 		return rest.ListResponse(level, names, func(name string) string { return api.DeploymentURL(project, name) }, func(name string) string { return name })
 	}
 
-	var deployments []db.Deployment
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		deployments, err = db.GetDeployments(ctx, tx, db.DeploymentFilter{Project: project})
-		return err
-	})
+	rows, err := deployments.List(r.Context(), a.db, project)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	visible := make([]api.Deployment, 0, len(deployments))
-	for _, d := range deployments {
+	visible := make([]api.Deployment, 0, len(rows))
+	for _, d := range rows {
 		visible = append(visible, rest.DeploymentFor(r, d.Deployment))
 	}
 
@@ -97,7 +86,7 @@ func (a deploymentsAPI) create(r *http.Request) response.Response {
 		return resp
 	}
 
-	id, err := createDeployment(r.Context(), a.db, project, req, tmpl.Apply)
+	id, secret, err := deployments.Create(r.Context(), a.db, project, req, tmpl.Apply)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -107,15 +96,6 @@ func (a deploymentsAPI) create(r *http.Request) response.Response {
 	a.configs.Announce(r.Context(), rest.RequestorFromContext(r.Context()), refs.DeploymentRef{Project: project, Name: req.Name}, id, tmpl)
 
 	// The webhook secret is shown once here, and on request (webhook/secret), never in GET.
-	var secret string
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		secret, err = db.GetWebhookSecret(ctx, tx, id)
-		return err
-	})
-	if err != nil {
-		return response.SmartError(err)
-	}
-
 	created := api.DeploymentCreated{DeploymentWebhookSecret: api.DeploymentWebhookSecret{Secret: secret}}
 	if tmpl != nil {
 		created.Warnings = tmpl.Warnings()
@@ -124,52 +104,13 @@ func (a deploymentsAPI) create(r *http.Request) response.Response {
 	return response.SyncResponseLocation(created, url)
 }
 
-// createDeployment validates and stores a new deployment; apply (a template's shapes and
-// manifest) runs in the same transaction.
-func createDeployment(ctx context.Context, cluster *db.Cluster, project string, req api.DeploymentsPost, apply func(ctx context.Context, tx *sql.Tx, id int64) error) (int64, error) {
-	err := validate.Name("deployment", req.Name)
-	if err != nil {
-		return 0, rest.BadRequest(err)
-	}
-
-	if req.Config == nil {
-		req.Config = map[string]string{}
-	}
-
-	err = validate.Deployment(req.DeploymentPut)
-	if err != nil {
-		return 0, rest.BadRequest(err)
-	}
-
-	var id int64
-	err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		id, err = db.CreateDeployment(ctx, tx, project, req)
-		if err != nil {
-			return err
-		}
-
-		err = db.SetWebhookSecret(ctx, tx, id, newWebhookSecret())
-		if err != nil {
-			return err
-		}
-
-		return apply(ctx, tx, id)
-	})
-
-	return id, err
-}
-
 func (a deploymentsAPI) get(r *http.Request) response.Response {
 	ref, err := deploymentFromRequest(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	var d *db.Deployment
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		d, err = db.GetDeployment(ctx, tx, ref.Project, ref.Name)
-		return err
-	})
+	d, err := deployments.Get(r.Context(), a.db, ref)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -203,48 +144,7 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 		return resp
 	}
 
-	var id int64
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		current, err := db.GetDeployment(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		id = current.ID
-		err = response.CheckETag(r, current.Writable())
-		if err != nil {
-			return err
-		}
-
-		var put api.DeploymentPut
-		if patch {
-			put, err = rest.PatchBase(current.Writable())
-			if err != nil {
-				return err
-			}
-		}
-
-		err = rest.UnmarshalBody(body, &put)
-		if err != nil {
-			return err
-		}
-
-		if put.Config == nil {
-			put.Config = map[string]string{}
-		}
-
-		err = validate.Deployment(put)
-		if err != nil {
-			return rest.BadRequest(err)
-		}
-
-		err = db.UpdateDeployment(ctx, tx, current.ID, put)
-		if err != nil {
-			return err
-		}
-
-		return tmpl.Apply(ctx, tx, current.ID)
-	})
+	id, err := deployments.Update(r.Context(), a.db, ref, editFromBody[api.DeploymentPut](r, body, patch), tmpl.Apply)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -270,20 +170,7 @@ func (a deploymentsAPI) rename(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = validate.Name("deployment", req.Name)
-	if err != nil {
-		return response.SmartError(rest.BadRequest(err))
-	}
-
-	var id int64
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		return db.RenameDeployment(ctx, tx, ref.Project, id, req.Name)
-	})
+	id, err := deployments.Rename(r.Context(), a.db, ref, req.Name)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -299,24 +186,32 @@ func (a deploymentsAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	var id int64
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		return err
-	})
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	err = a.fleet.DeleteWithInstances(r.Context(), rest.RequestorFromContext(r.Context()), fmt.Sprintf("deployment %q", ref.Name), rest.ForceParam(r),
-		func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error) {
-			return db.GetInstances(ctx, tx, db.InstanceFilter{DeploymentID: id})
-		},
-		func(ctx context.Context, tx *sql.Tx) error { return db.DeleteDeployment(ctx, tx, id) })
+	id, err := deployments.Delete(r.Context(), a.db, a.fleet, ref, rest.RequestorFromContext(r.Context()), rest.ForceParam(r))
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	a.reporter.Send(rest.RequestorFromContext(r.Context()), id, reporter.DeploymentDeleted.Event(ref))
 	return response.EmptySyncResponse()
+}
+
+// editFromBody makes the edit of a PUT (replace the writable fields with the body) or a
+// PATCH (merge the body into them), after checking the request's ETag against them.
+func editFromBody[T any](r *http.Request, body []byte, patch bool) func(current T) (T, error) {
+	return func(current T) (T, error) {
+		var put T
+		err := response.CheckETag(r, current)
+		if err != nil {
+			return put, err
+		}
+
+		if patch {
+			put, err = rest.PatchBase(current)
+			if err != nil {
+				return put, err
+			}
+		}
+
+		return put, rest.UnmarshalBody(body, &put)
+	}
 }

@@ -72,17 +72,9 @@ func (a governorHoldAPI) put(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = validate.Name("governor", req.Name)
+	req, err = validate.GovernorRegistration(req)
 	if err != nil {
 		return response.SmartError(rest.BadRequest(err))
-	}
-
-	if req.TTL == 0 {
-		req.TTL = api.DeploymentGovernorTTLDefault
-	}
-
-	if req.TTL < api.DeploymentGovernorTTLMinimum || req.TTL > api.DeploymentGovernorTTLMaximum {
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "ttl %d is out of range: give %d to %d seconds, or 0 for %d", req.TTL, api.DeploymentGovernorTTLMinimum, api.DeploymentGovernorTTLMaximum, api.DeploymentGovernorTTLDefault))
 	}
 
 	caller := auth.CallerFromContext(r.Context())

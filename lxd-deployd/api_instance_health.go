@@ -1,21 +1,14 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"net/http"
-	"time"
-
-	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
-	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
 // instanceHealthAPI serves PUT .../instances/{instance}/health: the report of an instance
@@ -49,49 +42,12 @@ func (a instanceHealthAPI) report(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = validate.HealthReport(req)
-	if err != nil {
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "%v", err))
-	}
-
-	result := health.Result{At: time.Now(), Passed: req.Status == api.HealthReportPassing, Output: req.Output}
-	if !result.Passed {
-		result.ExitCode = 1
-	}
-
-	_, err = a.reports.Record(r.Context(), func(ctx context.Context, tx *sql.Tx) (*health.Change, error) {
-		return recordReport(ctx, tx, ref, result)
-	})
+	err = a.reports.Report(r.Context(), ref, req)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	return response.EmptySyncResponse()
-}
-
-// recordReport records one report in tx (a batch's); it refuses, before writing anything,
-// a report to a shape without a ttl check or from an instance that is not created.
-func recordReport(ctx context.Context, tx *sql.Tx, ref refs.InstanceRef, result health.Result) (*health.Change, error) {
-	_, shape, err := refs.ShapeInTx(ctx, tx, ref.ShapeRef)
-	if err != nil {
-		return nil, err
-	}
-
-	settings, ok := health.Parse(shape.Health)
-	if !ok || settings.Kind != api.HealthKindTTL {
-		return nil, lxdapi.StatusErrorf(http.StatusConflict, "shape %s has no ttl health check: set health.ttl on the shape for its instances to report their own health", shape.Name)
-	}
-
-	row, err := db.GetInstance(ctx, tx, shape.ID, ref.Instance)
-	if err != nil {
-		return nil, err
-	}
-
-	if row.State != db.InstanceCreated {
-		return nil, lxdapi.StatusErrorf(http.StatusConflict, "instance %s is %s: only a created instance reports its health", row.Name, row.State)
-	}
-
-	return health.Record(ctx, tx, *row, settings, result)
 }
 
 // allowInstanceHealth guards an instance's health report: admins and admin keys over TLS

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-	"database/sql"
-	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -19,7 +16,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
@@ -37,40 +33,6 @@ type instancesAPI struct {
 	usage *usageCache
 }
 
-// instanceAPI turns a row (and LXD's view of it, if known) into the API type.
-func instanceAPI(row db.Instance, latest int, lxdInstance *lxdapi.Instance, lxdOnline bool) api.DeploymentInstance {
-	status := "Unknown"
-	switch {
-	case lxdInstance != nil:
-		status = lxdInstance.Status
-	case row.State == db.InstanceCreating:
-		status = "Creating"
-	case lxdOnline:
-		status = "Missing"
-	}
-
-	instance := api.DeploymentInstance{
-		Name:         row.Name,
-		Project:      row.Project,
-		Deployment:   row.Deployment,
-		Shape:        row.Shape,
-		State:        row.State,
-		Status:       status,
-		CreatedAt:    row.CreatedAt,
-		InstanceURL:  api.InstanceURL(row.Project, row.Name),
-		TemplateHash: row.TemplateHash,
-		Revision:     row.Revision,
-		Outdated:     shapes.Outdated(row, latest),
-	}
-
-	if lxdInstance != nil && lxdInstance.Config != nil {
-		instance.Limits = fleet.LimitsOf(lxdInstance.Config)
-	}
-
-	withLifecycle(&instance, row)
-	return instance
-}
-
 func (a instancesAPI) list(r *http.Request) response.Response {
 	ref, err := shapeFromRequest(r)
 	if err != nil {
@@ -83,34 +45,14 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 	}
 
 	// LXD renders the shape's instances while the rows are read.
-	var listing func(want []string) (map[string]lxdapi.Instance, error)
+	var listing fleet.Listing
 	var clientErr error
 	callStart := time.Now()
 	if level > 0 {
-		// A request that fails before it waits for the listing leaves it to end unread.
-		var listed func(want []string) (map[string]lxdapi.Instance, error)
-		listed, clientErr = a.lxd.StartShapeListing(ref.Project, ref.Name, ref.Shape)
-		if clientErr == nil {
-			listing = func(want []string) (map[string]lxdapi.Instance, error) {
-				live, err := listed(want)
-				a.reporter.Metrics().LXDCall("list", time.Since(callStart), err)
-				return live, err
-			}
-		}
+		listing, clientErr = a.fleet.StartListing(ref, callStart)
 	}
 
-	var rows []db.Instance
-	var latest int
-	err = a.db.Read(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		_, shape, err := refs.ShapeInTx(ctx, tx, ref)
-		if err != nil {
-			return err
-		}
-
-		latest = shape.Revision
-		rows, err = db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: shape.ID})
-		return err
-	})
+	rows, latest, err := fleet.ShapeInstances(r.Context(), a.db, ref)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -146,7 +88,7 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		}()
 	}
 
-	live, err := a.liveStatuses(listing, clientErr, rows)
+	live, err := fleet.LiveStatuses(listing, clientErr, rows)
 	if usageFetched != nil {
 		grace := usageGrace(time.Since(callStart))
 		if joined {
@@ -165,60 +107,18 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 			lxdInstance = &instance
 		}
 
-		shown := instanceAPI(row, latest, lxdInstance, online)
+		shown := fleet.InstanceView(row, latest, lxdInstance, online)
 		if u, ok := usage.usage[row.Name]; ok && lxdInstance != nil && lxdInstance.Status == "Running" {
 			sampled := usage.at.UTC()
 			u.SampledAt = &sampled
 			shown.Usage = &u
 		}
 
-		withLocation(&shown, row, lxdInstance, a.lxd.Cluster())
+		fleet.WithLocation(&shown, row, lxdInstance, a.lxd.Cluster())
 		result = append(result, rest.InstanceFor(r, shown))
 	}
 
 	return response.SyncResponse(result)
-}
-
-// liveStatuses is LXD's status of a shape's instances: one listing of the instances LXD
-// holds as the shape's, never one call per instance, decoding only the fields shown (the
-// project's listing when that misses a created row: a renamed shape, an instance deleted
-// behind the daemon's back). listing is the listing started, nil when LXD is unavailable
-// for clientErr.
-func (a instancesAPI) liveStatuses(listing func(want []string) (map[string]lxdapi.Instance, error), clientErr error, rows []db.Instance) (map[string]lxdapi.Instance, error) {
-	if listing == nil {
-		return nil, clientErr
-	}
-
-	return waitListing(listing, shapes.CreatedNames(rows), listingWait)
-}
-
-// listingWait is how long a listing waits for LXD's answer. A frozen or stalled LXD
-// answers nothing, and the listing then shows the records without LXD's status, as when
-// LXD is down, rather than hang its caller (issue 31: 30 s and a client timeout).
-const listingWait = 10 * time.Second
-
-// waitListing runs listing for want, giving up after limit; the listing itself then ends
-// unread when LXD answers.
-func waitListing(listing func(want []string) (map[string]lxdapi.Instance, error), want []string, limit time.Duration) (map[string]lxdapi.Instance, error) {
-	type answer struct {
-		live map[string]lxdapi.Instance
-		err  error
-	}
-
-	answered := make(chan answer, 1)
-	go func() {
-		live, err := listing(want)
-		answered <- answer{live, err}
-	}()
-
-	timer := time.NewTimer(limit)
-	defer timer.Stop()
-	select {
-	case a := <-answered:
-		return a.live, a.err
-	case <-timer.C:
-		return nil, lxdapi.StatusErrorf(http.StatusServiceUnavailable, "LXD did not answer the listing within %s", limit)
-	}
 }
 
 func (a instancesAPI) get(r *http.Request) response.Response {
@@ -227,38 +127,9 @@ func (a instancesAPI) get(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	var row *db.Instance
-	var latest int
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		_, shape, err := refs.ShapeInTx(ctx, tx, ref.ShapeRef)
-		if err != nil {
-			return err
-		}
-
-		latest = shape.Revision
-		row, err = db.GetInstance(ctx, tx, shape.ID, ref.Instance)
-		return err
-	})
+	result, err := a.fleet.ShowInstance(r.Context(), ref)
 	if err != nil {
 		return response.SmartError(err)
-	}
-
-	err = a.lxd.Available()
-	if err != nil {
-		return response.SyncResponse(rest.InstanceFor(r, instanceAPI(*row, latest, nil, false)))
-	}
-
-	lxdInstance, state, err := a.lxd.InstanceWithState(ref.Project, row.Name)
-	if err != nil {
-		result := instanceAPI(*row, latest, nil, !lxdapi.StatusErrorCheck(err, http.StatusServiceUnavailable))
-		withLocation(&result, *row, nil, a.lxd.Cluster())
-		return response.SyncResponse(rest.InstanceFor(r, result))
-	}
-
-	result := instanceAPI(*row, latest, lxdInstance, true)
-	withLocation(&result, *row, lxdInstance, a.lxd.Cluster())
-	if state != nil {
-		result.LiveState = state
 	}
 
 	return response.SyncResponse(rest.InstanceFor(r, result))
@@ -314,9 +185,6 @@ func (a instancesAPI) delete(r *http.Request) response.Response {
 	return response.AsyncResponse(op.URL(), op.API())
 }
 
-// instanceActions are the state changes a governor may ask for.
-var instanceActions = map[string]bool{"start": true, "stop": true, "restart": true, "freeze": true, "unfreeze": true}
-
 func (a instancesAPI) putState(r *http.Request) response.Response {
 	ref, err := instanceFromRequest(r)
 	if err != nil {
@@ -329,58 +197,10 @@ func (a instancesAPI) putState(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	if !instanceActions[req.Action] {
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "action %q is not valid: use start, stop, restart, freeze or unfreeze", req.Action))
-	}
-
-	err = a.lxd.Available()
+	op, err := a.fleet.StartStateChange(r.Context(), ref, req, rest.RequestorFromContext(r.Context()))
 	if err != nil {
 		return response.SmartError(err)
 	}
-
-	var deploymentID int64
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		var shape *db.Shape
-		deploymentID, shape, err = refs.ShapeInTx(ctx, tx, ref.ShapeRef)
-		if err != nil {
-			return err
-		}
-
-		row, err := db.GetInstance(ctx, tx, shape.ID, ref.Instance)
-		if err != nil {
-			return err
-		}
-
-		if row.State != db.InstanceCreated {
-			return lxdapi.StatusErrorf(http.StatusConflict, "instance %s is %s: its state can change once it is created", row.Name, row.State)
-		}
-
-		return nil
-	})
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	by := rest.RequestorFromContext(r.Context())
-	op := a.ops.Start(operations.Args{
-		Description:  fmt.Sprintf("Changing state of instance %s (%s)", ref.Instance, req.Action),
-		Project:      ref.Project,
-		DeploymentID: deploymentID,
-		Resources:    fleet.InstanceResources(ref),
-		Run: func(ctx context.Context, op *operations.Operation) error {
-			callStart := time.Now()
-			err := a.lxd.SetInstanceState(ctx, ref.Project, ref.Instance, req)
-			a.reporter.Metrics().LXDCall("state", time.Since(callStart), err)
-			if err == nil {
-				a.reporter.Send(by, deploymentID, reporter.InstanceUpdated.Event(ref, nil))
-				if req.Action == "stop" {
-					a.reporter.InstanceChanged(ctx, deploymentID, reporter.InstanceStopped, ref.Shape, ref.Instance)
-				}
-			}
-
-			return err
-		},
-	})
 
 	return response.AsyncResponse(op.URL(), op.API())
 }

@@ -3,9 +3,6 @@ package main
 import (
 	"net/http"
 
-	lxdapi "github.com/canonical/lxd/shared/api"
-
-	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -28,26 +25,10 @@ func (a instancesAPI) lifecycleAction(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	switch req.Action {
-	case api.LifecycleActionContinue, api.LifecycleActionAbandon, api.LifecycleActionHeartbeat:
-	default:
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "action %q is not valid: use continue, abandon or heartbeat", req.Action))
-	}
-
 	err = a.fleet.DecideWait(r.Context(), ref, req.Action)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
 	return response.EmptySyncResponse()
-}
-
-// withLifecycle adds an instance's health verdict and the hook it waits in to its API form.
-func withLifecycle(instance *api.DeploymentInstance, row db.Instance) {
-	instance.Health = row.Health.Status
-	instance.Lifecycle = row.Hook.Hook
-	instance.LifecycleDeadline = row.Hook.Deadline
-	if row.Health.CheckedAt != nil || row.Health.Stale != "" {
-		instance.HealthCheck = &api.DeploymentInstanceHealth{Status: row.Health.Status, Output: row.Health.Output, CheckedAt: row.Health.CheckedAt, Stale: row.Health.Stale != "", StaleReason: row.Health.Stale}
-	}
 }

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"net/http"
 
-	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/apply"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/deployments"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -27,57 +24,21 @@ func (a deploymentsAPI) listManifests(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	var names []string
-	var manifests []db.Manifest
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		if level == 0 {
-			names, err = db.GetManifestNames(ctx, tx, id)
-			return err
-		}
-
-		manifests, err = db.GetManifests(ctx, tx, id)
-		return err
-	})
+	names, manifests, err := deployments.Manifests(r.Context(), a.db, ref, level == 0)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	if level == 0 {
-		urls := make([]string, 0, len(names))
-		for _, name := range names {
-			urls = append(urls, api.DeploymentManifestURL(ref.Project, ref.Name, name))
-		}
-
-		return response.SyncResponse(urls)
+	if level > 0 {
+		return response.SyncResponse(manifests)
 	}
 
-	result := make([]api.DeploymentManifest, 0, len(manifests))
-	for _, m := range manifests {
-		result = append(result, m.DeploymentManifest)
+	urls := make([]string, 0, len(names))
+	for _, name := range names {
+		urls = append(urls, api.DeploymentManifestURL(ref.Project, ref.Name, name))
 	}
 
-	return response.SyncResponse(result)
-}
-
-// getManifest reads one manifest in its own transaction.
-func (a deploymentsAPI) getManifest(ctx context.Context, ref refs.DeploymentRef, name string) (*db.Manifest, error) {
-	var m *db.Manifest
-	err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		m, err = db.GetManifest(ctx, tx, id, name)
-		return err
-	})
-
-	return m, err
+	return response.SyncResponse(urls)
 }
 
 func (a deploymentsAPI) showManifest(r *http.Request) response.Response {
@@ -86,7 +47,7 @@ func (a deploymentsAPI) showManifest(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	m, err := a.getManifest(r.Context(), ref, name)
+	m, err := deployments.Manifest(r.Context(), a.db, ref, name)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -104,7 +65,7 @@ func (a deploymentsAPI) rollback(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	m, err := a.getManifest(r.Context(), ref, name)
+	m, err := deployments.Manifest(r.Context(), a.db, ref, name)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -115,9 +76,13 @@ func (a deploymentsAPI) rollback(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	resp := a.prepareTemplate(r, ref, t, nil)
-	if resp != nil {
-		return resp
+	plan, err := a.configs.Prepare(r.Context(), by, ref, t, dryRunParam(r), rest.ForceParam(r), nil)
+	if err != nil {
+		return response.SmartError(err)
+	}
+
+	if plan != nil {
+		return response.SyncResponse(*plan)
 	}
 
 	id, applied, err := a.configs.ApplyTo(r.Context(), ref, t)

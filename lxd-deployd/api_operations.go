@@ -1,10 +1,8 @@
 package main
 
 import (
-	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	lxdapi "github.com/canonical/lxd/shared/api"
@@ -17,7 +15,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
-	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // operationsAPI serves /1.0/operations and /1.0/events like LXD, scoped to what the caller
@@ -42,31 +39,9 @@ func (a operationsAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	urls := map[string][]string{}
-	full := map[string][]lxdapi.Operation{}
-	for _, op := range a.ops.List(a.filter(r)) {
-		info := op.API()
-		status := strings.ToLower(info.Status)
-		urls[status] = append(urls[status], op.URL())
-		full[status] = append(full[status], info)
-	}
-
-	if a.cluster != nil {
-		others, err := a.cluster.Others(r.Context())
-		if err != nil {
-			return response.SmartError(err)
-		}
-
-		allowed := a.filter(r)
-		for _, op := range others {
-			if !allowed(op.DeploymentID) {
-				continue
-			}
-
-			status := strings.ToLower(op.Status)
-			urls[status] = append(urls[status], "/1.0/operations/"+op.ID)
-			full[status] = append(full[status], op.Operation)
-		}
+	urls, full, err := a.cluster.List(r.Context(), a.ops, a.filter(r))
+	if err != nil {
+		return response.SmartError(err)
 	}
 
 	if level == 0 {
@@ -76,34 +51,9 @@ func (a operationsAPI) list(r *http.Request) response.Response {
 	return response.SyncResponse(full)
 }
 
-// visible returns the operation in the path if the caller may see it: this member's
-// (local), or the record of one another member runs (remote); otherwise a 404, so that
-// other deployments' operations do not leak.
-func (a operationsAPI) visible(r *http.Request) (local *operations.Operation, remote *db.Operation, err error) {
-	id := mux.Vars(r)["id"]
-	local, err = a.ops.Get(id)
-	if err == nil {
-		if !a.filter(r)(local.DeploymentID()) {
-			return nil, nil, rest.NotFoundf("operation %q not found", id)
-		}
-
-		return local, nil, nil
-	}
-
-	if a.cluster == nil {
-		return nil, nil, err
-	}
-
-	remote, err = a.cluster.Lookup(r.Context(), id)
-	if err != nil {
-		return nil, nil, err
-	}
-
-	if !a.filter(r)(remote.DeploymentID) {
-		return nil, nil, rest.NotFoundf("operation %q not found", id)
-	}
-
-	return nil, remote, nil
+// visible returns the operation in the path if the caller may see it (cluster.Operations.Visible).
+func (a operationsAPI) visible(r *http.Request) (*operations.Operation, *db.Operation, error) {
+	return a.cluster.Visible(r.Context(), a.ops, mux.Vars(r)["id"], a.filter(r))
 }
 
 // get answers from memory for this member's operations and from the record, which the
@@ -144,16 +94,13 @@ func (a operationsAPI) wait(r *http.Request) response.Response {
 	}
 
 	if remote != nil {
-		if remote.Member != a.cluster.Member() {
-			forwarded, err := a.cluster.Forward(r, remote.Member)
-			if err == nil {
-				return relayed(forwarded)
-			}
-		}
-
-		remote, err = a.cluster.WaitRecord(r.Context(), remote.ID, timeout)
+		forwarded, remote, err := a.cluster.WaitRemote(r, remote, timeout)
 		if err != nil {
 			return response.SmartError(err)
+		}
+
+		if forwarded != nil {
+			return response.Relayed(forwarded)
 		}
 
 		return response.SyncResponse(remote.Operation)
@@ -176,16 +123,12 @@ func (a operationsAPI) cancel(r *http.Request) response.Response {
 			return response.SmartError(err)
 		}
 
-		if remote.StatusCode.IsFinal() || remote.Member == a.cluster.Member() {
-			return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "operation %s has already finished", remote.ID))
-		}
-
-		forwarded, err := a.cluster.Forward(r, remote.Member)
+		forwarded, err := a.cluster.CancelRemote(r, remote)
 		if err != nil {
-			return response.SmartError(lxdapi.StatusErrorf(http.StatusServiceUnavailable, "member %q, which runs operation %s, cannot be reached (%v): try again", remote.Member, remote.ID, err))
+			return response.SmartError(err)
 		}
 
-		return relayed(forwarded)
+		return response.Relayed(forwarded)
 	}
 
 	err = a.access.allowAdminOn(r.Context(), auth.CallerFromContext(r.Context()), op.DeploymentID())
@@ -196,47 +139,11 @@ func (a operationsAPI) cancel(r *http.Request) response.Response {
 	return response.SmartError(op.Cancel())
 }
 
-// relayed answers with another member's answer to a forwarded request, as is.
-func relayed(resp *http.Response) response.Response {
-	return response.ManualResponse(func(w http.ResponseWriter) error {
-		defer func() { _ = resp.Body.Close() }()
-		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-		w.WriteHeader(resp.StatusCode)
-		_, err := io.Copy(w, io.LimitReader(resp.Body, 16<<20))
-		return err
-	})
-}
-
 // streamEvents serves the /1.0/events websocket (?type=operation,lifecycle,logging,endpoints).
 func (a operationsAPI) streamEvents(r *http.Request) response.Response {
-	var types []string
-	for _, t := range strings.Split(r.URL.Query().Get("type"), ",") {
-		switch t {
-		case "":
-		case lxdapi.EventTypeOperation, lxdapi.EventTypeLifecycle, api.EventTypeEndpoints:
-			types = append(types, t)
-		case lxdapi.EventTypeLogging:
-			// The daemon's own log is for admins only, as LXD's.
-			if !auth.CallerFromContext(r.Context()).IsAdmin() {
-				return response.SmartError(rest.Forbidden("logging events are for admins only: ask for operation or lifecycle events"))
-			}
-
-			types = append(types, t)
-		default:
-			return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "event type %q is not served: use operation, lifecycle, endpoints or logging", t))
-		}
-	}
-
-	// As LXD: the default project unless another is named, every project with
-	// all-projects=true.
-	project := r.URL.Query().Get("project")
-	if project == "" {
-		project = api.DefaultProject
-	}
-
-	allProjects, _ := strconv.ParseBool(r.URL.Query().Get("all-projects"))
-	if allProjects {
-		project = ""
+	types, project, err := events.Subscription(r.URL.Query(), auth.CallerFromContext(r.Context()).IsAdmin())
+	if err != nil {
+		return response.SmartError(err)
 	}
 
 	filter := a.filter(r)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"net/http"
 	"net/url"
 
@@ -11,7 +9,6 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 )
@@ -46,17 +43,7 @@ func (a placementAPI) rebalance(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	var deploymentID int64
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		var err error
-		deploymentID, _, err = refs.ShapeInTx(ctx, tx, ref)
-		return err
-	})
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	op, err := a.fleet.StartRebalance(r.Context(), ref, deploymentID, rest.RequestorFromContext(r.Context()))
+	op, err := a.fleet.StartRebalanceOf(r.Context(), ref, rest.RequestorFromContext(r.Context()))
 	if err != nil {
 		return response.SmartError(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -45,7 +46,7 @@ func TestResizeAPI(t *testing.T) {
 		var revision int
 		err := a.db.Transaction(context.Background(), func(ctx context.Context, tx *sql.Tx) error {
 			var err error
-			_, revision, err = resizeShape(ctx, tx, refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: "default", Name: "dep1"}, Shape: "web"}, req, api.DeploymentRequestor{Name: "admin", Protocol: "unix"}, true)
+			_, revision, err = rollout.Resize(ctx, tx, refs.ShapeRef{DeploymentRef: refs.DeploymentRef{Project: "default", Name: "dep1"}, Shape: "web"}, req, api.DeploymentRequestor{Name: "admin", Protocol: "unix"}, true)
 			return err
 		})
 		return revision, err

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"net/http"
 	"net/url"
 
@@ -23,18 +21,6 @@ type typesAPI struct {
 	db *db.Cluster
 }
 
-// latestLayouts reads the layouts of the latest manifests of a project's deployments.
-func (a typesAPI) latestLayouts(ctx context.Context, project string) ([]db.ManifestLayout, error) {
-	var layouts []db.ManifestLayout
-	err := a.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		var err error
-		layouts, err = db.GetLatestLayouts(ctx, tx, project)
-		return err
-	})
-
-	return layouts, err
-}
-
 func (a typesAPI) list(r *http.Request) response.Response {
 	project, err := rest.ProjectParam(r)
 	if err != nil {
@@ -46,12 +32,10 @@ func (a typesAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	layouts, err := a.latestLayouts(r.Context(), project)
+	types, err := apply.ProjectTypes(r.Context(), a.db, project)
 	if err != nil {
 		return response.SmartError(err)
 	}
-
-	types := apply.Types(layouts)
 
 	if level > 0 {
 		return response.SyncResponse(types)
@@ -88,20 +72,12 @@ func (a typesAPI) get(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	layouts, err := a.latestLayouts(r.Context(), project)
+	t, err := apply.ProjectType(r.Context(), a.db, project, typ)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	types := apply.Types(layouts)
-
-	for _, t := range types {
-		if t.Name == typ {
-			return response.SyncResponse(t)
-		}
-	}
-
-	return response.SmartError(rest.NotFoundf("type %q is not used by the latest manifest of any deployment of project %q", typ, project))
+	return response.SyncResponse(t)
 }
 
 func (a typesAPI) instances(r *http.Request) response.Response {
@@ -115,10 +91,10 @@ func (a typesAPI) instances(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	layouts, err := a.latestLayouts(r.Context(), project)
+	instances, err := apply.ProjectTypeInstances(r.Context(), a.db, project, typ)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	return response.SyncResponse(apply.TypeInstances(layouts, typ))
+	return response.SyncResponse(instances)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
@@ -19,7 +19,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
-	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
 // revisionsAPI serves .../shapes/{shape}/revisions, .../rollback and the activity log.
@@ -70,16 +69,7 @@ func (a revisionsAPI) get(r *http.Request) response.Response {
 		}
 	}
 
-	var rev, other *api.DeploymentShapeRevision
-	err = refs.InShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, _ int64, shape *db.Shape) (err error) {
-		rev, err = db.GetRevision(ctx, tx, shape.ID, n)
-		if err != nil || diff == 0 {
-			return err
-		}
-
-		other, err = db.GetRevision(ctx, tx, shape.ID, diff)
-		return err
-	})
+	rev, other, err := rollout.Revisions(r.Context(), a.db, ref, n, diff)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -111,116 +101,19 @@ func (a revisionsAPI) rollback(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = validate.Notes(req.Notes)
-	if err != nil {
-		return response.SmartError(rest.BadRequest(err))
-	}
-
-	if req.Revision < 0 {
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "revision %d must be a revision number, or 0 for the one before the latest", req.Revision))
-	}
-
-	template := req.Template == nil || *req.Template
-	if !template && !req.Scaling {
-		return response.SmartError(lxdapi.StatusErrorf(http.StatusBadRequest, "nothing to roll back: set template, scaling or both to true"))
-	}
-
-	// Read the revision and check it against LXD before changing anything.
-	var old *api.DeploymentShapeRevision
-	err = refs.InShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, _ int64, shape *db.Shape) (err error) {
-		if req.Revision == 0 {
-			req.Revision = shape.Revision - 1
-			if req.Revision < 1 {
-				return lxdapi.StatusErrorf(http.StatusBadRequest, "shape %s has only revision %d: there is nothing before it to roll back to", shape.Name, shape.Revision)
-			}
-		}
-
-		old, err = db.GetRevision(ctx, tx, shape.ID, req.Revision)
-		return err
-	})
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	if template {
-		err = a.checkLXDHas(ref.Project, rollout.PinnedTemplate(*old), req.Revision)
-		if err != nil {
-			return response.SmartError(err)
-		}
-	}
-
 	by := rest.RequestorFromContext(r.Context())
-	var deploymentID int64
-	var result api.DeploymentShapeRollback
-	err = refs.InShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, id int64, shape *db.Shape) (err error) {
-		deploymentID = id
-		result, err = rollout.Rollback(ctx, tx, shape, req, template, by)
-		if err == nil && dryRun {
-			return errDryRun // the plan is the rollback itself, undone
-		}
-
-		return err
-	})
-	if dryRun && errors.Is(err, errDryRun) {
-		result.DryRun = true
-		result.Message = "dry run, nothing changed: " + result.Message
-		result.Changes = rest.ChangesFor(r, result.Changes)
-		return response.SyncResponse(result)
-	}
-
+	result, deploymentID, err := rollout.RollbackAPI(r.Context(), a.db, a.lxd, ref, req, dryRun, by)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	a.reporter.Send(by, deploymentID, reporter.ShapeUpdated.Event(ref, nil))
-	a.reporter.ShapeRevised(by, ref, deploymentID, result.Revision, result.Rollout)
+	if !result.DryRun {
+		a.reporter.Send(by, deploymentID, reporter.ShapeUpdated.Event(ref, nil))
+		a.reporter.ShapeRevised(by, ref, deploymentID, result.Revision, result.Rollout)
+	}
+
 	result.Changes = rest.ChangesFor(r, result.Changes)
 	return response.SyncResponse(result)
-}
-
-// errDryRun rolls back the transaction of a dry-run rollback.
-var errDryRun = errors.New("dry run")
-
-// checkLXDHas refuses a rollback to a template whose image or profiles LXD no longer has.
-func (a revisionsAPI) checkLXDHas(project string, t lxdapi.InstancesPost, revision int) error {
-	err := a.lxd.Available()
-	if err != nil {
-		return err
-	}
-
-	source := t.Source
-	if source.Type == "image" && source.Server == "" {
-		// LXD makes instances from the fingerprint when there is one (a pinned image).
-		image := source.Alias
-		switch {
-		case source.Fingerprint != "":
-			image = source.Fingerprint
-			_, err = a.lxd.Image(project, source.Fingerprint)
-		case source.Alias != "":
-			_, err = a.lxd.ImageAlias(project, source.Alias)
-		}
-
-		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
-			return lxdapi.StatusErrorf(http.StatusBadRequest, "revision %d uses image %q, which LXD no longer has: import it again, or roll back to another revision", revision, image)
-		}
-
-		if err != nil {
-			return err
-		}
-	}
-
-	for _, profile := range t.Profiles {
-		_, err = a.lxd.Profile(project, profile)
-		if lxdapi.StatusErrorCheck(err, http.StatusNotFound) {
-			return lxdapi.StatusErrorf(http.StatusBadRequest, "revision %d uses profile %q, which LXD no longer has: create it again, or roll back to another revision", revision, profile)
-		}
-
-		if err != nil {
-			return err
-		}
-	}
-
-	return nil
 }
 
 // activity answers GET /1.0/deployments/{deployment}/activity[?since=ID&shape=NAME].
@@ -238,16 +131,7 @@ func (a revisionsAPI) activity(r *http.Request) response.Response {
 		}
 	}
 
-	var entries []api.DeploymentActivity
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		filter.DeploymentID, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		entries, err = db.GetActivity(ctx, tx, filter)
-		return err
-	})
+	entries, err := fleet.Activity(r.Context(), a.db, ref, filter)
 	if err != nil {
 		return response.SmartError(err)
 	}

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
-	"database/sql"
-	"fmt"
 	"net/http"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/deployments"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
@@ -15,7 +13,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
-	"github.com/lxd-deployd/lxd-deployd/shared/validate"
 )
 
 // shapesAPI serves /1.0/deployments/{deployment}/shapes.
@@ -37,16 +34,7 @@ func (a shapesAPI) list(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	var shapes []db.Shape
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		shapes, err = db.GetShapes(ctx, tx, db.ShapeFilter{DeploymentID: id})
-		return err
-	})
+	shapes, err := deployments.Shapes(r.Context(), a.db, ref)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -73,7 +61,7 @@ func (a shapesAPI) create(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	deploymentID, err := createShape(r.Context(), a.db, ref, req, rollout.RevisionArgs{Cause: rollout.CauseAPI, By: rest.RequestorFromContext(r.Context()), Notes: notes})
+	deploymentID, err := deployments.CreateShape(r.Context(), a.db, ref, req, rollout.RevisionArgs{Cause: rollout.CauseAPI, By: rest.RequestorFromContext(r.Context()), Notes: notes})
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -82,70 +70,18 @@ func (a shapesAPI) create(r *http.Request) response.Response {
 	return response.SyncResponseLocation(nil, api.DeploymentShapeURL(ref.Project, ref.Name, req.Name))
 }
 
-// createShape validates and stores a new shape in a deployment, and returns the
-// deployment's id.
-func createShape(ctx context.Context, cluster *db.Cluster, ref refs.DeploymentRef, req api.DeploymentShapesPost, args rollout.RevisionArgs) (int64, error) {
-	err := validate.Name("shape", req.Name)
-	if err != nil {
-		return 0, rest.BadRequest(err)
-	}
-
-	if req.Config == nil {
-		req.Config = map[string]string{}
-	}
-
-	err = validate.Shape(req.DeploymentShapePut)
-	if err != nil {
-		return 0, rest.BadRequest(err)
-	}
-
-	var id int64
-	err = cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		id, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		shapeID, err := db.CreateShape(ctx, tx, id, req)
-		if err != nil {
-			return err
-		}
-
-		_, err = rollout.RecordRevision(ctx, tx, id, shapeID, nil, req.DeploymentShapePut, args)
-		return err
-	})
-
-	return id, err
-}
-
-// getShape reads one shape in its own transaction.
-func getShape(ctx context.Context, cluster *db.Cluster, ref refs.ShapeRef) (*db.Shape, error) {
-	var shape *db.Shape
-	err := cluster.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		id, err := db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		shape, err = db.GetShape(ctx, tx, id, ref.Shape)
-		return err
-	})
-
-	return shape, err
-}
-
 func (a shapesAPI) get(r *http.Request) response.Response {
 	ref, err := shapeFromRequest(r)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	shape, err := getShape(r.Context(), a.db, ref)
+	shape, err := deployments.GetShape(r.Context(), a.db, ref)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	shape.PlacementStatus = placementStatus(r.Context(), a.db, a.lxd.Cluster(), shape)
+	shape.PlacementStatus = fleet.PlacementStatus(r.Context(), a.db, a.lxd.Cluster(), shape)
 	shown := rest.ShapeFor(r, shape.DeploymentShape)
 	return response.SyncResponseETag(shown, shown.DeploymentShapePut)
 }
@@ -176,66 +112,14 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	var deploymentID int64
-	var before, after api.DeploymentShape
-	var revised rollout.Revised
 	args := rollout.RevisionArgs{Cause: rollout.CauseAPI, By: rest.RequestorFromContext(r.Context()), Notes: notes}
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		current, err := db.GetShape(ctx, tx, deploymentID, ref.Shape)
-		if err != nil {
-			return err
-		}
-
-		err = response.CheckETag(r, current.Writable())
-		if err != nil {
-			return err
-		}
-
-		var put api.DeploymentShapePut
-		if patch {
-			put, err = rest.PatchBase(current.Writable())
-			if err != nil {
-				return err
-			}
-		}
-
-		err = rest.UnmarshalBody(body, &put)
-		if err != nil {
-			return err
-		}
-
-		if put.Config == nil {
-			put.Config = map[string]string{}
-		}
-
-		err = validate.Shape(put)
-		if err != nil {
-			return rest.BadRequest(err)
-		}
-
-		before = current.DeploymentShape
-		after = current.DeploymentShape
-		after.DeploymentShapePut = put
-		after.Status = api.ShapeStatus(after.ScalingCurrent, put.ScalingMinimum, put.ScalingMaximum)
-		err = db.UpdateShape(ctx, tx, current.ID, put)
-		if err != nil {
-			return err
-		}
-
-		revised, err = rollout.RecordRevision(ctx, tx, deploymentID, current.ID, current, put, args)
-		return err
-	})
+	out, err := deployments.UpdateShape(r.Context(), a.db, ref, editFromBody[api.DeploymentShapePut](r, body, patch), args)
 	if err != nil {
 		return response.SmartError(err)
 	}
 
-	a.reporter.ShapeUpdated(r.Context(), args.By, ref.DeploymentRef, deploymentID, before, after.DeploymentShapePut)
-	a.reporter.ShapeRevised(args.By, ref, deploymentID, revised.Revision, revised.Rollout)
+	a.reporter.ShapeUpdated(r.Context(), args.By, ref.DeploymentRef, out.DeploymentID, out.Before, out.After)
+	a.reporter.ShapeRevised(args.By, ref, out.DeploymentID, out.Revised.Revision, out.Revised.Rollout)
 	return response.EmptySyncResponse()
 }
 
@@ -251,25 +135,7 @@ func (a shapesAPI) rename(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	err = validate.Name("shape", req.Name)
-	if err != nil {
-		return response.SmartError(rest.BadRequest(err))
-	}
-
-	var deploymentID int64
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		id, err := db.GetShapeID(ctx, tx, deploymentID, ref.Shape)
-		if err != nil {
-			return err
-		}
-
-		return db.RenameShape(ctx, tx, deploymentID, id, req.Name)
-	})
+	deploymentID, err := deployments.RenameShape(r.Context(), a.db, ref, req.Name)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -285,21 +151,7 @@ func (a shapesAPI) delete(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	var deploymentID int64
-	var shape *db.Shape
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, shape, err = refs.ShapeInTx(ctx, tx, ref)
-		return err
-	})
-	if err != nil {
-		return response.SmartError(err)
-	}
-
-	err = a.fleet.DeleteWithInstances(r.Context(), rest.RequestorFromContext(r.Context()), fmt.Sprintf("shape %q", ref.Shape), rest.ForceParam(r),
-		func(ctx context.Context, tx *sql.Tx) ([]db.Instance, error) {
-			return db.GetInstances(ctx, tx, db.InstanceFilter{ShapeID: shape.ID})
-		},
-		func(ctx context.Context, tx *sql.Tx) error { return db.DeleteShape(ctx, tx, shape.ID) })
+	deploymentID, err := deployments.DeleteShape(r.Context(), a.db, a.fleet, ref, rest.RequestorFromContext(r.Context()), rest.ForceParam(r))
 	if err != nil {
 		return response.SmartError(err)
 	}

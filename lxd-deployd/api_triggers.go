@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"net/http"
 
-	lxdapi "github.com/canonical/lxd/shared/api"
 	"github.com/gorilla/mux"
 
-	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
@@ -46,26 +42,8 @@ func (a revisionsAPI) deploymentTriggers(r *http.Request) response.Response {
 		return response.SmartError(err)
 	}
 
-	action := mux.Vars(r)["action"]
 	by := rest.RequestorFromContext(r.Context())
-	var deploymentID int64
-	var revised map[string]rollout.Revised
-	err = a.db.Transaction(r.Context(), func(ctx context.Context, tx *sql.Tx) error {
-		deploymentID, err = db.GetDeploymentID(ctx, tx, ref.Project, ref.Name)
-		if err != nil {
-			return err
-		}
-
-		switch action {
-		case "suspend":
-			return rollout.SuspendDeploymentTriggers(ctx, tx, deploymentID, ref.Name, by, req.Notes)
-		case "resume":
-			revised, err = rollout.ResumeDeploymentTriggers(ctx, tx, deploymentID, ref.Name, by, req.Notes)
-			return err
-		}
-
-		return lxdapi.StatusErrorf(http.StatusNotFound, "unknown action %q: suspend or resume", action)
-	})
+	deploymentID, revised, err := rollout.SwitchDeploymentTriggers(r.Context(), a.db, ref, mux.Vars(r)["action"], by, req.Notes)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -96,17 +74,7 @@ func (a revisionsAPI) shapeTriggersResume(r *http.Request) response.Response {
 	}
 
 	by := rest.RequestorFromContext(r.Context())
-	var deploymentID int64
-	var out rollout.Revised
-	err = refs.InShapeTx(r.Context(), a.db, ref, func(ctx context.Context, tx *sql.Tx, id int64, shape *db.Shape) (err error) {
-		deploymentID = id
-		if shape.TriggersSuspended == nil {
-			return lxdapi.StatusErrorf(http.StatusConflict, "the triggers of shape %s are not suspended: nothing to resume (the deployment's switch is POST /1.0/deployments/%s/triggers/resume)", ref.Shape, ref.Name)
-		}
-
-		out, err = rollout.ResumeShapeTriggers(ctx, tx, shape, by, req.Notes)
-		return err
-	})
+	deploymentID, out, err := rollout.ResumeShape(r.Context(), a.db, ref, by, req.Notes)
 	if err != nil {
 		return response.SmartError(err)
 	}

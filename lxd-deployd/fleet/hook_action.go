@@ -14,9 +14,15 @@ import (
 )
 
 // DecideWait records what ends an instance's lifecycle hook wait (continue or abandon), or
-// moves its deadline (heartbeat), and has the hook keeper act on it now. The caller checked
-// that action is one of the three.
+// moves its deadline (heartbeat), and has the hook keeper act on it now. Any other action
+// is a 400.
 func (f *Fleet) DecideWait(ctx context.Context, ref refs.InstanceRef, action string) error {
+	switch action {
+	case api.LifecycleActionContinue, api.LifecycleActionAbandon, api.LifecycleActionHeartbeat:
+	default:
+		return lxdapi.StatusErrorf(http.StatusBadRequest, "action %q is not valid: use continue, abandon or heartbeat", action)
+	}
+
 	err := f.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, shape, err := refs.ShapeInTx(ctx, tx, ref.ShapeRef)
 		if err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -213,16 +212,6 @@ func (k *InPlaceKeeper) report(ref refs.ShapeRef, deploymentID int64) func(row d
 			return
 		}
 
-		action := reporter.InstanceResized
-		if result.Result != api.ResizeApplied {
-			action = reporter.InstanceResizeRefused
-		}
-
-		if k.resized != nil {
-			k.resized(ref.Project, ref.Name, ref.Shape, result.Result)
-		}
-
-		k.reporter.Send(ResizeRequestor, deploymentID, action.Event(refs.InstanceRef{ShapeRef: ref, Instance: row.Name}, nil))
-		k.reporter.Notify(context.Background(), deploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(action), Shape: ref.Shape, Instance: row.Name, Reason: result.Reason})
+		k.reportResize(ResizeRequestor, ref, deploymentID, row, result)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"testing"
@@ -13,7 +13,7 @@ func TestWaitListingGivesUp(t *testing.T) {
 	stalled := make(chan struct{})
 	defer close(stalled)
 	start := time.Now()
-	_, err := waitListing(func([]string) (map[string]lxdapi.Instance, error) {
+	_, err := WaitListing(func([]string) (map[string]lxdapi.Instance, error) {
 		<-stalled
 		return nil, nil
 	}, nil, 50*time.Millisecond)
@@ -21,7 +21,7 @@ func TestWaitListingGivesUp(t *testing.T) {
 		t.Fatalf("a stalled listing: %v after %v", err, time.Since(start))
 	}
 
-	live, err := waitListing(func([]string) (map[string]lxdapi.Instance, error) {
+	live, err := WaitListing(func([]string) (map[string]lxdapi.Instance, error) {
 		return map[string]lxdapi.Instance{"a": {}}, nil
 	}, nil, time.Minute)
 	if err != nil || len(live) != 1 {
