@@ -121,30 +121,9 @@ func (a certificatesAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	return response.SmartError(a.store().Update(r.Context(), certificateFingerprint(r), putOrPatch[lxdapi.CertificatePut](r, body, patch)))
+	return response.SmartError(a.store().Update(r.Context(), certificateFingerprint(r), rest.EditFromBody[lxdapi.CertificatePut](r, body, patch)))
 }
 
 func (a certificatesAPI) delete(r *http.Request) response.Response {
 	return response.SmartError(a.store().Delete(r.Context(), certificateFingerprint(r)))
-}
-
-// putOrPatch decodes a PUT or PATCH body into the writable fields it asks for, once the
-// request's ETag matches the current ones: a PATCH body decodes onto a copy of them.
-func putOrPatch[T any](r *http.Request, body []byte, patch bool) func(current T) (T, error) {
-	return func(current T) (T, error) {
-		var put T
-		err := response.CheckETag(r, current)
-		if err != nil {
-			return put, err
-		}
-
-		if patch {
-			put, err = rest.PatchBase(current)
-			if err != nil {
-				return put, err
-			}
-		}
-
-		return put, rest.UnmarshalBody(body, &put)
-	}
 }

@@ -144,7 +144,7 @@ func (a deploymentsAPI) update(r *http.Request, patch bool) response.Response {
 		return resp
 	}
 
-	id, err := deployments.Update(r.Context(), a.db, ref, editFromBody[api.DeploymentPut](r, body, patch), tmpl.Apply)
+	id, err := deployments.Update(r.Context(), a.db, ref, rest.EditFromBody[api.DeploymentPut](r, body, patch), tmpl.Apply)
 	if err != nil {
 		return response.SmartError(err)
 	}
@@ -193,25 +193,4 @@ func (a deploymentsAPI) delete(r *http.Request) response.Response {
 
 	a.reporter.Send(rest.RequestorFromContext(r.Context()), id, reporter.DeploymentDeleted.Event(ref))
 	return response.EmptySyncResponse()
-}
-
-// editFromBody makes the edit of a PUT (replace the writable fields with the body) or a
-// PATCH (merge the body into them), after checking the request's ETag against them.
-func editFromBody[T any](r *http.Request, body []byte, patch bool) func(current T) (T, error) {
-	return func(current T) (T, error) {
-		var put T
-		err := response.CheckETag(r, current)
-		if err != nil {
-			return put, err
-		}
-
-		if patch {
-			put, err = rest.PatchBase(current)
-			if err != nil {
-				return put, err
-			}
-		}
-
-		return put, rest.UnmarshalBody(body, &put)
-	}
 }

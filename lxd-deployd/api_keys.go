@@ -119,7 +119,7 @@ func (a keysAPI) update(r *http.Request, patch bool) response.Response {
 		return response.SmartError(err)
 	}
 
-	deploymentID, err := a.keys().Update(r.Context(), ref.DeploymentRef, ref.key, putOrPatch[api.DeploymentKeyPut](r, body, patch))
+	deploymentID, err := a.keys().Update(r.Context(), ref.DeploymentRef, ref.key, rest.EditFromBody[api.DeploymentKeyPut](r, body, patch))
 	if err != nil {
 		return response.SmartError(err)
 	}

@@ -113,7 +113,7 @@ func (a shapesAPI) update(r *http.Request, patch bool) response.Response {
 	}
 
 	args := rollout.RevisionArgs{Cause: rollout.CauseAPI, By: rest.RequestorFromContext(r.Context()), Notes: notes}
-	out, err := deployments.UpdateShape(r.Context(), a.db, ref, editFromBody[api.DeploymentShapePut](r, body, patch), args)
+	out, err := deployments.UpdateShape(r.Context(), a.db, ref, rest.EditFromBody[api.DeploymentShapePut](r, body, patch), args)
 	if err != nil {
 		return response.SmartError(err)
 	}
