@@ -21,7 +21,9 @@
 // own from a small pool (LXDTEST_SHARED_POOL, default 3), so tests on the shared LXD do not
 // see each other's instances, images or deployments; TestMain runs defaultParallel tests at
 // once unless -parallel says otherwise. Serial tests run first, alone, then the parallel
-// ones together. A test that restarts, kills, freezes or slows an LXD runs in parallel too
+// ones together; but the serial suites named in lanes (lanes_test.go) run one after another
+// in copies of the test binary of their own, beside this process's tests, so that they
+// overlap the parallel phase instead of adding to it. A test that restarts, kills, freezes or slows an LXD runs in parallel too
 // when that LXD is its own (lxdtest.Start, as the fail-safe suites do): nothing else talks
 // to it, and its stop ends no thread that forked another test's processes (Pdeathsig; see
 // internal/privatelxd's start). A test stays serial (no t.Parallel) when it:
@@ -84,8 +86,13 @@ func TestMain(m *testing.M) {
 
 	daemonBinary = filepath.Join(dir, "lxd-deployd")
 	cliBinary = filepath.Join(dir, "lxd-deploy")
+	running := startLanes(dir)
 	code := m.Run()
 	lxdtest.StopShared()
+	if !finishLanes(running) && code == 0 {
+		code = 1
+	}
+
 	if os.Getenv(builtBinariesEnv) == "" {
 		_ = os.RemoveAll(dir)
 	}
