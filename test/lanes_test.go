@@ -38,6 +38,7 @@ var lanes = [][]string{
 		"TestClusterMemberWithoutQuorumStops",
 		"TestScheduledActionsFireOnceInACluster",
 		"TestAutohealingHolds",
+		"TestOneActiveGovernor",
 	},
 	// private LXD clusters (three LXDs each), deadlines of custom rollouts, the browser,
 	// the connection budgets and the rest that asserts on seconds.
@@ -51,7 +52,6 @@ var lanes = [][]string{
 		"TestRolloutCustomSurvivesRestart",
 		"TestUntrustedCertificateCannotExhaustConnections",
 		"TestTrustedAndSessionsHaveTheirOwnBudget",
-		"TestOneActiveGovernor",
 		"TestResizeHostileCPUSet",
 		"TestUIBrowser",
 	},
