@@ -71,6 +71,7 @@ type laneRun struct {
 	out   bytes.Buffer
 	began time.Time
 	took  time.Duration
+	cpu   time.Duration // the copy's and its waited-for children's (daemons, LXDs)
 	err   error
 	done  chan struct{}
 }
@@ -168,6 +169,9 @@ func (l *laneRun) start(binaries string) {
 		defer close(l.done)
 		l.err = cmd.Run()
 		l.took = time.Since(l.began)
+		if s := cmd.ProcessState; s != nil {
+			l.cpu = s.UserTime() + s.SystemTime()
+		}
 	}()
 }
 
@@ -177,7 +181,7 @@ func finishLanes(runs []*laneRun) bool {
 	ok := true
 	for _, l := range runs {
 		<-l.done
-		fmt.Printf("=== lane %d of %d, in a copy of the test binary (%s): %s\n", l.n, len(runs), strings.Join(l.tests, " "), l.took.Round(100*time.Millisecond))
+		fmt.Printf("=== lane %d of %d, in a copy of the test binary (%s): %s, CPU %s\n", l.n, len(runs), strings.Join(l.tests, " "), l.took.Round(100*time.Millisecond), l.cpu.Round(100*time.Millisecond))
 		_, _ = os.Stdout.Write(l.out.Bytes())
 		if l.err != nil {
 			fmt.Printf("lane %d: %v\n", l.n, l.err)
