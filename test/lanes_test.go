@@ -23,10 +23,10 @@ import (
 // passed in a run where 7 other test sessions kept the machine's run queue at 20-30
 // (2026-11-28): timers stretched by load are what their waits allow for.
 //
-// A test stays in this process's serial phase, alone, when it needs the machine's CPU to
-// itself (TestReferenceGovernorAutoscales), or it is cheap and changes or measures this
-// process (TestDaemonFilesUnderALooseUmask, TestWaitUntil). A test named here that no
-// longer exists changes nothing; a test not named here runs as it says (t.Parallel or not).
+// A test that needs the machine's CPU to itself is in alone instead. Cheap serial tests
+// that change or measure this process (TestDaemonFilesUnderALooseUmask, TestWaitUntil)
+// stay in its serial phase. A test named here that no longer exists changes nothing; a test
+// not named here runs as it says (t.Parallel or not).
 var lanes = [][]string{
 	// dqlite clusters of daemons: elections, leases and claims run on timers.
 	{
@@ -57,6 +57,13 @@ var lanes = [][]string{
 	},
 }
 
+// alone are the tests that need the machine to themselves: they run first, in a copy of
+// the test binary, before anything else of this package starts (the lanes and this
+// process's tests wait for them). The autoscaling suite's instances must get the CPU they
+// burn to cross the governor's target: beside the lanes (load average 85 on a shared
+// machine) they got 0.07 of a core each, under the target of 0.25.
+var alone = []string{"TestReferenceGovernorAutoscales"}
+
 // laneEnv names the lane a copy of the test binary runs ("list" for the copy that lists
 // the tests): a copy starts no lanes of its own.
 const laneEnv = "LXD_DEPLOYD_TEST_LANE"
@@ -66,7 +73,7 @@ const lanesOffEnv = "LXDTEST_LANES"
 
 // laneRun is a lane's copy of the test binary.
 type laneRun struct {
-	n     int
+	name  string // "lane 1 of 2", "alone, first"
 	tests []string
 	out   bytes.Buffer
 	began time.Time
@@ -76,10 +83,11 @@ type laneRun struct {
 	done  chan struct{}
 }
 
-// startLanes starts a copy of the test binary per lane that has tests this run selects,
-// tells this process to skip them, and returns the copies; nil when the run is not one
-// of several tests (a -run naming one test, a subtest, benchmarks) or lanes are off.
-// binaries is the directory of the binaries TestMain built, for the copies to use.
+// startLanes runs the alone tests this run selects in a copy of the test binary and waits
+// for it, then starts a copy per lane that has tests this run selects, tells this process
+// to skip them all, and returns the copies; nil when the run is not one of several groups
+// of tests (a -run naming one test, a subtest, benchmarks) or lanes are off. binaries is
+// the directory of the binaries TestMain built, for the copies to use.
 func startLanes(binaries string) []*laneRun {
 	if os.Getenv(laneEnv) != "" || os.Getenv(netnsChildEnv) != "" || os.Getenv(lanesOffEnv) == "0" {
 		return nil
@@ -100,10 +108,11 @@ func startLanes(binaries string) []*laneRun {
 		return nil
 	}
 
-	// The lanes' tests this run selects, and whether anything is left for this process.
+	// The alone and lanes' tests this run selects, and whether anything is left for this
+	// process.
 	var picked [][]string
 	inLanes := map[string]bool{}
-	for _, lane := range lanes {
+	for _, lane := range append([][]string{alone}, lanes...) {
 		var tests []string
 		for _, name := range lane {
 			if selected[name] && !inLanes[name] {
@@ -112,14 +121,22 @@ func startLanes(binaries string) []*laneRun {
 			}
 		}
 
+		picked = append(picked, tests)
+	}
+
+	groups := 0
+	if len(selected) > len(inLanes) {
+		groups++ // this process's
+	}
+
+	for _, tests := range picked {
 		if len(tests) > 0 {
-			picked = append(picked, tests)
+			groups++
 		}
 	}
 
-	rest := len(selected) - len(inLanes)
-	if len(picked) == 0 || (len(picked) == 1 && rest == 0) {
-		return nil // one group of tests: nothing to run beside it
+	if groups < 2 {
+		return nil // one group of tests: nothing to run beside it or after it
 	}
 
 	var all []string
@@ -133,8 +150,19 @@ func startLanes(binaries string) []*laneRun {
 	}
 
 	var runs []*laneRun
-	for i, tests := range picked {
-		l := &laneRun{n: i + 1, tests: tests, done: make(chan struct{})}
+	if first := picked[0]; len(first) > 0 {
+		l := &laneRun{name: "alone, first", tests: first, done: make(chan struct{})}
+		l.start(binaries)
+		<-l.done
+		runs = append(runs, l)
+	}
+
+	for i, tests := range picked[1:] {
+		if len(tests) == 0 {
+			continue
+		}
+
+		l := &laneRun{name: fmt.Sprintf("lane %d of %d", i+1, len(lanes)), tests: tests, done: make(chan struct{})}
 		l.start(binaries)
 		runs = append(runs, l)
 	}
@@ -159,7 +187,7 @@ func (l *laneRun) start(binaries string) {
 	})
 
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", laneEnv, l.n), builtBinariesEnv+"="+binaries)
+	cmd.Env = append(os.Environ(), laneEnv+"="+l.name, builtBinariesEnv+"="+binaries)
 	cmd.Stdout, cmd.Stderr = &l.out, &l.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	l.began = time.Now()
@@ -181,10 +209,10 @@ func finishLanes(runs []*laneRun) bool {
 	ok := true
 	for _, l := range runs {
 		<-l.done
-		fmt.Printf("=== lane %d of %d, in a copy of the test binary (%s): %s, CPU %s\n", l.n, len(runs), strings.Join(l.tests, " "), l.took.Round(100*time.Millisecond), l.cpu.Round(100*time.Millisecond))
+		fmt.Printf("=== %s, in a copy of the test binary (%s): %s, CPU %s\n", l.name, strings.Join(l.tests, " "), l.took.Round(100*time.Millisecond), l.cpu.Round(100*time.Millisecond))
 		_, _ = os.Stdout.Write(l.out.Bytes())
 		if l.err != nil {
-			fmt.Printf("lane %d: %v\n", l.n, l.err)
+			fmt.Printf("%s: %v\n", l.name, l.err)
 			ok = false
 		}
 	}

@@ -23,7 +23,8 @@
 // once unless -parallel says otherwise. Serial tests run first, alone, then the parallel
 // ones together; but the serial suites named in lanes (lanes_test.go) run one after another
 // in copies of the test binary of their own, beside this process's tests, so that they
-// overlap the parallel phase instead of adding to it. A test that restarts, kills, freezes or slows an LXD runs in parallel too
+// overlap the parallel phase instead of adding to it, and those named in alone run first,
+// by themselves. A test that restarts, kills, freezes or slows an LXD runs in parallel too
 // when that LXD is its own (lxdtest.Start, as the fail-safe suites do): nothing else talks
 // to it, and its stop ends no thread that forked another test's processes (Pdeathsig; see
 // internal/privatelxd's start). A test stays serial (no t.Parallel) when it:
