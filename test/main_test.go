@@ -66,6 +66,11 @@ var (
 // serial time, and the parallel part of ./test about 45% of its serial sum (issue 34).
 const defaultParallel = 4
 
+// parallelBesideLanes is defaultParallel while lanes run (lanes_test.go): the lanes' two
+// tests wait on timers (0.15-0.2 of a core each) that a busier machine stretches, and the
+// parallel phase, bound by the CPU, loses little with one test fewer at once.
+const parallelBesideLanes = 3
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	parallelSet := false
@@ -88,6 +93,10 @@ func TestMain(m *testing.M) {
 	daemonBinary = filepath.Join(dir, "lxd-deployd")
 	cliBinary = filepath.Join(dir, "lxd-deploy")
 	running := startLanes(dir)
+	if besideLanes(running) && !parallelSet {
+		_ = flag.Set("test.parallel", strconv.Itoa(parallelBesideLanes))
+	}
+
 	code := m.Run()
 	lxdtest.StopShared()
 	if !finishLanes(running) && code == 0 {
