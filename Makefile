@@ -19,7 +19,7 @@ deps-build: ## install the C libraries the daemon needs (apt, when root and miss
 
 .PHONY: deps-test
 deps-test: ## install what the tests need: dqlite, LXD, busybox-static, promtool, chromium, haproxy (apt, when root and missing)
-	@./.ci/apt-install $(TEST_DEPS)
+	@./.ci/timed "apt (what the tests need)" ./.ci/apt-install $(TEST_DEPS)
 
 .PHONY: build
 build: deps-build ## build bin/lxd-deployd (cgo, dqlite) and bin/lxd-deploy (static)
@@ -36,10 +36,14 @@ run: build ## run the daemon in the foreground, data in ./.run/ (a private LXD i
 	mkdir -p $(RUN_DIR)
 	LXD_DEPLOYD_DIR=$(RUN_DIR) ./bin/lxd-deployd --private-lxd="$(PRIVATE_LXD)"
 
+# `make test` prints each step's wall time ("== step: N s"): apt and the module downloads
+# apart from vet and the tests. ./test runs its serial suites in two lanes beside its
+# parallel ones (test/lanes_test.go); LXDTEST_LANES=0 runs them one after another instead.
 .PHONY: test
 test: deps-test ## go vet, then every test: unit and end-to-end against a private LXD
-	$(GO) vet ./...
-	LXDTEST_REQUIRE=1 $(GO) test -race -count=1 -timeout 45m ./...
+	@./.ci/timed "module downloads" $(GO) mod download
+	./.ci/timed "go vet" $(GO) vet ./...
+	LXDTEST_REQUIRE=1 ./.ci/timed "go test (unit and end to end)" $(GO) test -race -count=1 -timeout 45m ./...
 
 .PHONY: test-cluster
 test-cluster: deps-test ## only the suites on a real 3-member LXD cluster (doc/placement.md); `test` runs them too

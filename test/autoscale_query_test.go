@@ -77,14 +77,13 @@ func TestReferenceGovernorTracksQuery(t *testing.T) {
 	holds := func(t *testing.T, names []string, msg string) {
 		t.Helper()
 		before := strings.Count(logText(), msg)
-		end := time.Now().Add(6 * time.Second)
-		for time.Now().Before(end) {
-			now, current := running()
-			if !slices.Equal(now, names) || current != len(names) {
-				t.Fatalf("the shape changed while the query gave nothing to decide on: %q (scaling_current %d), was %q\n%s", now, current, names, logText())
-			}
-
-			time.Sleep(250 * time.Millisecond)
+		var now []string
+		var current int
+		if poll(6*time.Second, func() bool {
+			now, current = running()
+			return !slices.Equal(now, names) || current != len(names)
+		}, every(250*time.Millisecond)) {
+			t.Fatalf("the shape changed while the query gave nothing to decide on: %q (scaling_current %d), was %q\n%s", now, current, names, logText())
 		}
 
 		if after := strings.Count(logText(), msg); after < before+2 {

@@ -17,7 +17,8 @@ import (
 // started inside them scales it up to its maximum; stopping the load brings it back to its
 // minimum after the stabilization window.
 func TestReferenceGovernorAutoscales(t *testing.T) {
-	// Serial: its instances must get the CPU they burn for the governor to scale up.
+	// Serial, and alone (lanes_test.go): its instances must get the CPU they burn for the
+	// governor to scale up.
 	env := newGovernorEnv(t, 1, 4)
 	// The governor names its instances web-<random>, outside the env's prefix: force-delete
 	// the shape through the daemon so that none outlives a failed run in the shared LXD.

@@ -1,7 +1,6 @@
 package test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	lxd "github.com/canonical/lxd/client"
-	lxdapi "github.com/canonical/lxd/shared/api"
 	"golang.org/x/sys/unix"
 
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -139,37 +137,15 @@ func TestLXDClusterDrainFrontDoor(t *testing.T) {
 // bridgeServers gives every running instance of the cluster an address on br0 and a
 // busybox httpd, until ctx ends.
 func bridgeServers(ctx context.Context, t *testing.T, conn lxd.InstanceServer) {
-	done := map[string]bool{}
-	next := 10
-	for ctx.Err() == nil {
-		instances, err := conn.GetInstances(lxdapi.InstanceTypeAny)
-		if err == nil {
-			for _, i := range instances {
-				if done[i.Name] || i.StatusCode != lxdapi.Running {
-					continue
-				}
-
-				script := fmt.Sprintf("ip addr add 10.80.0.%d/24 dev eth0 && ip link set eth0 up && mkdir -p /www && echo %s > /www/index.html && echo ok > /www/healthz && httpd -p 8080 -h /www", next, i.Name)
-				var stdout, stderr bytes.Buffer
-				wait := make(chan bool)
-				op, err := conn.ExecInstance(i.Name, lxdapi.InstanceExecPost{Command: []string{"sh", "-c", script}, WaitForWS: true}, lxdExecArgs(&stdout, &stderr, wait))
-				if err == nil && op.Wait() == nil {
-					<-wait
-					if code, _ := op.Get().Metadata["return"].(float64); code == 0 {
-						done[i.Name] = true
-						next++
-					} else {
-						t.Logf("configure %s: %s", i.Name, stderr.String())
-					}
-				}
-			}
+	serveRunning(ctx, t, conn, 200*time.Millisecond, func(name string, n int) bool {
+		script := fmt.Sprintf("ip addr add 10.80.0.%d/24 dev eth0 && ip link set eth0 up && mkdir -p /www && echo %s > /www/index.html && echo ok > /www/healthz && httpd -p 8080 -h /www", 10+n, name)
+		code, stderr, err := shellIn(conn, name, script, nil)
+		if err == nil && code != 0 {
+			t.Logf("configure %s: %s", name, stderr)
 		}
 
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return err == nil && code == 0
+	})
 }
 
 // dialInNetns dials from the network namespace ns: the socket is made on a thread moved

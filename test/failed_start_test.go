@@ -63,8 +63,9 @@ func TestFailedStartLeavesNothing(t *testing.T) {
 	}
 
 	// Nothing left: LXD's own list, the records and the count, and it stays so (a record
-	// left creating would be adopted and counted by reconcile).
-	for range 3 {
+	// left creating would be adopted and counted by reconcile): checked every second for 3 s,
+	// a check that finds something fails the test.
+	poll(3*time.Second, func() bool {
 		if _, ok := env.lxdInstances(t)[broken]; ok {
 			t.Fatalf("the instance that failed to start is still in LXD\n%s", env.d.Log())
 		}
@@ -79,8 +80,8 @@ func TestFailedStartLeavesNothing(t *testing.T) {
 			t.Fatalf("a broken launch counts: scaling_current %d", shape.ScalingCurrent)
 		}
 
-		time.Sleep(time.Second)
-	}
+		return false
+	}, every(time.Second))
 
 	// The shape works again with a good image, up to its maximum: the failed launch holds
 	// no room.

@@ -173,51 +173,40 @@ type fleetWatch struct {
 	most    int
 	samples int
 	errors  int
-	stop    chan struct{}
-	done    chan struct{}
+	stop    func()
 }
 
 func watchFleet(t *testing.T, conn lxd.InstanceServer, before map[string]int64, origin time.Time) *fleetWatch {
 	t.Helper()
-	w := &fleetWatch{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for {
-			select {
-			case <-w.stop:
-				return
-			case <-time.After(250 * time.Millisecond):
-			}
+	w := &fleetWatch{}
+	w.stop = sampleEvery(t, 250*time.Millisecond, func() {
+		// sampleLXD's listing has no state: the init pids are in the full one.
+		instances, err := conn.GetInstancesFull(lxdapi.InstanceTypeAny)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if err != nil {
+			w.errors++
+			return
+		}
 
-			instances, err := conn.GetInstancesFull(lxdapi.InstanceTypeAny)
-			w.mu.Lock()
-			if err != nil {
-				w.errors++
-				w.mu.Unlock()
+		now := map[string]int64{}
+		for _, i := range instances {
+			if i.Config[configDeployment] != "dep1" || i.Config[configShape] != "web" || i.Config[configWarmPool] == "true" {
 				continue
 			}
 
-			now := map[string]int64{}
-			for _, i := range instances {
-				if i.Config[configDeployment] != "dep1" || i.Config[configShape] != "web" || i.Config[configWarmPool] == "true" {
-					continue
-				}
-
-				now[i.Name] = 0
-				if i.State != nil {
-					now[i.Name] = i.State.Pid
-				}
+			now[i.Name] = 0
+			if i.State != nil {
+				now[i.Name] = i.State.Pid
 			}
-
-			w.samples++
-			w.most = max(w.most, len(now))
-			if changes := fleetChanges(before, now); changes != "" && (len(w.changes) == 0 || !strings.HasSuffix(w.changes[len(w.changes)-1], changes)) {
-				w.changes = append(w.changes, fmt.Sprintf("%+.1fs %s", time.Since(origin).Seconds(), changes))
-			}
-
-			w.mu.Unlock()
 		}
-	}()
+
+		w.samples++
+		w.most = max(w.most, len(now))
+		if changes := fleetChanges(before, now); changes != "" && (len(w.changes) == 0 || !strings.HasSuffix(w.changes[len(w.changes)-1], changes)) {
+			w.changes = append(w.changes, fmt.Sprintf("%+.1fs %s", time.Since(origin).Seconds(), changes))
+		}
+	})
 
 	return w
 }
@@ -225,8 +214,7 @@ func watchFleet(t *testing.T, conn lxd.InstanceServer, before map[string]int64, 
 // finish stops the watch and returns the changes seen, the most instances at once, and how
 // many samples were read and failed.
 func (w *fleetWatch) finish() ([]string, int, int, int) {
-	close(w.stop)
-	<-w.done
+	w.stop()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.changes, w.most, w.samples, w.errors

@@ -154,10 +154,12 @@ func fleetChanges(before map[string]int64, now map[string]int64) string {
 // fleet: a healthy instance deleted, restarted or replaced.
 func (e *failsafeEnv) holdFleet(t testing.TB, what string, before map[string]int64, window time.Duration) {
 	t.Helper()
-	for deadline := time.Now().Add(window); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
-		if changes := fleetChanges(before, e.fleet(t)); changes != "" {
-			t.Fatalf("%s: healthy instances were replaced: %s\n%s\nautohealing's activity: %s", what, changes, e.healthState(t), e.autohealActivity(t))
-		}
+	changes := ""
+	if poll(window, func() bool {
+		changes = fleetChanges(before, e.fleet(t))
+		return changes != ""
+	}, every(250*time.Millisecond)) {
+		t.Fatalf("%s: healthy instances were replaced: %s\n%s\nautohealing's activity: %s", what, changes, e.healthState(t), e.autohealActivity(t))
 	}
 }
 

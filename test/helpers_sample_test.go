@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -59,4 +60,22 @@ func sampleLXD(t testing.TB, conn lxd.InstanceServer, interval time.Duration, sa
 
 		sample(instances)
 	})
+}
+
+// serveRunning gives each instance of conn's LXD, as soon as it runs, what configure does
+// to it (an address on a bridge and a server: busybox has no DHCP client and its init
+// starts nothing), reading LXD's list with sampleLXD every interval until ctx ends.
+// configure gets how many instances it configured before this one and says whether it
+// did; one it did not is tried again at the next sample.
+func serveRunning(ctx context.Context, t testing.TB, conn lxd.InstanceServer, interval time.Duration, configure func(name string, n int) bool) {
+	done := map[string]bool{}
+	stop := sampleLXD(t, conn, interval, func(instances []lxdapi.Instance) {
+		for _, i := range instances {
+			if !done[i.Name] && i.StatusCode == lxdapi.Running && configure(i.Name, len(done)) {
+				done[i.Name] = true
+			}
+		}
+	}, nil)
+	<-ctx.Done()
+	stop()
 }

@@ -64,8 +64,10 @@ func waitUntil(t testing.TB, what string, timeout time.Duration, cond func() boo
 
 // poll is waitUntil's loop without the failure: it polls cond (every 200 ms, or as every
 // says) until it holds, and reports whether it did within timeout. Only where a state that
-// does not come is recorded rather than a failure: the randomized suite's operations and
-// the benchmarks, which measure a checker that cannot keep up anyway.
+// does not come is no failure: the randomized suite's operations and the benchmarks, which
+// measure a checker that cannot keep up anyway; a hold, where cond is the change that must
+// not come within the window (poll returning true is the failure); and a watch in a
+// goroutine of its own, which must not fail the test.
 func poll(timeout time.Duration, cond func() bool, opts ...waitOption) bool {
 	w := waitConfig{interval: 200 * time.Millisecond}
 	for _, opt := range opts {

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	lxdapi "github.com/canonical/lxd/shared/api"
-
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -115,7 +113,7 @@ func (z *zeroEnv) governing(on bool) {
 // govern launches an instance for each scale request from the front door, as a governor
 // following scale requests does (the shape is at zero when one comes).
 func (z *zeroEnv) govern(ctx context.Context, t testing.TB) {
-	for ctx.Err() == nil {
+	stop := sampleEvery(t, 10*time.Millisecond, func() {
 		z.hook.mu.Lock()
 		var todo []api.WebhookEvent
 		for _, id := range z.hook.order {
@@ -159,12 +157,9 @@ func (z *zeroEnv) govern(ctx context.Context, t testing.TB) {
 				}()
 			}
 		}
-
-		select {
-		case <-ctx.Done():
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	})
+	<-ctx.Done()
+	stop()
 }
 
 // stages returns when the last scale request reached the test and when its launch ended.
@@ -184,36 +179,19 @@ func (z *zeroEnv) wakes() []api.WebhookScaleRequestMetadata {
 // serveInstances gives every running instance an address on br0 and a busybox httpd as
 // soon as it runs (busybox has no DHCP client and its init starts nothing), until ctx ends.
 func (z *zeroEnv) serveInstances(ctx context.Context, t testing.TB) {
-	done := map[string]bool{}
-	next := 0
-	for ctx.Err() == nil {
-		instances, err := z.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
-		if err == nil {
-			for _, i := range instances {
-				// The LXD is the namespace's own: every instance is the shape's (the
-				// reference governor names its own, outside the env's prefix).
-				if done[i.Name] || i.StatusCode != lxdapi.Running {
-					continue
-				}
-
-				// Instances come and go one or two at a time: 200 addresses go round.
-				address := fmt.Sprintf("10.79.0.%d", 10+next%200)
-				script := fmt.Sprintf("ip addr add %s/24 dev eth0 && ip link set eth0 up && mkdir -p /www && echo %s > /www/index.html && httpd -p 8080 -h /www", address, i.Name)
-				code, _, stderr := z.exec(t, i.Name, "sh", "-c", script)
-				if code == 0 {
-					done[i.Name] = true
-					next++
-				} else {
-					t.Logf("configure %s: %s", i.Name, stderr)
-				}
-			}
+	// The LXD is the namespace's own: every instance is the shape's (the reference
+	// governor names its own, outside the env's prefix).
+	serveRunning(ctx, t, z.lxdConn, 50*time.Millisecond, func(name string, n int) bool {
+		// Instances come and go one or two at a time: 200 addresses go round.
+		address := fmt.Sprintf("10.79.0.%d", 10+n%200)
+		script := fmt.Sprintf("ip addr add %s/24 dev eth0 && ip link set eth0 up && mkdir -p /www && echo %s > /www/index.html && httpd -p 8080 -h /www", address, name)
+		code, _, stderr := z.exec(t, name, "sh", "-c", script)
+		if code != 0 {
+			t.Logf("configure %s: %s", name, stderr)
 		}
 
-		select {
-		case <-ctx.Done():
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return code == 0
+	})
 }
 
 // toZero deletes every instance through the governor API and waits until the door has

@@ -21,7 +21,10 @@
 // own from a small pool (LXDTEST_SHARED_POOL, default 3), so tests on the shared LXD do not
 // see each other's instances, images or deployments; TestMain runs defaultParallel tests at
 // once unless -parallel says otherwise. Serial tests run first, alone, then the parallel
-// ones together. A test that restarts, kills, freezes or slows an LXD runs in parallel too
+// ones together; but the serial suites named in lanes (lanes_test.go) run one after another
+// in copies of the test binary of their own, beside this process's tests, so that they
+// overlap the parallel phase instead of adding to it, and those named in alone run first,
+// by themselves. A test that restarts, kills, freezes or slows an LXD runs in parallel too
 // when that LXD is its own (lxdtest.Start, as the fail-safe suites do): nothing else talks
 // to it, and its stop ends no thread that forked another test's processes (Pdeathsig; see
 // internal/privatelxd's start). A test stays serial (no t.Parallel) when it:
@@ -63,6 +66,11 @@ var (
 // serial time, and the parallel part of ./test about 45% of its serial sum (issue 34).
 const defaultParallel = 4
 
+// parallelBesideLanes is defaultParallel while lanes run (lanes_test.go): the lanes' two
+// tests wait on timers (0.15-0.2 of a core each) that a busier machine stretches, and the
+// parallel phase, bound by the CPU, loses little with one test fewer at once.
+const parallelBesideLanes = 3
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	parallelSet := false
@@ -84,8 +92,17 @@ func TestMain(m *testing.M) {
 
 	daemonBinary = filepath.Join(dir, "lxd-deployd")
 	cliBinary = filepath.Join(dir, "lxd-deploy")
+	running := startLanes(dir)
+	if besideLanes(running) && !parallelSet {
+		_ = flag.Set("test.parallel", strconv.Itoa(parallelBesideLanes))
+	}
+
 	code := m.Run()
 	lxdtest.StopShared()
+	if !finishLanes(running) && code == 0 {
+		code = 1
+	}
+
 	if os.Getenv(builtBinariesEnv) == "" {
 		_ = os.RemoveAll(dir)
 	}

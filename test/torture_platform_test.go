@@ -120,8 +120,7 @@ type platform struct {
 	released map[string]bool  // made sick or deleted by the run: never guarded again
 	faults   map[string]int   // injected, by kind
 	longest  map[string]time.Duration
-	stop     chan struct{}
-	done     chan struct{}
+	stop     func() // ends the guard's watcher
 }
 
 // startPlatform puts the slow-LXD proxy between the daemon and LXD (it passes everything
@@ -133,32 +132,18 @@ func (tt *torture) startPlatform() {
 		released: map[string]bool{},
 		faults:   map[string]int{},
 		longest:  map[string]time.Duration{},
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
 	}
 }
 
-// watchHealth guards heal's healthy instances every second until stop.
+// watchHealth guards heal's healthy instances every second (with sampleEvery) until
+// stopWatching.
 func (tt *torture) watchHealth() {
-	p := tt.platform
-	defer close(p.done)
-	ticker := time.NewTicker(time.Second)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-ticker.C:
-		}
-
-		tt.guardHealthy()
-	}
+	tt.platform.stop = sampleEvery(tt.t, time.Second, tt.guardHealthy)
 }
 
 // stopWatching ends watchHealth.
 func (tt *torture) stopWatching() {
-	close(tt.platform.stop)
-	<-tt.platform.done
+	tt.platform.stop()
 }
 
 // guardHealthy guards every instance of heal the daemon records as healthy (its last
@@ -354,18 +339,14 @@ func (tt *torture) fillHeal() string {
 func (tt *torture) waitPlatformHealthy(timeout time.Duration) (time.Duration, string) {
 	began := time.Now()
 	state := ""
-	for {
+	if !poll(timeout, func() bool {
 		state = tt.platformState()
-		if state == "" {
-			return time.Since(began), ""
-		}
-
-		if time.Since(began) > timeout {
-			return -1, state
-		}
-
-		time.Sleep(250 * time.Millisecond)
+		return state == ""
+	}, every(250*time.Millisecond)) {
+		return -1, state
 	}
+
+	return time.Since(began), ""
 }
 
 // platformState says why the platform is not healthy yet, or "" when it is.

@@ -30,7 +30,7 @@ func TestTorture(t *testing.T) {
 	t.Logf("torture: seed %d (TORTURE_SEED=%d replays it), %s, operations %s", cfg.seed, cfg.seed, cfg.duration, cfg.opsName)
 	tt := newTorture(t, cfg)
 
-	go tt.watchHealth()
+	tt.watchHealth()
 	stopSampling := sampleEvery(t, sampleInterval, tt.sampleLXD)
 	tt.run()
 	tt.settle()

@@ -166,8 +166,17 @@ type killed struct {
 func (e *doorEnv) killUnderLoad(t *testing.T, instance string, how string, kill func()) killed {
 	t.Helper()
 	out := make(chan killed, 1)
+	gaveUp := make(chan struct{})
+	defer close(gaveUp)
 	go func() {
-		for {
+		// Until the door has the server out, or the select below gave up on it.
+		poll(time.Hour, func() bool {
+			select {
+			case <-gaveUp:
+				return true
+			default:
+			}
+
 			s, err := doorServerStatus(e.d.DataDir, instance)
 			if err == nil && !strings.HasPrefix(s, "UP") {
 				if s == "" {
@@ -175,11 +184,11 @@ func (e *doorEnv) killUnderLoad(t *testing.T, instance string, how string, kill 
 				}
 
 				out <- killed{status: s, out: time.Now()}
-				return
+				return true
 			}
 
-			time.Sleep(20 * time.Millisecond)
-		}
+			return false
+		}, every(20*time.Millisecond))
 	}()
 
 	k := killed{instance: instance, how: how, began: time.Now()}

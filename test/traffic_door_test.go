@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	lxdapi "github.com/canonical/lxd/shared/api"
-
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -145,39 +143,17 @@ func TestTrafficFrontDoor(t *testing.T) {
 // configureServers gives every running instance of the shape an address on br0 and a
 // busybox httpd (with a slow CGI that marks /tmp/busy while it runs), until ctx ends.
 func configureServers(ctx context.Context, t *testing.T, env *governorEnv) {
-	done := map[string]bool{}
-	next := 10
 	slow := "#!/bin/sh\ntouch /tmp/busy\nsleep 6\nrm -f /tmp/busy\necho 'Content-Type: text/plain'\necho\necho slow\n"
-	for ctx.Err() == nil {
-		instances, err := env.lxdConn.GetInstances(lxdapi.InstanceTypeAny)
-		if err == nil {
-			for _, i := range instances {
-				// The test's LXD, private to its namespace, holds only the shape's instances.
-				if done[i.Name] || i.StatusCode != lxdapi.Running {
-					continue
-				}
-
-				script := fmt.Sprintf("ip addr add 10.79.0.%d/24 dev eth0 && ip link set eth0 up && mkdir -p /www/cgi-bin && echo %s > /www/index.html && echo ok > /www/healthz && printf '%%s' \"$SLOW\" > /www/cgi-bin/slow && chmod 755 /www/cgi-bin/slow && httpd -p 8080 -h /www", next, i.Name)
-				var stdout, stderr bytes.Buffer
-				wait := make(chan bool)
-				op, err := env.lxdConn.ExecInstance(i.Name, lxdapi.InstanceExecPost{Command: []string{"sh", "-c", script}, Environment: map[string]string{"SLOW": slow}, WaitForWS: true}, lxdExecArgs(&stdout, &stderr, wait))
-				if err == nil && op.Wait() == nil {
-					<-wait
-					if code, _ := op.Get().Metadata["return"].(float64); code == 0 {
-						done[i.Name] = true
-						next++
-					} else {
-						t.Logf("configure %s: %s", i.Name, stderr.String())
-					}
-				}
-			}
+	// The test's LXD, private to its namespace, holds only the shape's instances.
+	serveRunning(ctx, t, env.lxdConn, 200*time.Millisecond, func(name string, n int) bool {
+		script := fmt.Sprintf("ip addr add 10.79.0.%d/24 dev eth0 && ip link set eth0 up && mkdir -p /www/cgi-bin && echo %s > /www/index.html && echo ok > /www/healthz && printf '%%s' \"$SLOW\" > /www/cgi-bin/slow && chmod 755 /www/cgi-bin/slow && httpd -p 8080 -h /www", 10+n, name)
+		code, stderr, err := shellIn(env.lxdConn, name, script, map[string]string{"SLOW": slow})
+		if err == nil && code != 0 {
+			t.Logf("configure %s: %s", name, stderr)
 		}
 
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return err == nil && code == 0
+	})
 }
 
 // get sends one request through the door; a connection error or a 5xx is an error.
