@@ -29,6 +29,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/observed"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
@@ -124,7 +125,7 @@ type daemon struct {
 	scheduler *scheduler.Scheduler // scheduled actions (schedule.go)
 	conns     *connLimits          // the HTTPS connection budgets (conn_limits.go)
 	doors     *doorkeeper.Keeper   // keeps the door in step with the endpoints
-	usage     *usageCache          // LXD's usage of the instances, kept fresh in the background (instance_usage*.go)
+	usage     *observed.Snapshot   // LXD's usage of the instances, kept fresh in the background
 
 	// tasks are the background loops (wire.go), started by start and stopped by stop.
 	tasks task.Group
