@@ -120,7 +120,7 @@ func (d *daemon) addTasks() {
 		d.tasks.Add("member events", func(ctx context.Context) { member.RelayEvents(ctx, d.events) })
 	}
 
-	d.addLeasedWork(webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger).WithTraffic(d.doors.FrontendStats))
+	d.addLeasedWork(webhooks.NewCollector(d.db, d.usage, d.webhooks, d.logger).WithTraffic(d.doors.FrontendStats))
 	d.tasks.Add("instance care", d.instanceCare)
 	d.tasks.Add("schedule", d.runSchedule)
 	d.tasks.Add("instance usage", func(ctx context.Context) { d.usage.Run(ctx, observed.RefreshEvery) })

@@ -208,6 +208,13 @@ func (s *Snapshot) Get(project string) (Usage, error) {
 	return Usage{ByName: usage, At: started}, nil
 }
 
+// Usage is Get's usage by instance name (webhooks.UsageSource: the governor's metrics
+// events read it).
+func (s *Snapshot) Usage(project string) (map[string]api.DeploymentInstanceUsage, error) {
+	usage, err := s.Get(project)
+	return usage.ByName, err
+}
+
 func unavailable(err error) error {
 	if err == nil || errors.Is(err, ErrUnavailable) {
 		return ErrUnavailable
