@@ -125,7 +125,7 @@ type daemon struct {
 	scheduler *scheduler.Scheduler // scheduled actions (schedule.go)
 	conns     *connLimits          // the HTTPS connection budgets (conn_limits.go)
 	doors     *doorkeeper.Keeper   // keeps the door in step with the endpoints
-	usage     *observed.Snapshot   // LXD's usage of the instances, kept fresh in the background
+	snapshot  *observed.Snapshot   // what the daemon observed of LXD: usage (kept fresh in the background) and instance listings
 
 	// tasks are the background loops (wire.go), started by start and stopped by stop.
 	tasks task.Group
@@ -328,7 +328,7 @@ func (d *daemon) apis() apis {
 		deployments:  deploymentsAPI{db: d.db, fleet: d.fleet, reporter: l, configs: d.applyEngine()},
 		keys:         keysAPI{db: d.db, reporter: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, fleet: d.fleet, reporter: l},
-		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l, usage: d.usage},
+		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l, usage: d.snapshot},
 		placement:    placementAPI{db: d.db, fleet: d.fleet},
 		schedule:     scheduleAPI{db: d.db, scheduler: d.scheduler},
 		endpoints:    endpointsAPI{db: d.db, lxd: d.lxd, stats: d.doors.FrontendStats},

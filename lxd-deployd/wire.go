@@ -86,7 +86,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		ops:       ops,
 		inflight:  inflight,
 		fleet:     f,
-		checker:   &health.Checker{DB: o.db, LXD: lxd, Logger: logger, Concurrency: healthConcurrency, Metrics: m, OnChange: f.Healer.HealthChanged},
+		checker:   &health.Checker{DB: o.db, LXD: lxd, Listings: snapshot, Logger: logger, Concurrency: healthConcurrency, Metrics: m, OnChange: f.Healer.HealthChanged},
 		rollouts:  rollout.New(o.db, lxd, f, l, logger, owner, o.governors, rollout.Wakes{Rollouts: wake.rollouts, Images: wake.images}),
 		reporter:  l,
 		tokens:    auth.NewSharedTokenVerifier(replayStore{db: o.db}),
@@ -96,7 +96,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		scheduler: scheduler.New(o.db, l, clock, logger),
 		conns:     newConnLimitsWith(defaultConnBudgets, logger),
 		doors:     doors,
-		usage:     snapshot,
+		snapshot:  snapshot,
 		stopping:  stopping,
 		quit:      quit,
 	}
@@ -120,10 +120,10 @@ func (d *daemon) addTasks() {
 		d.tasks.Add("member events", func(ctx context.Context) { member.RelayEvents(ctx, d.events) })
 	}
 
-	d.addLeasedWork(webhooks.NewCollector(d.db, d.usage, d.webhooks, d.logger).WithTraffic(d.doors.FrontendStats))
+	d.addLeasedWork(webhooks.NewCollector(d.db, d.snapshot, d.webhooks, d.logger).WithTraffic(d.doors.FrontendStats))
 	d.tasks.Add("instance care", d.instanceCare)
 	d.tasks.Add("schedule", d.runSchedule)
-	d.tasks.Add("instance usage", func(ctx context.Context) { d.usage.Run(ctx, observed.RefreshEvery) })
+	d.tasks.Add("instance usage", func(ctx context.Context) { d.snapshot.Run(ctx, observed.RefreshEvery) })
 }
 
 // wakeups are the loops a change wakes (reporter.Waker): the rollout engine's, the

@@ -1,7 +1,7 @@
 // Package observed keeps the daemon's one observed snapshot of LXD (issue 34): the usage of
 // each project's running instances, read from LXD's /1.0/metrics in the background and on
-// demand with one read in flight, and the instances' addresses the http and tcp checks
-// dial. Readers (the shape listing, the governor's metrics events, the health checker) ask
+// demand with one read in flight, and each project's instances with their state (address,
+// status), listed at most once per the age its readers accept. Readers (the shape listing, the governor's metrics events, the health checker) ask
 // the snapshot instead of LXD, and every answer says when it was read.
 //
 // What the snapshot says is observation, never a verdict on an instance (issue 31): when
@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -49,10 +50,11 @@ const MaxAge = time.Minute
 // its answer could not be read): no usage is known, which says nothing of the instances.
 var ErrUnavailable = errors.New("LXD gave no usage")
 
-// Source is where usage comes from: LXD's /1.0/metrics of a project (backend.LXD.Metrics,
-// or a fake in tests).
-type Source interface {
+// LXD is what the snapshot reads LXD through (backend.LXD, or a fake in tests): a
+// project's /1.0/metrics, and the connection of the moment for its instance listings.
+type LXD interface {
 	Metrics(project string) (string, error)
+	Requests() (backend.DoHTTPer, error)
 }
 
 // Snapshot shares LXD's /1.0/metrics answer among its readers, per project, with one fetch
@@ -65,7 +67,7 @@ type Source interface {
 // change was seen. Readers that can live with an older answer take Last, which Run keeps
 // fresh for the projects listed lately.
 type Snapshot struct {
-	source Source
+	lxd LXD
 
 	// online says whether LXD is reachable (backend.LXD's probe): nothing is fetched while
 	// it is not.
@@ -80,6 +82,9 @@ type Snapshot struct {
 
 	// watched is when each project was last listed: Run keeps their usage fresh.
 	watched map[string]time.Time
+
+	// listings are the projects' instance listings (instances.go).
+	listings instanceListings
 }
 
 // projectUsage is the last answer for one project.
@@ -99,9 +104,9 @@ type projectUsage struct {
 	fetching chan struct{}
 }
 
-// New returns an empty snapshot reading from source while online says LXD is reachable
-// (nil: always); fetched (nil: none) hears of each fetch of usage.
-func New(source Source, online func() bool, fetched func(took time.Duration, err error)) *Snapshot {
+// New returns an empty snapshot reading from lxd, usage only while online says LXD is
+// reachable (nil: always); fetched (nil: none) hears of each fetch of usage.
+func New(lxd LXD, online func() bool, fetched func(took time.Duration, err error)) *Snapshot {
 	if fetched == nil {
 		fetched = func(time.Duration, error) {}
 	}
@@ -110,7 +115,7 @@ func New(source Source, online func() bool, fetched func(took time.Duration, err
 		online = func() bool { return true }
 	}
 
-	return &Snapshot{source: source, online: online, projects: map[string]*projectUsage{}, now: time.Now, fetched: fetched, watched: map[string]time.Time{}}
+	return &Snapshot{lxd: lxd, online: online, projects: map[string]*projectUsage{}, now: time.Now, fetched: fetched, watched: map[string]time.Time{}}
 }
 
 // Usage is LXD's usage of a project's running instances by name, and when the fetch that
@@ -185,7 +190,7 @@ func (s *Snapshot) Get(project string) (Usage, error) {
 	s.mu.Unlock()
 
 	started := s.now()
-	usage, err := instanceUsage(s.source, project)
+	usage, err := instanceUsage(s.lxd, project)
 	s.fetched(s.now().Sub(started), err)
 
 	s.mu.Lock()
@@ -285,8 +290,8 @@ func (s *Snapshot) StartListing(project string, some bool, started time.Time) fu
 // instanceUsage reads the CPU and memory use of a project's running instances from one
 // LXD /1.0/metrics call (LXD caches it for a few seconds and answers in milliseconds, where
 // recursion=2 state reads take hundreds), by instance name.
-func instanceUsage(source Source, project string) (map[string]api.DeploymentInstanceUsage, error) {
-	text, err := source.Metrics(project)
+func instanceUsage(lxd LXD, project string) (map[string]api.DeploymentInstanceUsage, error) {
+	text, err := lxd.Metrics(project)
 	if err != nil {
 		return nil, err
 	}

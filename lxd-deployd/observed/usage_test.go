@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -18,10 +19,15 @@ type metricsLXD struct {
 	answer func() (string, error)
 }
 
-// Metrics is the snapshot's Source (backend.LXD.Metrics).
+// Metrics is backend.LXD.Metrics.
 func (f *metricsLXD) Metrics(string) (string, error) {
 	f.calls.Add(1)
 	return f.answer()
+}
+
+// Requests is backend.LXD.Requests: these tests list no instances.
+func (f *metricsLXD) Requests() (backend.DoHTTPer, error) {
+	return nil, errors.New("no instance listings in this test")
 }
 
 func cpuMetrics(seconds float64) string {
