@@ -181,3 +181,35 @@ func TestUsageForListing(t *testing.T) {
 func cpuUsage(seconds float64) map[string]api.DeploymentInstanceUsage {
 	return map[string]api.DeploymentInstanceUsage{"web1": {CPUSeconds: seconds}}
 }
+
+// A listing shows the snapshot's answer without a call to LXD once it has one; with none it
+// fetches beside LXD's listing only when the shape has instances and LXD is reachable, and
+// watches the project either way (Run keeps it fresh from then on).
+func TestStartListing(t *testing.T) {
+	fake := &metricsLXD{answer: func() (string, error) { return cpuMetrics(4), nil }}
+	var online atomic.Bool
+	s := New(fake, online.Load, nil)
+	if got := s.StartListing("default", true, time.Now())(); got.ByName != nil || fake.calls.Load() != 0 {
+		t.Fatalf("LXD away: %+v after %d calls", got, fake.calls.Load())
+	}
+
+	online.Store(true)
+	if got := s.StartListing("default", false, time.Now())(); got.ByName != nil || fake.calls.Load() != 0 {
+		t.Fatalf("a shape without instances: %+v after %d calls", got, fake.calls.Load())
+	}
+
+	if len(s.watchedProjects()) != 1 {
+		t.Fatalf("the listed project is not watched: %v", s.watchedProjects())
+	}
+
+	// The first listing with instances fetches, within the grace (a fake answers at once).
+	got := s.StartListing("default", true, time.Now().Add(-time.Hour))()
+	if got.ByName["web1"].CPUSeconds != 4 || got.At.IsZero() || fake.calls.Load() != 1 {
+		t.Fatalf("the first listing: %+v after %d calls", got, fake.calls.Load())
+	}
+
+	again := s.StartListing("default", true, time.Now())()
+	if !again.At.Equal(got.At) || fake.calls.Load() != 1 {
+		t.Fatalf("a listing with a recent answer: %+v after %d calls", again, fake.calls.Load())
+	}
+}
