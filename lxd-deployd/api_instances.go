@@ -11,6 +11,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/observed"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
@@ -29,8 +30,8 @@ type instancesAPI struct {
 	fleet    *fleet.Fleet
 	reporter *reporter.Reporter
 
-	// usage shares LXD's metrics among listings (instance_usage.go).
-	usage *usageCache
+	// usage is the observed snapshot of LXD's usage.
+	usage *observed.Snapshot
 }
 
 func (a instancesAPI) list(r *http.Request) response.Response {
@@ -66,38 +67,10 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		return response.SyncResponse(urls)
 	}
 
-	// Usage comes from LXD's /1.0/metrics, read in the background (usageCache.run) for
-	// every project listed lately: a listing shows that snapshot, which says when it was
-	// fetched (usage.sampled_at), and adds no call to LXD's. Only a listing with no snapshot
-	// (the project's first, or LXD's metrics failed) fetches one beside the listing, and
-	// never holds the listing up long (usageCache.forListing).
-	a.usage.watch(ref.Project)
-	usage := a.usage.last(ref.Project)
-	var usageFetched chan usageAnswer
-	joined := false
-	if usage.usage == nil {
-		usageFetched = make(chan usageAnswer, 1)
-		joined = a.usage.fetching(ref.Project)
-		go func() {
-			if len(rows) > 0 && a.lxd.Status().Online {
-				usageFetched <- a.usage.get(a.lxd, ref.Project)
-				return
-			}
-
-			usageFetched <- usageAnswer{}
-		}()
-	}
-
+	// Usage comes from the observed snapshot, which says when it was read (sampled_at).
+	usageFor := a.usage.StartListing(ref.Project, len(rows) > 0, callStart)
 	live, err := fleet.LiveStatuses(listing, clientErr, rows)
-	if usageFetched != nil {
-		grace := usageGrace(time.Since(callStart))
-		if joined {
-			grace = 0 // the listing that started the fetch waited for it
-		}
-
-		usage = a.usage.forListing(ref.Project, usageFetched, grace)
-	}
-
+	usage := usageFor()
 	online := err == nil
 	result := make([]api.DeploymentInstance, 0, len(rows))
 	for _, row := range rows {
@@ -108,8 +81,8 @@ func (a instancesAPI) list(r *http.Request) response.Response {
 		}
 
 		shown := fleet.InstanceView(row, latest, lxdInstance, online)
-		if u, ok := usage.usage[row.Name]; ok && lxdInstance != nil && lxdInstance.Status == "Running" {
-			sampled := usage.at.UTC()
+		if u, ok := usage.ByName[row.Name]; ok && lxdInstance != nil && lxdInstance.Status == "Running" {
+			sampled := usage.At.UTC()
 			u.SampledAt = &sampled
 			shown.Usage = &u
 		}

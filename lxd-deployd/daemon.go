@@ -28,6 +28,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/listen"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/observed"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
@@ -122,7 +123,7 @@ type daemon struct {
 	scheduler *scheduler.Scheduler // scheduled actions (schedule.go)
 	conns     *rest.ConnLimits     // the HTTPS connection budgets (rest/conn_limits.go)
 	doors     *doorkeeper.Keeper   // keeps the door in step with the endpoints
-	usage     *usageCache          // LXD's usage of the instances, kept fresh in the background (instance_usage*.go)
+	snapshot  *observed.Snapshot   // what the daemon observed of LXD: usage (kept fresh in the background) and instance listings
 
 	// tasks are the background loops (wire.go), started by start and stopped by stop.
 	tasks task.Group
@@ -326,7 +327,7 @@ func (d *daemon) apis() apis {
 		deployments:  deploymentsAPI{db: d.db, fleet: d.fleet, reporter: l, configs: d.applyEngine()},
 		keys:         keysAPI{db: d.db, reporter: l},
 		shapes:       shapesAPI{db: d.db, lxd: d.lxd, fleet: d.fleet, reporter: l},
-		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l, usage: d.usage},
+		instances:    instancesAPI{db: d.db, lxd: d.lxd, ops: d.ops, fleet: d.fleet, reporter: l, usage: d.snapshot},
 		placement:    placementAPI{db: d.db, fleet: d.fleet},
 		schedule:     scheduleAPI{db: d.db, scheduler: d.scheduler},
 		endpoints:    endpointsAPI{db: d.db, lxd: d.lxd, stats: d.doors.FrontendStats},

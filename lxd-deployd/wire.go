@@ -17,6 +17,8 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/health"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/lease"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/metrics/scrape"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/observed"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
@@ -74,7 +76,8 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		Notify: func(project string, deploymentID int64, event api.DeploymentShapeEndpointsEvent) {
 			eventServer.Send(api.EventTypeEndpoints, project, deploymentID, event)
 		}})
-	m := newMetrics(o.db, lxd, ops, doors)
+	m := scrape.New(o.db, lxd, ops, doors)
+	snapshot := observed.New(lxd, func() bool { return lxd.Status().Online }, scrape.LXDMetricsFetched(m))
 	dispatcher := webhooks.NewDispatcher(webhooks.DispatcherConfig{DB: o.db, Owner: o.db.Address(), Logger: logger, Policy: webhooks.DestinationPolicy{Allowed: allowed}, Attempts: m})
 	wake := wakeups{rollouts: loop.New(), images: loop.New(), pools: loop.New()}
 	l := reporter.New(reporter.Config{Events: eventServer, Webhooks: dispatcher, Metrics: m, Logger: logger, Waker: wake})
@@ -92,7 +95,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		ops:       ops,
 		inflight:  inflight,
 		fleet:     f,
-		checker:   &health.Checker{DB: o.db, LXD: lxd, Logger: logger, Concurrency: healthConcurrency, Metrics: m, OnChange: f.Healer.HealthChanged},
+		checker:   &health.Checker{DB: o.db, LXD: lxd, Listings: snapshot, Logger: logger, Concurrency: healthConcurrency, Metrics: m, OnChange: f.Healer.HealthChanged},
 		rollouts:  rollout.New(o.db, lxd, f, l, logger, owner, o.governors, rollout.Wakes{Rollouts: wake.rollouts, Images: wake.images}),
 		reporter:  l,
 		tokens:    auth.NewSharedTokenVerifier(db.TokenIDs{DB: o.db}),
@@ -102,7 +105,7 @@ func newDaemon(o *opened, logger *slog.Logger, quit context.CancelFunc) (*daemon
 		scheduler: scheduler.New(o.db, l, clock, logger),
 		conns:     rest.NewConnLimits(rest.DefaultConnBudgets, logger),
 		doors:     doors,
-		usage:     newUsageCache(usageFetched(m)),
+		snapshot:  snapshot,
 		stopping:  stopping,
 		quit:      quit,
 	}
@@ -126,12 +129,10 @@ func (d *daemon) addTasks() {
 		d.tasks.Add("member events", func(ctx context.Context) { member.RelayEvents(ctx, d.events) })
 	}
 
-	d.addLeasedWork(webhooks.NewCollector(d.db, d.lxd, d.webhooks, d.logger).WithTraffic(d.doors.FrontendStats))
+	d.addLeasedWork(webhooks.NewCollector(d.db, d.snapshot, d.webhooks, d.logger).WithTraffic(d.doors.FrontendStats))
 	d.tasks.Add("instance care", d.instanceCare)
 	d.tasks.Add("schedule", d.runSchedule)
-	d.tasks.Add("instance usage", func(ctx context.Context) {
-		d.usage.run(ctx, d.lxd, func() bool { return d.lxd.Status().Online }, usageRefreshEvery)
-	})
+	d.tasks.Add("instance usage", func(ctx context.Context) { d.snapshot.Run(ctx, observed.RefreshEvery) })
 }
 
 // wakeups are the loops a change wakes (reporter.Waker): the rollout engine's, the

@@ -1,11 +1,7 @@
 package backend
 
 import (
-	"context"
-	"encoding/json"
-	"fmt"
 	"net/netip"
-	"net/url"
 	"strings"
 )
 
@@ -68,36 +64,10 @@ func (i instanceNetwork) attached(name string, hwaddr string) bool {
 	return false
 }
 
-// ListInstanceAddresses returns an address of every running instance of a project that has
-// one, by name, from one recursion=2 listing (LXD's state of all instances in one request,
-// instead of one state request per instance): the first global IPv4 address of a NIC LXD
-// attached, else the first global IPv6 one. IPv4-mapped IPv6 addresses count as the IPv4
-// address they carry. Whether the address may be dialled at all is the probe's dialer's
-// to judge (health/probe.go).
-func ListInstanceAddresses(ctx context.Context, c DoHTTPer, project string) (map[string]netip.Addr, error) {
-	resp, err := rawDo(ctx, c, "GET", "/1.0/instances", project, url.Values{"recursion": {"2"}}, nil)
-	if err != nil {
-		return nil, err
-	}
-
-	var listed []instanceNetwork
-	err = json.Unmarshal(resp.Metadata, &listed)
-	if err != nil {
-		return nil, fmt.Errorf("decode LXD's instance states: %w", err)
-	}
-
-	addresses := make(map[string]netip.Addr, len(listed))
-	for _, i := range listed {
-		if addr := i.address(); addr.IsValid() {
-			addresses[i.Name] = addr
-		}
-	}
-
-	return addresses, nil
-}
-
-// address picks an instance's address as ListInstanceAddresses documents: the first global
-// IPv4 address of a NIC LXD attached, else the first global IPv6 one (invalid: none).
+// address picks the address an http or tcp check dials (and a front door sends to): the
+// first global IPv4 address of a NIC LXD attached, else the first global IPv6 one (invalid:
+// none). IPv4-mapped IPv6 addresses count as the IPv4 address they carry. Whether the
+// address may be dialled at all is the probe's dialer's to judge (health/probe.go).
 func (i instanceNetwork) address() netip.Addr {
 	if i.State == nil {
 		return netip.Addr{}

@@ -29,7 +29,8 @@ type instanceServing struct {
 }
 
 // ListInstanceServing returns every instance of a project with its address and status, by
-// name, from one recursion=2 listing (the one ListInstanceAddresses makes).
+// name, from one recursion=2 listing (LXD's state of all instances in one request, instead
+// of one state request per instance); the address is instanceNetwork.address's pick.
 func ListInstanceServing(ctx context.Context, c DoHTTPer, project string) (map[string]Serving, error) {
 	resp, err := rawDo(ctx, c, "GET", "/1.0/instances", project, url.Values{"recursion": {"2"}}, nil)
 	if err != nil {

@@ -19,7 +19,7 @@ func (l *LXD) Available() error {
 	return err
 }
 
-// Requests returns the connection as the one method raw requests need (ListInstanceAddresses,
+// Requests returns the connection as the one method raw requests need (ListInstanceServing,
 // ExecCheck), or a 503 error saying why LXD is unavailable.
 func (l *LXD) Requests() (DoHTTPer, error) {
 	c, err := l.connected()

@@ -21,6 +21,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/observed"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -162,7 +163,7 @@ func newRestBench(b *testing.B, n int, shapes int) *restBench {
 	}
 
 	e.fleet = New(Config{DB: e.db, LXD: lxd, Sockets: noSockets{}, Logger: logger, Owner: "bench"})
-	e.collector = webhooks.NewCollector(e.db, lxd, nil, logger)
+	e.collector = webhooks.NewCollector(e.db, observed.New(lxd, nil, nil), nil, logger)
 	return e
 }
 

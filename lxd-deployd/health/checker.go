@@ -42,7 +42,9 @@ type Checker struct {
 	// OnChange is told of verdicts that moved, after they are recorded.
 	OnChange func(ctx context.Context, c Change)
 
-	addresses addressCache
+	// Listings is where http and tcp checks find their instances' addresses: the observed
+	// snapshot of LXD's instances, shared with the daemon's other readers.
+	Listings Listings
 
 	// outage is when LXD was last seen unavailable, or the checker began (outage.go).
 	outage outage

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
@@ -17,46 +16,26 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
-// addressAge is how long one listing of a project's instance addresses serves the http and
-// tcp checks of all its instances: one LXD request a few seconds, not one per check.
+// addressAge is how old a listing of a project's instance addresses may be to serve the
+// http and tcp checks of its instances: one LXD request a few seconds, not one per check.
 const addressAge = 3 * time.Second
 
-// addressCache holds the last listing of instance addresses of each project.
-type addressCache struct {
-	mu       sync.Mutex
-	projects map[string]addressListing
+// Listings is the observed snapshot of LXD's instances (observed.Snapshot.Serving): a
+// project's instances with their state, as LXD listed them at most maxAge ago, or why LXD
+// did not list them (never an empty listing for an LXD that did not answer).
+type Listings interface {
+	Serving(ctx context.Context, project string, maxAge time.Duration) (map[string]backend.Serving, error)
 }
 
-type addressListing struct {
-	at        time.Time
-	addresses map[string]netip.Addr
-	err       error
-}
-
-// lookup returns the instance's address as LXD reports it, listing the project's
-// instances when the last listing is too old (concurrent lookups wait for one listing).
-func (a *addressCache) lookup(ctx context.Context, c backend.DoHTTPer, project string, name string) (netip.Addr, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.projects == nil {
-		a.projects = map[string]addressListing{}
+// addressOf is the instance's address in a listing of its project (err: why there is no
+// listing, which is no verdict on the instance: errNoListing).
+func addressOf(listing map[string]backend.Serving, err error, name string) (netip.Addr, error) {
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("%w: %w", errNoListing, err)
 	}
 
-	listing, ok := a.projects[project]
-	if !ok || time.Since(listing.at) > addressAge {
-		listCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		addresses, err := backend.ListInstanceAddresses(listCtx, c, project)
-		cancel()
-		listing = addressListing{at: time.Now(), addresses: addresses, err: err}
-		a.projects[project] = listing
-	}
-
-	if listing.err != nil {
-		return netip.Addr{}, fmt.Errorf("%w: %w", errNoListing, listing.err)
-	}
-
-	addr, ok := listing.addresses[name]
-	if !ok {
+	addr := listing[name].Address
+	if !addr.IsValid() {
 		return netip.Addr{}, fmt.Errorf("LXD reports no global address for the instance on a NIC LXD attached: give it a network (a nic device), or use an exec or ttl check")
 	}
 
@@ -147,15 +126,11 @@ func (p *prober) probe(ctx context.Context, s Settings, addr netip.Addr) Result 
 	return result
 }
 
-// probe finds the instance's address and runs its http or tcp check.
+// probe finds the instance's address in the observed listing of its project and runs its
+// http or tcp check.
 func (c *Checker) probe(ctx context.Context, t target) Result {
-	client, err := c.LXD.Requests()
-	if err != nil {
-		c.sawOutage()
-		return Result{At: time.Now(), ExitCode: -1, NoVerdict: true, Output: truncate(fmt.Sprintf("check did not run: %v", err))}
-	}
-
-	addr, err := c.addresses.lookup(ctx, client, t.row.Project, t.row.Name)
+	listing, err := c.Listings.Serving(ctx, t.row.Project, addressAge)
+	addr, err := addressOf(listing, err, t.row.Name)
 	if errors.Is(err, errNoListing) {
 		// LXD did not say where the instance is: nothing is known of the instance.
 		c.sawOutage()

@@ -77,9 +77,8 @@ func TestAddressesOnlyOfAttachedNICs(t *testing.T) {
 			"enp9s0":{"hwaddr":"00:16:3E:AA:BB:CC","addresses":[{"family":"inet","address":"10.0.3.8","scope":"global"}]},
 			"enp10s0":{"hwaddr":"00:16:3e:00:00:01","addresses":[{"family":"inet","address":"10.0.3.99","scope":"global"}]}}}}]}`
 	want := map[string]string{"nonic": "", "extra": "fd42::9", "renamed": "10.0.3.7", "mapped": "127.0.0.1", "vm": "10.0.3.8"}
-	var cache addressCache
 	for name, addr := range want {
-		got, err := cache.lookup(context.Background(), fakeLXD{body: body}, "p1", name)
+		got, err := lookup(body, name)
 		if addr == "" {
 			if err == nil || !strings.Contains(err.Error(), "no global address") {
 				t.Errorf("%s: got %v %v, want no address", name, got, err)

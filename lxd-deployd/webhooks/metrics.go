@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/frontdoor"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -200,22 +199,34 @@ func metricInstance(labels string) (project string, name string, ok bool) {
 	return project, name, true
 }
 
-// Collector sends each deployment a metrics event every webhook.metrics_interval, from one
-// /1.0/metrics call per round whatever the number of instances: LXD answers that in about
-// 20 ms where per-instance state calls take hundreds.
+// Collector sends each deployment a metrics event every webhook.metrics_interval, from the
+// observed usage of LXD (UsageSource): one /1.0/metrics read per project whatever the number
+// of instances, shared with the shape listings (LXD answers it in about 20 ms where
+// per-instance state calls take hundreds).
 type Collector struct {
 	db         *db.Cluster
-	lxd        *backend.LXD
+	usage      UsageSource
 	dispatcher *Dispatcher
 	logger     *slog.Logger
 
 	// traffic returns the front door's last figures by frontdoor key (nil: none).
 	traffic func() map[string]frontdoor.FrontendStats
 
-	mu          sync.Mutex
-	lastSent    map[int64]time.Time
-	previous    map[string]timedSample
-	refreshedAt time.Time
+	mu       sync.Mutex
+	lastSent map[int64]time.Time
+	previous map[string]timedSample
+
+	// refreshedAt is when each project's readings last moved (LXD caches each project's
+	// metrics apart).
+	refreshedAt map[string]time.Time
+}
+
+// UsageSource is the observed usage of a project's running instances by name
+// (observed.Snapshot.Usage): as fresh as LXD's own metrics cache, and an error (never an
+// empty answer) when LXD gave none, so that no instance is reported stopped for an LXD
+// that did not answer.
+type UsageSource interface {
+	Usage(project string) (map[string]api.DeploymentInstanceUsage, error)
 }
 
 // timedSample is the last distinct CPU reading of an instance. LXD caches /1.0/metrics for
@@ -228,8 +239,8 @@ type timedSample struct {
 }
 
 // NewCollector returns a metrics collector.
-func NewCollector(cluster *db.Cluster, lxd *backend.LXD, dispatcher *Dispatcher, logger *slog.Logger) *Collector {
-	return &Collector{db: cluster, lxd: lxd, dispatcher: dispatcher, logger: logger, lastSent: map[int64]time.Time{}, previous: map[string]timedSample{}}
+func NewCollector(cluster *db.Cluster, usage UsageSource, dispatcher *Dispatcher, logger *slog.Logger) *Collector {
+	return &Collector{db: cluster, usage: usage, dispatcher: dispatcher, logger: logger, lastSent: map[int64]time.Time{}, previous: map[string]timedSample{}}
 }
 
 // Run collects until ctx ends, checking every tick which deployments are due.
@@ -306,27 +317,47 @@ func (c *Collector) collect(ctx context.Context, now time.Time, fence func(ctx c
 		return err
 	}
 
-	// Every project's metrics: the client of the daemon names no project.
-	text, err := c.lxd.Metrics("")
-	if err != nil {
-		return err
-	}
+	// Each due project's usage, from the observed snapshot. A project whose usage LXD did
+	// not give has no event this round (its deployments stay due): an LXD that did not
+	// answer must not read as instances that stopped.
+	var errs []error
+	samples := map[string]map[string]Sample{}
+	for _, d := range due {
+		if _, ok := samples[d.Project]; ok {
+			continue
+		}
 
-	samples, err := ParseLXDMetrics(text)
-	if err != nil {
-		return err
+		usage, err := c.usage.Usage(d.Project)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("usage of project %q: %w", d.Project, err))
+			continue
+		}
+
+		project := make(map[string]Sample, len(usage))
+		for name, u := range usage {
+			project[d.Project+"/"+name] = Sample{CPUSeconds: u.CPUSeconds, MemoryUsed: u.MemoryUsageBytes, MemoryTotal: u.MemoryLimitBytes}
+		}
+
+		samples[d.Project] = project
 	}
 
 	c.mu.Lock()
-	c.updateRates(samples, now)
+	for project, read := range samples {
+		c.updateProjectRates(project, read, now)
+	}
+
 	events := make(map[int64]api.WebhookMetricsMetadata, len(due))
 	for _, d := range due {
-		events[d.ID] = c.metadata(d, instances[d.ID], samples)
+		read, ok := samples[d.Project]
+		if !ok {
+			continue
+		}
+
+		events[d.ID] = c.metadata(d, instances[d.ID], read)
 		c.lastSent[d.ID] = now
 	}
 
 	c.mu.Unlock()
-	var errs []error
 	for id, metadata := range events {
 		err := c.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			if fence != nil {
@@ -355,12 +386,35 @@ func (c *Collector) collect(ctx context.Context, now time.Time, fence func(ctx c
 // releases): readings older than that are fresh even if they did not move.
 const lxdMetricsCache = 15 * time.Second
 
-// updateRates records the new readings; the caller holds c.mu. LXD refreshes every
-// instance's reading at once, so a round where no reading moved (within the cache time) is
-// LXD's cache speaking and is skipped, while in a round where some moved, or after the cache
-// time, an unmoved one is an idle instance.
+// updateRates records the new readings, keyed "project/name", of the projects they name;
+// the caller holds c.mu.
 func (c *Collector) updateRates(samples map[string]Sample, now time.Time) {
-	refreshed := now.Sub(c.refreshedAt) >= lxdMetricsCache
+	byProject := map[string]map[string]Sample{}
+	for key, sample := range samples {
+		project, _, _ := strings.Cut(key, "/")
+		if byProject[project] == nil {
+			byProject[project] = map[string]Sample{}
+		}
+
+		byProject[project][key] = sample
+	}
+
+	for project, read := range byProject {
+		c.updateProjectRates(project, read, now)
+	}
+}
+
+// updateProjectRates records a project's new readings (all of its running instances,
+// keyed "project/name"); the caller holds c.mu. LXD refreshes every instance's reading of
+// a project at once, so a round where no reading moved (within the cache time) is LXD's
+// cache speaking and is skipped, while in a round where some moved, or after the cache
+// time, an unmoved one is an idle instance.
+func (c *Collector) updateProjectRates(project string, samples map[string]Sample, now time.Time) {
+	if c.refreshedAt == nil {
+		c.refreshedAt = map[string]time.Time{}
+	}
+
+	refreshed := now.Sub(c.refreshedAt[project]) >= lxdMetricsCache
 	for key, sample := range samples {
 		previous, seen := c.previous[key]
 		if !seen || previous.CPUSeconds != sample.CPUSeconds {
@@ -373,7 +427,7 @@ func (c *Collector) updateRates(samples map[string]Sample, now time.Time) {
 		return
 	}
 
-	c.refreshedAt = now
+	c.refreshedAt[project] = now
 	for key, sample := range samples {
 		next := timedSample{Sample: sample, at: now}
 		previous, seen := c.previous[key]
@@ -387,7 +441,8 @@ func (c *Collector) updateRates(samples map[string]Sample, now time.Time) {
 	}
 
 	for key := range c.previous {
-		if _, ok := samples[key]; !ok {
+		keyProject, _, _ := strings.Cut(key, "/")
+		if _, ok := samples[key]; !ok && keyProject == project {
 			delete(c.previous, key) // stopped or deleted
 		}
 	}

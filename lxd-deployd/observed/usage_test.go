@@ -1,35 +1,34 @@
-package main
+package observed
 
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	lxd "github.com/canonical/lxd/client"
-
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
 // metricsLXD answers /1.0/metrics with what answer says of the project, counting calls.
 type metricsLXD struct {
-	lxd.InstanceServer
-
 	calls  atomic.Int32
 	answer func() (string, error)
 }
 
-func (f *metricsLXD) UseProject(string) lxd.InstanceServer { return f }
-
-func (f *metricsLXD) GetMetrics() (string, error) {
+// Metrics is backend.LXD.Metrics.
+func (f *metricsLXD) Metrics(string) (string, error) {
 	f.calls.Add(1)
 	return f.answer()
 }
 
-// Metrics is the usage cache's metricsSource (backend.LXD.Metrics).
-func (f *metricsLXD) Metrics(string) (string, error) { return f.UseProject("").GetMetrics() }
+// Requests is backend.LXD.Requests: these tests list no instances.
+func (f *metricsLXD) Requests() (backend.DoHTTPer, error) {
+	return nil, errors.New("no instance listings in this test")
+}
 
 func cpuMetrics(seconds float64) string {
 	return fmt.Sprintf("# TYPE lxd_cpu_seconds_total counter\nlxd_cpu_seconds_total{cpu=\"0\",mode=\"user\",name=\"web1\",project=\"default\",type=\"container\"} %g\n", seconds)
@@ -42,11 +41,12 @@ func TestUsageCacheAddsNoStaleness(t *testing.T) {
 	now := time.Unix(1000, 0)
 	cpu := 1.0
 	fake := &metricsLXD{answer: func() (string, error) { return cpuMetrics(cpu), nil }}
-	c := newUsageCache(nil)
+	c := New(fake, nil, nil)
 	c.now = func() time.Time { return now }
 	get := func(wantCalls int32, wantCPU float64) {
 		t.Helper()
-		usage := c.get(fake, "default").usage
+		answer, _ := c.Get("default")
+		usage := answer.ByName
 		if fake.calls.Load() != wantCalls || usage["web1"].CPUSeconds != wantCPU {
 			t.Fatalf("at %v: %d calls and %v, want %d calls and %v", now.Unix(), fake.calls.Load(), usage["web1"].CPUSeconds, wantCalls, wantCPU)
 		}
@@ -73,8 +73,18 @@ func TestUsageCacheAddsNoStaleness(t *testing.T) {
 	// A failed answer is no answer, and forgets what it knew.
 	fake.answer = func() (string, error) { return "", errors.New("LXD is gone") }
 	now = now.Add(time.Minute)
-	if usage := c.get(fake, "default").usage; usage != nil || fake.calls.Load() != 7 {
-		t.Fatalf("a failed fetch: %v after %d calls", usage, fake.calls.Load())
+	if usage, err := c.Get("default"); usage.ByName != nil || !usage.At.IsZero() || !errors.Is(err, ErrUnavailable) || fake.calls.Load() != 7 {
+		t.Fatalf("a failed fetch: %+v (%v) after %d calls", usage, err, fake.calls.Load())
+	}
+
+	// An unreachable LXD is no usage and an error, never an empty answer (instances that
+	// all stopped), and says why; nor is the last answer shown as the project's usage.
+	if _, err := c.Get("default"); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "LXD is gone") {
+		t.Fatalf("a failed fetch says %v", err)
+	}
+
+	if last := c.Last("default"); last.ByName != nil {
+		t.Fatalf("after a failed fetch the snapshot still shows %+v", last)
 	}
 }
 
@@ -83,8 +93,8 @@ func TestUsageCacheOneFetchInFlight(t *testing.T) {
 	release := make(chan struct{})
 	fake := &metricsLXD{answer: func() (string, error) { <-release; return cpuMetrics(5), nil }}
 	var reported atomic.Int32 // the fetches the metrics hear of (lxd_calls_total{kind="metrics"})
-	c := newUsageCache(func(_ time.Duration, ok bool) {
-		if ok {
+	c := New(fake, nil, func(_ time.Duration, err error) {
+		if err == nil {
 			reported.Add(1)
 		}
 	})
@@ -94,7 +104,8 @@ func TestUsageCacheOneFetchInFlight(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = c.get(fake, "default").usage["web1"].CPUSeconds
+			answer, _ := c.Get("default")
+			results[i] = answer.ByName["web1"].CPUSeconds
 		}()
 	}
 
@@ -103,13 +114,13 @@ func TestUsageCacheOneFetchInFlight(t *testing.T) {
 	}
 
 	time.Sleep(50 * time.Millisecond) // the others join the fetch in flight
-	if !c.fetching("default") || c.fetching("other") {
+	if !c.Fetching("default") || c.Fetching("other") {
 		t.Fatal("a fetch in flight is not seen as one (a listing then would wait for it again)")
 	}
 
 	close(release)
 	wg.Wait()
-	if c.fetching("default") {
+	if c.Fetching("default") {
 		t.Fatal("a fetch that ended is still seen in flight")
 	}
 
@@ -125,48 +136,80 @@ func TestUsageCacheOneFetchInFlight(t *testing.T) {
 }
 
 // A listing takes the fetch's answer if it has come, else the last answer while it is
-// younger than usageMaxAge (LXD reading its metrics again must not hold every listing up
+// younger than MaxAge (LXD reading its metrics again must not hold every listing up
 // for the whole grace), else waits for the fetch within the grace, else goes without.
 func TestUsageForListing(t *testing.T) {
 	now := time.Unix(1000, 0)
 	fake := &metricsLXD{answer: func() (string, error) { return cpuMetrics(1), nil }}
-	c := newUsageCache(nil)
+	c := New(fake, nil, nil)
 	c.now = func() time.Time { return now }
-	first := c.get(fake, "default")
-	if first.usage["web1"].CPUSeconds != 1 || !first.at.Equal(now) {
+	first, _ := c.Get("default")
+	if first.ByName["web1"].CPUSeconds != 1 || !first.At.Equal(now) {
 		t.Fatalf("first answer %+v", first)
 	}
 
-	come := make(chan usageAnswer, 1)
-	come <- usageAnswer{usage: cpuUsage(2), at: now.Add(time.Second)}
-	if got := c.forListing("default", come, time.Hour); got.usage["web1"].CPUSeconds != 2 {
+	come := make(chan Usage, 1)
+	come <- Usage{ByName: cpuUsage(2), At: now.Add(time.Second)}
+	if got := c.ForListing("default", come, time.Hour); got.ByName["web1"].CPUSeconds != 2 {
 		t.Fatalf("an answer that has come: %+v", got)
 	}
 
-	never := make(chan usageAnswer)
-	now = now.Add(usageMaxAge - time.Second)
+	never := make(chan Usage)
+	now = now.Add(MaxAge - time.Second)
 	start := time.Now()
-	if got := c.forListing("default", never, time.Hour); got.usage["web1"].CPUSeconds != 1 || !got.at.Equal(first.at) || time.Since(start) > time.Second {
+	if got := c.ForListing("default", never, time.Hour); got.ByName["web1"].CPUSeconds != 1 || !got.At.Equal(first.At) || time.Since(start) > time.Second {
 		t.Fatalf("a young last answer: %+v after %v", got, time.Since(start))
 	}
 
 	now = now.Add(time.Second)
-	late := make(chan usageAnswer, 1)
-	go func() { time.Sleep(100 * time.Millisecond); late <- usageAnswer{usage: cpuUsage(3), at: now} }()
-	if got := c.forListing("default", late, time.Hour); got.usage["web1"].CPUSeconds != 3 {
+	late := make(chan Usage, 1)
+	go func() { time.Sleep(100 * time.Millisecond); late <- Usage{ByName: cpuUsage(3), At: now} }()
+	if got := c.ForListing("default", late, time.Hour); got.ByName["web1"].CPUSeconds != 3 {
 		t.Fatalf("an old last answer is not shown, the fetch is waited for: %+v", got)
 	}
 
 	start = time.Now()
-	if got := c.forListing("default", never, 50*time.Millisecond); got.usage != nil || time.Since(start) > 10*time.Second {
+	if got := c.ForListing("default", never, 50*time.Millisecond); got.ByName != nil || time.Since(start) > 10*time.Second {
 		t.Fatalf("past the grace, a listing goes without usage: %+v after %v", got, time.Since(start))
 	}
 
-	if usageGrace(100*time.Millisecond) != usageGraceFloor || usageGrace(10*time.Second) != 2*time.Second {
-		t.Fatalf("grace %v after a listing of 100 ms, %v after 10 s: want the floor, then a fifth", usageGrace(100*time.Millisecond), usageGrace(10*time.Second))
+	if Grace(100*time.Millisecond) != graceFloor || Grace(10*time.Second) != 2*time.Second {
+		t.Fatalf("grace %v after a listing of 100 ms, %v after 10 s: want the floor, then a fifth", Grace(100*time.Millisecond), Grace(10*time.Second))
 	}
 }
 
 func cpuUsage(seconds float64) map[string]api.DeploymentInstanceUsage {
 	return map[string]api.DeploymentInstanceUsage{"web1": {CPUSeconds: seconds}}
+}
+
+// A listing shows the snapshot's answer without a call to LXD once it has one; with none it
+// fetches beside LXD's listing only when the shape has instances and LXD is reachable, and
+// watches the project either way (Run keeps it fresh from then on).
+func TestStartListing(t *testing.T) {
+	fake := &metricsLXD{answer: func() (string, error) { return cpuMetrics(4), nil }}
+	var online atomic.Bool
+	s := New(fake, online.Load, nil)
+	if got := s.StartListing("default", true, time.Now())(); got.ByName != nil || fake.calls.Load() != 0 {
+		t.Fatalf("LXD away: %+v after %d calls", got, fake.calls.Load())
+	}
+
+	online.Store(true)
+	if got := s.StartListing("default", false, time.Now())(); got.ByName != nil || fake.calls.Load() != 0 {
+		t.Fatalf("a shape without instances: %+v after %d calls", got, fake.calls.Load())
+	}
+
+	if len(s.watchedProjects()) != 1 {
+		t.Fatalf("the listed project is not watched: %v", s.watchedProjects())
+	}
+
+	// The first listing with instances fetches, within the grace (a fake answers at once).
+	got := s.StartListing("default", true, time.Now().Add(-time.Hour))()
+	if got.ByName["web1"].CPUSeconds != 4 || got.At.IsZero() || fake.calls.Load() != 1 {
+		t.Fatalf("the first listing: %+v after %d calls", got, fake.calls.Load())
+	}
+
+	again := s.StartListing("default", true, time.Now())()
+	if !again.At.Equal(got.At) || fake.calls.Load() != 1 {
+		t.Fatalf("a listing with a recent answer: %+v after %d calls", again, fake.calls.Load())
+	}
 }

@@ -1,4 +1,4 @@
-package main
+package scrape
 
 import (
 	"context"
@@ -10,11 +10,12 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 )
 
-// placementSnapshot reads instances per shape and LXD member from the records and the
-// members from the last probe of LXD: a scrape never calls LXD (doc/placement.md).
-func placementSnapshot(cluster *db.Cluster, lxd *backend.LXD) func(ctx context.Context) ([]metrics.PlacementStat, []metrics.ClusterMemberStat, error) {
+// Placement reads instances per shape and LXD member from the records and the members from
+// the last probe of LXD (observed: backend.LXD.Cluster): a scrape never calls LXD
+// (doc/placement.md).
+func Placement(cluster *db.Cluster, observed func() backend.ClusterView) func(ctx context.Context) ([]metrics.PlacementStat, []metrics.ClusterMemberStat, error) {
 	return func(ctx context.Context) ([]metrics.PlacementStat, []metrics.ClusterMemberStat, error) {
-		view := lxd.Cluster()
+		view := observed()
 		if !view.Clustered {
 			return nil, nil, nil
 		}
