@@ -12,9 +12,7 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/observed"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -24,11 +22,9 @@ import (
 // instancesAPI serves the governor API: .../shapes/{shape}/instances. Launches and deletes
 // go through the fleet, which holds the bound check.
 type instancesAPI struct {
-	db       *db.Cluster
-	lxd      *backend.LXD
-	ops      *operations.Manager
-	fleet    *fleet.Fleet
-	reporter *reporter.Reporter
+	db    *db.Cluster
+	lxd   *backend.LXD
+	fleet *fleet.Fleet
 
 	// usage is the observed snapshot of LXD's usage.
 	usage *observed.Snapshot

@@ -7,7 +7,6 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 	"github.com/gorilla/mux"
 
-	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
@@ -16,7 +15,6 @@ import (
 // placementAPI serves drain and rebalance (doc/placement.md): thin handlers over the
 // fleet's operations.
 type placementAPI struct {
-	db    *db.Cluster
 	fleet *fleet.Fleet
 }
 

@@ -8,7 +8,6 @@ import (
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
@@ -25,7 +24,6 @@ import (
 type resizeAPI struct {
 	db       *db.Cluster
 	lxd      *backend.LXD
-	ops      *operations.Manager
 	reporter *reporter.Reporter
 
 	// inPlace is the fleet's in-place pass: it takes over what an operation leaves undone.

@@ -8,10 +8,8 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/backend"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/operations"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/response"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rest"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/rollout"
@@ -22,11 +20,9 @@ import (
 // rolloutsAPI serves .../shapes/{shape}/rollouts; the engine (package rollout) reads,
 // checks and changes rollouts.
 type rolloutsAPI struct {
-	db       *db.Cluster
-	lxd      *backend.LXD
-	ops      *operations.Manager
-	engine   *rollout.Engine
-	reporter *reporter.Reporter
+	db     *db.Cluster
+	ops    *operations.Manager
+	engine *rollout.Engine
 }
 
 // rolloutFromRequest reads the shape and rollout number of a request and the rollout row.
