@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lxd-deployd/lxd-deployd/test/lxdtest"
 )
 
 // waitConfig is how waitUntil polls and what it says when it gives up.
@@ -74,14 +76,5 @@ func poll(timeout time.Duration, cond func() bool, opts ...waitOption) bool {
 		opt(&w)
 	}
 
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-
-		time.Sleep(w.interval)
-	}
-
-	return true
+	return lxdtest.Poll(timeout, w.interval, cond)
 }

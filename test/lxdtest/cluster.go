@@ -199,12 +199,10 @@ profiles:
 		}
 
 		var op lxd.Operation
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		Poll(time.Minute, 500*time.Millisecond, func() bool {
 			op, err = client.CreateClusterMember(api.ClusterMembersPost{ServerName: m.Name})
-			if err == nil || time.Now().After(deadline) {
-				break
-			}
-		}
+			return err == nil
+		})
 
 		if err != nil {
 			return fmt.Errorf("join token for %s: %w", m.Name, err)
@@ -252,26 +250,24 @@ profiles:
 
 // waitOnline waits until LXD lists n members, all online.
 func waitOnline(client lxd.InstanceServer, n int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		members, err := client.GetClusterMembers()
-		online := 0
+	var err error
+	online := 0
+	if Poll(timeout, 250*time.Millisecond, func() bool {
+		var members []api.ClusterMember
+		members, err = client.GetClusterMembers()
+		online = 0
 		for _, m := range members {
 			if m.Status == "Online" {
 				online++
 			}
 		}
 
-		if err == nil && online == n && len(members) == n {
-			return nil
-		}
-
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d cluster members online after %v (%v)", online, n, timeout, err)
-		}
-
-		time.Sleep(250 * time.Millisecond)
+		return err == nil && online == n && len(members) == n
+	}) {
+		return nil
 	}
+
+	return fmt.Errorf("%d of %d cluster members online after %v (%v)", online, n, timeout, err)
 }
 
 // Member returns the member named name; it fails the test when there is none.
@@ -355,16 +351,15 @@ func (c *Cluster) MemberStatus(t testing.TB, name string) string {
 func (c *Cluster) WaitMemberStatus(t testing.TB, name, status string, timeout time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for {
-		got := c.MemberStatus(t, name)
-		if got == status {
-			return time.Since(start)
-		}
-		if time.Since(start) > timeout {
-			t.Fatalf("lxdtest: member %s still %s after %v, want %s", name, got, timeout, status)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var got string
+	if !Poll(timeout, 200*time.Millisecond, func() bool {
+		got = c.MemberStatus(t, name)
+		return got == status
+	}) {
+		t.Fatalf("lxdtest: member %s still %s after %v, want %s", name, got, timeout, status)
 	}
+
+	return time.Since(start)
 }
 
 // Kill SIGKILLs the member's LXD (its containers keep running, as on a machine whose
