@@ -13,14 +13,13 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates/registry"
 )
 
 // testBy is who the tests' expansions are for: the requestor package main's handlers name
 // outside a request.
-var testBy = fleet.InternalRequestor("unknown")
+var testBy = api.InternalRequestor("unknown")
 
 // The test app: a Jinja template making one shape per tier.
 const appJinja = `resources:

@@ -61,7 +61,7 @@ func ActivityWho(by api.DeploymentRequestor) string {
 func StaleLaunchDropped(row db.Instance) func(ctx context.Context, tx *sql.Tx) error {
 	return func(ctx context.Context, tx *sql.Tx) error {
 		why := "launch of " + row.Name + " never finished (the daemon stopped before LXD made it)"
-		return UndoLaunch(ctx, tx, row.DeploymentID, row.Shape, InternalRequestor("reconcile"), why, row.SizesRollout)
+		return UndoLaunch(ctx, tx, row.DeploymentID, row.Shape, api.InternalRequestor("reconcile"), why, row.SizesRollout)
 	}
 }
 
@@ -123,13 +123,8 @@ func ReconcileActivity(row db.Instance, delta int, why string) func(ctx context.
 			action = "scale-down"
 		}
 
-		return RecordActivity(ctx, tx, row.DeploymentID, api.DeploymentActivity{Shape: row.Shape, Action: action, From: shape.ScalingCurrent - delta, To: shape.ScalingCurrent, Requestor: InternalRequestor("reconcile"), Why: why})
+		return RecordActivity(ctx, tx, row.DeploymentID, api.DeploymentActivity{Shape: row.Shape, Action: action, From: shape.ScalingCurrent - delta, To: shape.ScalingCurrent, Requestor: api.InternalRequestor("reconcile"), Why: why})
 	}
-}
-
-// InternalRequestor names a part of the daemon acting on its own (reconcile, a rollout).
-func InternalRequestor(component string) api.DeploymentRequestor {
-	return api.DeploymentRequestor{Protocol: api.RequestorInternal, Name: component}
 }
 
 // WithKey adds the deployment key a deployments certificate acts through on a deployment:

@@ -131,7 +131,7 @@ func (h *Autohealer) HealthChanged(ctx context.Context, c health.Change) {
 		h.Poke()
 	}
 
-	h.fleet.reporter.Send(InternalRequestor("health"), row.DeploymentID, action.Event(refs.Instance(row), nil))
+	h.fleet.reporter.Send(api.InternalRequestor("health"), row.DeploymentID, action.Event(refs.Instance(row), nil))
 	h.fleet.reporter.Notify(ctx, row.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(action), Shape: row.Shape, Instance: row.Name, Reason: health.Summary(c.After)})
 }
 
@@ -194,7 +194,7 @@ func (h *Autohealer) round(ctx context.Context) error {
 		}
 
 		if step.Finish {
-			h.start(step.Row, func(ctx context.Context) { _ = h.removeOld(ctx, step.Row, InternalRequestor("autoheal")) })
+			h.start(step.Row, func(ctx context.Context) { _ = h.removeOld(ctx, step.Row, api.InternalRequestor("autoheal")) })
 			continue
 		}
 
@@ -215,7 +215,7 @@ func (h *Autohealer) round(ctx context.Context) error {
 
 		verdict := !step.Unreachable && step.Row.State == db.InstanceCreated
 		h.start(step.Row, func(ctx context.Context) {
-			_ = h.replaceFor(ctx, step.Shape, step.Row, step.Cause, InternalRequestor("autoheal"), verdict)
+			_ = h.replaceFor(ctx, step.Shape, step.Row, step.Cause, api.InternalRequestor("autoheal"), verdict)
 		})
 	}
 
@@ -515,7 +515,7 @@ func (h *Autohealer) degrade(ctx context.Context, shape db.Shape, last db.Instan
 	}
 
 	h.logger.Warn("autohealing: shape degraded", "shape", shape.Name, "reason", reason)
-	h.fleet.reporter.Send(InternalRequestor("autoheal"), shape.DeploymentID, reporter.ShapeDegraded.Event(refs.ShapeRef{DeploymentRef: refs.Instance(last).DeploymentRef, Shape: shape.Name}, nil))
+	h.fleet.reporter.Send(api.InternalRequestor("autoheal"), shape.DeploymentID, reporter.ShapeDegraded.Event(refs.ShapeRef{DeploymentRef: refs.Instance(last).DeploymentRef, Shape: shape.Name}, nil))
 	h.fleet.reporter.Notify(ctx, shape.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(reporter.ShapeDegraded), Shape: shape.Name, Instance: last.Name, Reason: reason})
 }
 

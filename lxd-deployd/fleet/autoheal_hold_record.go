@@ -71,7 +71,7 @@ func (h *Autohealer) recordHolds(ctx context.Context, shapes []db.Shape, holds H
 				action, why = "autohealing-resumed", "resumed: the cause of the hold went ("+c.shape.HealHold+")"
 			}
 
-			err = RecordActivity(ctx, tx, c.shape.DeploymentID, api.DeploymentActivity{Shape: c.shape.Name, Action: action, Requestor: InternalRequestor("autoheal"), Why: why, From: c.shape.ScalingCurrent, To: c.shape.ScalingCurrent})
+			err = RecordActivity(ctx, tx, c.shape.DeploymentID, api.DeploymentActivity{Shape: c.shape.Name, Action: action, Requestor: api.InternalRequestor("autoheal"), Why: why, From: c.shape.ScalingCurrent, To: c.shape.ScalingCurrent})
 			if err != nil {
 				return err
 			}
@@ -96,7 +96,7 @@ func (h *Autohealer) recordHolds(ctx context.Context, shapes []db.Shape, holds H
 			h.logger.Warn("autohealing: held", "shape", c.shape.Name, "reason", c.reason)
 		}
 
-		by := InternalRequestor("autoheal")
+		by := api.InternalRequestor("autoheal")
 		h.fleet.reporter.Send(by, c.shape.DeploymentID, action.Event(refsByShape[c.shape.ID], map[string]any{"reason": reason}))
 		h.fleet.reporter.Notify(ctx, c.shape.DeploymentID, api.WebhookLifecycle, api.WebhookLifecycleMetadata{Action: string(action), Shape: c.shape.Name, Reason: reason})
 	}

@@ -266,7 +266,7 @@ func (k *HookKeeper) round(ctx context.Context) error {
 // end ends one wait with an action.
 func (k *HookKeeper) end(ctx context.Context, row db.Instance, action string) {
 	ref := refs.Instance(row)
-	by := InternalRequestor("lifecycle-hooks")
+	by := api.InternalRequestor("lifecycle-hooks")
 	clear := func() error {
 		return k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			err := db.SetInstanceHook(ctx, tx, row.ID, "", nil)
@@ -318,7 +318,7 @@ func (k *HookKeeper) end(ctx context.Context, row db.Instance, action string) {
 // retried next round.
 func (k *HookKeeper) abandonLaunch(ctx context.Context, row db.Instance, action string) {
 	ref := refs.Instance(row)
-	by := InternalRequestor("lifecycle-hooks")
+	by := api.InternalRequestor("lifecycle-hooks")
 	err := k.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		err := db.SetInstanceHook(ctx, tx, row.ID, api.LifecycleTerminatingWait, row.Hook.Deadline)
 		if err != nil {

@@ -13,7 +13,7 @@ import (
 
 // reachRequestor is who the activity log names for a member's loss and return: LXD's
 // cluster said it, nobody asked.
-var reachRequestor = InternalRequestor("lxd-cluster")
+var reachRequestor = api.InternalRequestor("lxd-cluster")
 
 // ReachChange is one instance whose reachability changed since the last round.
 type ReachChange struct {

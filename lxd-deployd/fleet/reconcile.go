@@ -183,7 +183,7 @@ func (rc *Reconciler) recordOrphans(ctx context.Context, plan ReconcilePlan) err
 		for _, url := range urls {
 			instance := plan.Tagged[url]
 			rc.logger.Warn("orphaned instance: tagged for a deployment but not recorded; not deleting it", "instance", instance.Name, "project", instance.Project, "deployment", instance.Config[backend.ConfigDeployment])
-			rc.reporter.Send(InternalRequestor("reconcile"), id, reporter.InstanceOrphaned.LXDEvent(instance.Project, instance.Name))
+			rc.reporter.Send(api.InternalRequestor("reconcile"), id, reporter.InstanceOrphaned.LXDEvent(instance.Project, instance.Name))
 			instanceChanged(ctx, rc.reporter, id, reporter.InstanceOrphaned, instance.Config[backend.ConfigShape], instance.Name)
 		}
 	}
@@ -225,7 +225,7 @@ func (rc *Reconciler) Repair(ctx context.Context, client *backend.Conn, step Rep
 
 		rc.logger.Warn("reconcile: instance missing from LXD", "instance", row.Name, "project", row.Project)
 		rc.setState(ctx, row, db.InstanceMissing, ReconcileActivity(row, -1, "instance "+row.Name+" is missing from LXD"))
-		rc.reporter.Send(InternalRequestor("reconcile"), row.DeploymentID, reporter.InstanceMissing.Event(refs.Instance(row), nil))
+		rc.reporter.Send(api.InternalRequestor("reconcile"), row.DeploymentID, reporter.InstanceMissing.Event(refs.Instance(row), nil))
 		instanceChanged(ctx, rc.reporter, row.DeploymentID, reporter.InstanceMissing, row.Shape, row.Name)
 		rc.askReplacement(ctx, row)
 	case RepairBack:

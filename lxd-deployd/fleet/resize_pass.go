@@ -19,7 +19,7 @@ import (
 )
 
 // ResizeRequestor names the in-place pass in the activity log and events.
-var ResizeRequestor = InternalRequestor("resize")
+var ResizeRequestor = api.InternalRequestor("resize")
 
 // InPlaceKeeper is the periodic in-place pass (issue 22, "retry on the next round"): a
 // resize operation tries its rounds and ends, so an instance a safe shrink refused (or

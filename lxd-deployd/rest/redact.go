@@ -5,7 +5,6 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/auth"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/redact"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/webhooks"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -26,7 +25,7 @@ func DeploymentFor(r *http.Request, d api.Deployment) api.Deployment {
 		return d
 	}
 
-	d.GovernorWebhookURL = webhooks.RedactURL(d.GovernorWebhookURL)
+	d.GovernorWebhookURL = redact.URL(d.GovernorWebhookURL)
 	return redact.Deployment(d)
 }
 

@@ -17,9 +17,7 @@ import (
 func RequestorFromContext(ctx context.Context) api.DeploymentRequestor {
 	caller := auth.CallerFromContext(ctx)
 	if caller == nil {
-		// As fleet.InternalRequestor("unknown"), without making the HTTP plumbing import
-		// the fleet engine.
-		return api.DeploymentRequestor{Protocol: api.RequestorInternal, Name: "unknown"}
+		return api.InternalRequestor("unknown")
 	}
 
 	by := api.DeploymentRequestor{Protocol: caller.Protocol, Name: caller.Name, Fingerprint: caller.Fingerprint}

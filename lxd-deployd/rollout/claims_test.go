@@ -15,7 +15,6 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
@@ -48,7 +47,7 @@ func TestRolloutClaimFencesTheEngine(t *testing.T) {
 			return err
 		}
 
-		_, err = RecordRevision(ctx, tx, id, shapeID, nil, req.DeploymentShapePut, RevisionArgs{Cause: CauseAPI, By: fleet.InternalRequestor("test")})
+		_, err = RecordRevision(ctx, tx, id, shapeID, nil, req.DeploymentShapePut, RevisionArgs{Cause: CauseAPI, By: api.InternalRequestor("test")})
 		if err != nil {
 			return err
 		}
@@ -58,7 +57,7 @@ func TestRolloutClaimFencesTheEngine(t *testing.T) {
 			return err
 		}
 
-		_, err = Start(ctx, tx, shape, CauseAPI, fleet.InternalRequestor("test"), "", false, true)
+		_, err = Start(ctx, tx, shape, CauseAPI, api.InternalRequestor("test"), "", false, true)
 		return err
 	})
 	if err != nil {
@@ -127,7 +126,7 @@ func TestRolloutClaimFencesTheEngine(t *testing.T) {
 	}
 
 	// A user's pause is not the engine's decision: it applies through any member.
-	err = stalled.Transition(ctx, r, api.RolloutRunning, api.RolloutPaused, "paused", "paused by test", reporter.RolloutPaused, fleet.InternalRequestor("test"))
+	err = stalled.Transition(ctx, r, api.RolloutRunning, api.RolloutPaused, "paused", "paused by test", reporter.RolloutPaused, api.InternalRequestor("test"))
 	if err != nil {
 		t.Fatalf("a user's pause through the stalled member: %v", err)
 	}

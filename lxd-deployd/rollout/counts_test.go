@@ -13,7 +13,6 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/shapes"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
@@ -49,7 +48,7 @@ func TestCountsFollowTheLatestRevision(t *testing.T) {
 			return err
 		}
 
-		_, err = RecordRevision(ctx, tx, deploymentID, shapeID, nil, req.DeploymentShapePut, RevisionArgs{Cause: CauseAPI, By: fleet.InternalRequestor("test")})
+		_, err = RecordRevision(ctx, tx, deploymentID, shapeID, nil, req.DeploymentShapePut, RevisionArgs{Cause: CauseAPI, By: api.InternalRequestor("test")})
 		if err != nil {
 			return err
 		}
@@ -59,7 +58,7 @@ func TestCountsFollowTheLatestRevision(t *testing.T) {
 			return err
 		}
 
-		number, err := Start(ctx, tx, shape, CauseAPI, fleet.InternalRequestor("test"), "", false, true)
+		number, err := Start(ctx, tx, shape, CauseAPI, api.InternalRequestor("test"), "", false, true)
 		if err != nil {
 			return err
 		}

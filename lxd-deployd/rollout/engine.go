@@ -17,7 +17,7 @@ import (
 )
 
 // Requestor is who the engine's launches and deletes are by.
-var Requestor = fleet.InternalRequestor("rollout")
+var Requestor = api.InternalRequestor("rollout")
 
 // rolloutClaim decides which daemon of a cluster works on a rollout: a
 // claimed_by/claimed_until pair on the rollout row, taken or renewed in each tick's

@@ -11,7 +11,6 @@ import (
 	lxdapi "github.com/canonical/lxd/shared/api"
 
 	"github.com/lxd-deployd/lxd-deployd/db"
-	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/fleet"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/loop"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/refs"
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/reporter"
@@ -210,7 +209,7 @@ func (w *imageWatcher) check(ctx context.Context) (watching bool, err error) {
 // revise records that a shape's alias now names fingerprint. The first sighting only
 // records it; a change makes a revision (cause image-change), which starts the rollout.
 func (w *imageWatcher) revise(ctx context.Context, s db.Shape, project string, fingerprint string) error {
-	by := fleet.InternalRequestor("image-change")
+	by := api.InternalRequestor("image-change")
 	var out Revised
 	var deployment string
 	err := w.engine.db.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {

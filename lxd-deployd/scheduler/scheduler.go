@@ -153,7 +153,7 @@ type firing struct {
 }
 
 func (s *Scheduler) shapePass(ctx context.Context, shapeID int64, now time.Time) (*Fired, error) {
-	by := fleet.InternalRequestor(Who)
+	by := api.InternalRequestor(Who)
 	var f *firing
 	err := s.store.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		f = nil

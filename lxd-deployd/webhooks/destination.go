@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/dialpolicy"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/redact"
 )
 
 // DestinationPolicy says which addresses webhook deliveries may connect to. A webhook URL
@@ -71,36 +72,12 @@ func (p DestinationPolicy) Client() *http.Client {
 	}
 }
 
-// RedactURL hides what a webhook URL may carry as credentials (user info, query,
-// fragment), for callers that are not admins and for logs and delivery errors.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		if raw == "" {
-			return ""
-		}
-
-		return "(redacted)"
-	}
-
-	redacted := u.User != nil || u.RawQuery != "" || u.Fragment != ""
-	u.User = nil
-	u.RawQuery = ""
-	u.Fragment = ""
-	u.ForceQuery = false
-	if redacted {
-		return u.String() + "?(redacted)"
-	}
-
-	return u.String()
-}
-
 // redactError hides the URL inside an HTTP client error (url.Error carries it whole,
 // query included) before the error is logged or stored in the delivery log.
 func redactError(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return &url.Error{Op: ue.Op, URL: RedactURL(ue.URL), Err: ue.Err}
+		return &url.Error{Op: ue.Op, URL: redact.URL(ue.URL), Err: ue.Err}
 	}
 
 	return err

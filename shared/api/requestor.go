@@ -27,6 +27,12 @@ type DeploymentRequestor struct {
 	Key string `json:"key,omitempty" yaml:"key,omitempty"`
 }
 
+// InternalRequestor names one of the daemon's own components (reconcile, a rollout, a
+// trigger) as the requestor of the work it does.
+func InternalRequestor(component string) DeploymentRequestor {
+	return DeploymentRequestor{Protocol: RequestorInternal, Name: component}
+}
+
 // String names the requestor in one short phrase, for the activity log and CLI tables.
 func (r DeploymentRequestor) String() string {
 	name := r.Name
