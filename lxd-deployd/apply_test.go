@@ -6,37 +6,14 @@ import (
 	"net/url"
 	"reflect"
 	"sort"
-	"strings"
 	"testing"
+
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/apply/applytest"
 )
-
-// The test app: a Jinja template making one shape per tier.
-const appJinja = `resources:
-{% for tier in properties['tiers'] %}
-- name: {{ env['deployment'] }}-{{ tier['name'] }}
-  type: shape
-  properties:
-    description: {{ tier['name'] }} of {{ env['deployment'] }} in {{ env['project'] }}
-    instance_template:
-      source: {type: image, alias: {{ properties['image'] }}}
-    scaling_minimum: 0
-    scaling_maximum: {{ tier['max'] }}
-{% endfor %}
-`
-
-func appConfig(image string, tiers ...string) string {
-	config := "resources:\n- name: app\n  type: app.jinja\n  properties:\n    image: " + image + "\n    tiers:\n"
-	for _, tier := range tiers {
-		name, max, _ := strings.Cut(tier, ":")
-		config += "    - {name: " + name + ", max: " + max + "}\n"
-	}
-
-	return config
-}
 
 func templateBody(t *testing.T, fields map[string]any, config string) string {
 	t.Helper()
-	body := map[string]any{"template": config, "template_imports": map[string]string{"app.jinja": appJinja}}
+	body := map[string]any{"template": config, "template_imports": map[string]string{"app.jinja": applytest.AppJinja}}
 	for k, v := range fields {
 		body[k] = v
 	}
@@ -68,11 +45,11 @@ func keysOf(m map[string]any) []string {
 
 func TestTemplateAPI(t *testing.T) {
 	a := newTestAPI(t)
-	next := appConfig("debian/12", "web:5", "api:2")
+	next := applytest.AppConfig("debian/12", "web:5", "api:2")
 
 	phase(t, "a dry-run create makes nothing", func(t *testing.T) {
 		// A dry-run create says what it would make and makes nothing.
-		plan := a.expect("POST", "/1.0/deployments?dry-run=1", templateBody(t, map[string]any{"name": "shop"}, appConfig("busybox", "web:3", "db:1")), 200, "")["metadata"].(map[string]any)
+		plan := a.expect("POST", "/1.0/deployments?dry-run=1", templateBody(t, map[string]any{"name": "shop"}, applytest.AppConfig("busybox", "web:3", "db:1")), 200, "")["metadata"].(map[string]any)
 		if create := plan["create"].([]any); len(create) != 2 || create[0].(map[string]any)["name"] != "shop-web" {
 			t.Fatalf("dry-run plan: %v", plan)
 		}
@@ -94,8 +71,8 @@ func TestTemplateAPI(t *testing.T) {
 			{"POST", "/1.0/deployments", templateBody(t, map[string]any{"name": "shop"}, "resources: [{name: x, type: nope.jinja}]"), 400, "nope.jinja"},
 			{"POST", "/1.0/deployments", templateBody(t, map[string]any{"name": "shop"}, "resources: [{name: x, type: Service}]"), 400, "x (Service)"},
 			{"POST", "/1.0/deployments", templateBody(t, map[string]any{"name": "shop"}, "resources: [{"), 400, "not valid YAML"},
-			{"POST", "/1.0/deployments", templateBody(t, map[string]any{"name": "1shop"}, appConfig("busybox", "web:3")), 400, "must not start"},
-			{"POST", "/1.0/deployments", templateBody(t, map[string]any{"name": "shop", "config": map[string]string{"nope": "x"}}, appConfig("busybox", "web:3")), 400, "nope"},
+			{"POST", "/1.0/deployments", templateBody(t, map[string]any{"name": "1shop"}, applytest.AppConfig("busybox", "web:3")), 400, "must not start"},
+			{"POST", "/1.0/deployments", templateBody(t, map[string]any{"name": "shop", "config": map[string]string{"nope": "x"}}, applytest.AppConfig("busybox", "web:3")), 400, "nope"},
 			{"POST", "/1.0/deployments?dry-run=1", `{"name":"shop"}`, 400, "send the config in template"},
 			{"POST", "/1.0/deployments", `{"name":"shop","template_imports":{"a":"b"}}`, 400, "send the config in template"},
 		}
@@ -109,7 +86,7 @@ func TestTemplateAPI(t *testing.T) {
 
 	phase(t, "create from a template", func(t *testing.T) {
 		// Create from a template.
-		a.expect("POST", "/1.0/deployments", templateBody(t, map[string]any{"name": "shop", "description": "the shop"}, appConfig("busybox", "web:3", "db:1")), 201, "")
+		a.expect("POST", "/1.0/deployments", templateBody(t, map[string]any{"name": "shop", "description": "the shop"}, applytest.AppConfig("busybox", "web:3", "db:1")), 201, "")
 		shapes := a.shapes("shop")
 		if got := keysOf(shapes); !reflect.DeepEqual(got, []string{"shop-db", "shop-web"}) {
 			t.Fatalf("shapes after create: %v", got)
@@ -192,7 +169,7 @@ func TestTemplateAPI(t *testing.T) {
 
 		manifests := a.expect("GET", "/1.0/deployments/shop/manifests?recursion=1", "", 200, "")["metadata"].([]any)
 		first := manifests[0].(map[string]any)
-		if first["cause"] != "create" || first["input_config"] != appConfig("busybox", "web:3", "db:1") || first["imports"].(map[string]any)["app.jinja"] != appJinja {
+		if first["cause"] != "create" || first["input_config"] != applytest.AppConfig("busybox", "web:3", "db:1") || first["imports"].(map[string]any)["app.jinja"] != applytest.AppJinja {
 			t.Fatalf("manifest-1: %v", first)
 		}
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/apply/applytest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 	"github.com/lxd-deployd/lxd-deployd/shared/templates/registry"
 )
@@ -21,37 +22,13 @@ import (
 // outside a request.
 var testBy = api.InternalRequestor("unknown")
 
-// The test app: a Jinja template making one shape per tier.
-const appJinja = `resources:
-{% for tier in properties['tiers'] %}
-- name: {{ env['deployment'] }}-{{ tier['name'] }}
-  type: shape
-  properties:
-    description: {{ tier['name'] }} of {{ env['deployment'] }} in {{ env['project'] }}
-    instance_template:
-      source: {type: image, alias: {{ properties['image'] }}}
-    scaling_minimum: 0
-    scaling_maximum: {{ tier['max'] }}
-{% endfor %}
-`
-
-func appConfig(image string, tiers ...string) string {
-	config := "resources:\n- name: app\n  type: app.jinja\n  properties:\n    image: " + image + "\n    tiers:\n"
-	for _, tier := range tiers {
-		name, max, _ := strings.Cut(tier, ":")
-		config += "    - {name: " + name + ", max: " + max + "}\n"
-	}
-
-	return config
-}
-
 // TestApplyRefusesShapesWithInstances checks the transaction: a shape the config drops
 // that still has instances is a 409, and nothing of the config is applied.
 func TestApplyRefusesShapesWithInstances(t *testing.T) {
 	ctx := context.Background()
 	cluster := dbtest.Open(t)
-	imports := map[string]string{"app.jinja": appJinja}
-	first, err := Expand(ctx, InProcess{}, nil, testBy, "default", "shop", appConfig("busybox", "web:3", "db:1"), imports, CauseCreate)
+	imports := map[string]string{"app.jinja": applytest.AppJinja}
+	first, err := Expand(ctx, InProcess{}, nil, testBy, "default", "shop", applytest.AppConfig("busybox", "web:3", "db:1"), imports, CauseCreate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +57,7 @@ func TestApplyRefusesShapesWithInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	second, err := Expand(ctx, InProcess{}, nil, testBy, "default", "shop", appConfig("busybox", "web:4"), imports, CauseUpdate)
+	second, err := Expand(ctx, InProcess{}, nil, testBy, "default", "shop", applytest.AppConfig("busybox", "web:4"), imports, CauseUpdate)
 	if err != nil {
 		t.Fatal(err)
 	}

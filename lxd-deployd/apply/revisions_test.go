@@ -8,6 +8,7 @@ import (
 
 	"github.com/lxd-deployd/lxd-deployd/db"
 	"github.com/lxd-deployd/lxd-deployd/db/dbtest"
+	"github.com/lxd-deployd/lxd-deployd/lxd-deployd/apply/applytest"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -16,9 +17,9 @@ import (
 func TestTemplateApplyMakesRevisions(t *testing.T) {
 	ctx := context.Background()
 	cluster := dbtest.Open(t)
-	imports := map[string]string{"app.jinja": appJinja}
+	imports := map[string]string{"app.jinja": applytest.AppJinja}
 	var id int64
-	for i, config := range []string{appConfig("busybox", "web:3", "db:1"), appConfig("alpine", "web:3", "db:1")} {
+	for i, config := range []string{applytest.AppConfig("busybox", "web:3", "db:1"), applytest.AppConfig("alpine", "web:3", "db:1")} {
 		applied, err := Expand(ctx, InProcess{}, nil, testBy, "default", "shop", config, imports, CauseCreate)
 		if err != nil {
 			t.Fatal(err)
