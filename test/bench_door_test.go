@@ -12,11 +12,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lxd-deployd/lxd-deployd/internal/loadgen"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -110,8 +110,8 @@ func benchDoorShape(b *testing.B) {
 	fmt.Printf("measured: front door bench (shape): %d busybox httpd instances on an LXD bridge, haproxy nbthread %d, %d closed-loop workers for %v each way, %d rounds; load average (1 min) %s\n",
 		doorBenchInstances, threads, doorBenchWorkers, doorBenchSpan, doorBenchRounds, loadAverage())
 	// Warm both paths (connections, caches) before anything counts.
-	closedLoop(b, direct, doorBenchWorkers, time.Second)
-	closedLoop(b, door, doorBenchWorkers, time.Second)
+	loadgen.ClosedLoop(b, direct, doorBenchWorkers, time.Second)
+	loadgen.ClosedLoop(b, door, doorBenchWorkers, time.Second)
 
 	var ratios []float64
 	var added []time.Duration
@@ -134,18 +134,18 @@ func benchDoorShape(b *testing.B) {
 		// With the cores to themselves, the client, httpd and haproxy would share them in
 		// proportion to what each request costs them.
 		if straight.backend > 0 {
-			cpuStraight := straight.backend + straight.client.ran
-			cpuThrough := through.backend + through.client.ran + through.haproxy.ran
+			cpuStraight := straight.backend + straight.client.Ran
+			cpuThrough := through.backend + through.client.Ran + through.haproxy.Ran
 			fmt.Printf("measured: front door (shape) round %d CPU per request: straight %v, through the door %v: %.2fx if the cores were the bench's alone; haproxy busy (running or waiting for a CPU) %.0f%% of the time it was loaded\n",
-				round, cpuStraight, cpuThrough, float64(cpuStraight)/float64(cpuThrough), 100*through.rate*(through.haproxy.ran+through.haproxy.waited).Seconds())
+				round, cpuStraight, cpuThrough, float64(cpuStraight)/float64(cpuThrough), 100*through.rate*(through.haproxy.Ran+through.haproxy.Waited).Seconds())
 		}
 
 		// Both at once, so the machine's other work weighs on each alike.
 		var sp50, sp99, dp50, dp99 time.Duration
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); sp50, sp99 = openLoop(b, direct, doorBenchRate, doorBenchSpan) }()
-		go func() { defer wg.Done(); dp50, dp99 = openLoop(b, door, doorBenchRate, doorBenchSpan) }()
+		go func() { defer wg.Done(); sp50, sp99 = loadgen.OpenLoop(b, direct, doorBenchRate, doorBenchSpan) }()
+		go func() { defer wg.Done(); dp50, dp99 = loadgen.OpenLoop(b, door, doorBenchRate, doorBenchSpan) }()
 		wg.Wait()
 		added = append(added, dp99-sp99)
 		fmt.Printf("measured: front door (shape) round %d latency at %d req/s each, side by side: straight p50 %v p99 %v, through haproxy p50 %v p99 %v: added p99 %v (goal <= 1ms)\n",
@@ -189,8 +189,8 @@ func niceDiagnostic(b *testing.B, direct []string, door []string, haproxyPid int
 	var sp99, dp99 time.Duration
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); _, sp99 = openLoop(b, direct, doorBenchRate, doorBenchSpan) }()
-	go func() { defer wg.Done(); _, dp99 = openLoop(b, door, doorBenchRate, doorBenchSpan) }()
+	go func() { defer wg.Done(); _, sp99 = loadgen.OpenLoop(b, direct, doorBenchRate, doorBenchSpan) }()
+	go func() { defer wg.Done(); _, dp99 = loadgen.OpenLoop(b, door, doorBenchRate, doorBenchSpan) }()
 	wg.Wait()
 	fmt.Printf("measured: front door (shape) diagnostic, haproxy at nice -10: latency at %d req/s each, side by side: straight p99 %v, through haproxy p99 %v: added p99 %v\n",
 		doorBenchRate, sp99.Round(time.Microsecond), dp99.Round(time.Microsecond), (dp99 - sp99).Round(time.Microsecond))
@@ -221,110 +221,22 @@ type loadRun struct {
 	failed  int64
 	backend time.Duration
 	// haproxy and client per request.
-	haproxy, client schedStat
+	haproxy, client loadgen.Sched
 }
 
 // measureRun sends the closed-loop load to urls and reads the CPU HAProxy's worker, the
 // instances' httpd and this process used meanwhile.
 func measureRun(b *testing.B, urls []string, haproxyPid int, backends *cpuAcct) loadRun {
-	h0, be0, c0 := processSched(haproxyPid), backends.usage(), processSched(os.Getpid())
-	rate, failed := closedLoop(b, urls, doorBenchWorkers, doorBenchSpan)
+	h0, be0, c0 := loadgen.SchedOf(haproxyPid), backends.usage(), loadgen.SchedOf(os.Getpid())
+	rate, failed := loadgen.ClosedLoop(b, urls, doorBenchWorkers, doorBenchSpan)
 	n := int64(rate*doorBenchSpan.Seconds()) + 1
-	perRequest := func(s schedStat) schedStat {
-		return schedStat{ran: s.ran / time.Duration(n), waited: s.waited / time.Duration(n), slices: s.slices * 1000 / n}
-	}
-
 	return loadRun{
 		rate:    rate,
 		failed:  failed,
 		backend: ((backends.usage() - be0) / time.Duration(n)).Round(100 * time.Nanosecond),
-		haproxy: perRequest(processSched(haproxyPid).sub(h0)),
-		client:  perRequest(processSched(os.Getpid()).sub(c0)),
+		haproxy: loadgen.SchedOf(haproxyPid).Sub(h0).Per(n),
+		client:  loadgen.SchedOf(os.Getpid()).Sub(c0).Per(n),
 	}
-}
-
-// String is a per-request schedStat (slices counted per 1000 requests).
-func (s schedStat) String() string {
-	return fmt.Sprintf("ran %v, waited for a CPU %v, %.2f runs", s.ran.Round(100*time.Nanosecond), s.waited.Round(100*time.Nanosecond), float64(s.slices)/1000)
-}
-
-// closedLoop is requests per second from workers over span, each worker sending its next
-// request when the last one ended and taking urls in turn, and the count of failed ones
-// (a connection error or not a 200).
-func closedLoop(b *testing.B, urls []string, workers int, span time.Duration) (float64, int64) {
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers, MaxIdleConns: workers * 2}}
-	defer client.CloseIdleConnections()
-	var n, failed atomic.Int64
-	stop := time.Now().Add(span)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := w; time.Now().Before(stop); i++ {
-				resp, err := client.Get(urls[i%len(urls)])
-				if err != nil {
-					failed.Add(1)
-					continue
-				}
-
-				_, _ = io.Copy(io.Discard, resp.Body)
-				_ = resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					failed.Add(1)
-					continue
-				}
-
-				n.Add(1)
-			}
-		}(w)
-	}
-
-	wg.Wait()
-	if failed.Load() > 0 {
-		b.Errorf("%d requests to %v failed", failed.Load(), urls)
-	}
-
-	return float64(n.Load()) / span.Seconds(), failed.Load()
-}
-
-// openLoop is p50 and p99 of rate requests per second over span, sent on time whatever
-// the answers, taking urls in turn.
-func openLoop(b *testing.B, urls []string, rate int, span time.Duration) (time.Duration, time.Duration) {
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64, MaxIdleConns: 128}}
-	defer client.CloseIdleConnections()
-	var mu sync.Mutex
-	var took []time.Duration
-	var wg sync.WaitGroup
-	tick := time.NewTicker(time.Second / time.Duration(rate))
-	defer tick.Stop()
-	stop := time.Now().Add(span)
-	for i := 0; time.Now().Before(stop); i++ {
-		<-tick.C
-		wg.Add(1)
-		go func(url string) {
-			defer wg.Done()
-			start := time.Now()
-			resp, err := client.Get(url)
-			if err != nil {
-				b.Error(err)
-				return
-			}
-
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				b.Errorf("%s: HTTP %d", url, resp.StatusCode)
-			}
-
-			mu.Lock()
-			took = append(took, time.Since(start))
-			mu.Unlock()
-		}(urls[i%len(urls)])
-	}
-
-	wg.Wait()
-	return percentile(took, 50), percentile(took, 99)
 }
 
 // doorWorker is the pid of the private HAProxy's worker (from "show info" on its admin
@@ -386,36 +298,4 @@ func renice(pid int, nice int) error {
 	}
 
 	return nil
-}
-
-// schedStat is what the scheduler says of a process's threads (/proc/<pid>/task/*/schedstat,
-// in nanoseconds): the time they ran, the time they waited on a run queue for a CPU, and
-// how many times they were given one.
-type schedStat struct {
-	ran, waited time.Duration
-	slices      int64
-}
-
-func (s schedStat) sub(o schedStat) schedStat {
-	return schedStat{ran: s.ran - o.ran, waited: s.waited - o.waited, slices: s.slices - o.slices}
-}
-
-func processSched(pid int) schedStat {
-	var total schedStat
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
-	for _, task := range tasks {
-		raw, err := os.ReadFile(task)
-		if err != nil {
-			continue
-		}
-
-		var ran, waited, slices int64
-		if _, err := fmt.Sscan(string(raw), &ran, &waited, &slices); err == nil {
-			total.ran += time.Duration(ran)
-			total.waited += time.Duration(waited)
-			total.slices += slices
-		}
-	}
-
-	return total
 }

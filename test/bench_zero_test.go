@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lxd-deployd/lxd-deployd/internal/loadgen"
 	"github.com/lxd-deployd/lxd-deployd/shared/api"
 )
 
@@ -55,9 +56,9 @@ func benchWake(b *testing.B, n int) {
 			made = append(made, madeAt.Sub(start))
 		}
 
-		p50, p95 := percentile(took, 50), percentile(took, 95)
+		p50, p95 := loadgen.Percentile(took, 50), loadgen.Percentile(took, 95)
 		fmt.Printf("measured: first request from zero, %s: p50 %v p95 %v over %d wakes (p50 of the stages from the request: scale request at the governor %v, launch done %v)\n",
-			label, p50.Round(time.Millisecond), p95.Round(time.Millisecond), n, percentile(asked, 50).Round(time.Millisecond), percentile(made, 50).Round(time.Millisecond))
+			label, p50.Round(time.Millisecond), p95.Round(time.Millisecond), n, loadgen.Percentile(asked, 50).Round(time.Millisecond), loadgen.Percentile(made, 50).Round(time.Millisecond))
 		return took
 	}
 
@@ -72,8 +73,8 @@ func benchWake(b *testing.B, n int) {
 	answers := burst(50)
 	bad, sample := failed(answers)
 	fmt.Printf("measured: a burst of 50 concurrent first requests from zero (warm pool): %d failed %v\n", bad, sample)
-	b.ReportMetric(float64(percentile(cold, 95).Milliseconds()), "cold-p95-ms")
-	b.ReportMetric(float64(percentile(warm, 95).Milliseconds()), "warm-p95-ms")
+	b.ReportMetric(float64(loadgen.Percentile(cold, 95).Milliseconds()), "cold-p95-ms")
+	b.ReportMetric(float64(loadgen.Percentile(warm, 95).Milliseconds()), "warm-p95-ms")
 	b.ReportMetric(float64(bad), "burst-failed")
 	if bad > 0 {
 		b.Fatalf("%d of 50 first requests failed: %v", bad, sample)

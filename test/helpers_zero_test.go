@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -279,16 +278,4 @@ func failed(answers []answer) (int, []string) {
 	}
 
 	return n, sample
-}
-
-// percentile is the p-th percentile (0-100) of ds, nearest rank.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	rank := int(p/100*float64(len(s))+0.999999) - 1
-	return s[max(0, min(rank, len(s)-1))]
 }
