@@ -115,6 +115,14 @@ func isConnectionLost(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
+// Unavailable reports whether err says the database could not be reached rather than
+// refused the work: no leader, the connection to it lost, or busy past the transaction's
+// retries. Work that must happen before a member serves (its registration at start) waits
+// out an election with it instead of exiting.
+func Unavailable(err error) bool {
+	return isRetryable(err) || isConnectionLost(err)
+}
+
 // isLostCommit reports whether COMMIT itself lost its connection.
 func isLostCommit(err error) bool {
 	var commit commitError

@@ -21,7 +21,36 @@ import (
 // start, then from the host name, made unique when several members share a host.
 // addresses are the member's HTTPS addresses (MemberAddresses); identity is nil when the
 // daemon is not clustered.
+//
+// A member started while its cluster elects a leader (it led, and was restarted) finds the
+// database unavailable for a few seconds: the registration is tried again for up to
+// registerWait before the start fails. Recording the member twice is harmless (the row is
+// saved whole).
 func Register(ctx context.Context, store Store, identity *Identity, name string, addresses []string) (string, error) {
+	start := time.Now()
+	for {
+		registered, err := register(ctx, store, identity, name, addresses)
+		if err == nil || !db.Unavailable(err) || time.Since(start) > registerWait {
+			return registered, err
+		}
+
+		select {
+		case <-ctx.Done():
+			return "", err
+		case <-time.After(registerRetry):
+		}
+	}
+}
+
+// registerWait bounds how long a start waits for its cluster's database to answer;
+// registerRetry is the pause between tries.
+const (
+	registerWait  = time.Minute
+	registerRetry = 500 * time.Millisecond
+)
+
+// register is one try of Register.
+func register(ctx context.Context, store Store, identity *Identity, name string, addresses []string) (string, error) {
 	configured := name // checked by the daemon's flags
 	err := store.Transaction(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		name = configured

@@ -3,6 +3,9 @@ package cluster
 import (
 	"context"
 	"database/sql"
+	sqldriver "database/sql/driver"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -104,5 +107,47 @@ func TestPrepare(t *testing.T) {
 	joined, err := Prepare(ctx, JoinRequest{DataDir: t.TempDir(), Name: "m1"}, time.Hour)
 	if err != nil || joined != nil {
 		t.Errorf("no token: %v %v", joined, err)
+	}
+}
+
+// unavailableStore is a real store whose first writes find no leader (a member restarted
+// while its cluster elects one), and whose writes fail for good when refuse is set.
+type unavailableStore struct {
+	Store
+	failures int
+	refuse   error
+	tries    int
+}
+
+func (s *unavailableStore) Transaction(ctx context.Context, f func(ctx context.Context, tx *sql.Tx) error) error {
+	s.tries++
+	if s.refuse != nil {
+		return s.refuse
+	}
+
+	if s.failures > 0 {
+		s.failures--
+		return fmt.Errorf("record member %q: %w", "m1", sqldriver.ErrBadConn)
+	}
+
+	return s.Store.Transaction(ctx, f)
+}
+
+// TestRegisterWaitsOutAnElection: a start whose registration finds the database without a
+// leader tries again (it exited at the first "driver: bad connection"); a refusal is
+// final at once.
+func TestRegisterWaitsOutAnElection(t *testing.T) {
+	ctx := context.Background()
+	store := &unavailableStore{Store: dbtest.Open(t), failures: 3}
+	name, err := Register(ctx, store, nil, "m1", []string{"10.0.0.1:8443"})
+	if err != nil || name != "m1" || store.failures != 0 {
+		t.Fatalf("register through an election: %q (%v), %d failures left", name, err, store.failures)
+	}
+
+	taken := errors.New("cluster member name \"m1\" is taken")
+	store.refuse, store.tries = taken, 0
+	_, err = Register(ctx, store, nil, "m1", nil)
+	if !errors.Is(err, taken) || store.tries != 1 {
+		t.Fatalf("a refusal: %v after %d tries, want it after one", err, store.tries)
 	}
 }
